@@ -1,0 +1,2 @@
+//! `compactctl`: the command line of Compact.
+fn main() {}

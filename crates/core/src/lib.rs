@@ -1,0 +1,18 @@
+//! Pure core of Compact: the provider-neutral conversation model, exact token counting and (in later
+//! modules) truncation, normalisation, compaction strategies and plans.
+//!
+//! Architecture invariant: this crate performs no I/O and contains no async code. Everything that talks
+//! to files, networks or clocks lives in the crates around it.
+//!
+//! ```
+//! use compact_core::model::{Conversation, Item, Role};
+//! use compact_core::tokens::{Encoding, TokenCounter};
+//!
+//! let mut conv = Conversation::default();
+//! conv.push(Item::text(Role::User, "Fix the failing test in src/lib.rs"));
+//! let counter = TokenCounter::new(Encoding::O200kBase);
+//! assert!(counter.count_conversation(&conv).total > 0);
+//! ```
+
+pub mod model;
+pub mod tokens;

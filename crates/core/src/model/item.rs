@@ -1,0 +1,394 @@
+//! Items: the units a conversation is made of, with their metadata and a per-item token memo.
+
+use super::{Envelope, Extra, Format, Part};
+use crate::tokens::TokenMemo;
+use serde_json::Value;
+use std::fmt;
+use std::sync::Arc;
+
+/// Who speaks an item.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Role {
+    /// System prompt.
+    System,
+    /// Developer instructions (OpenAI).
+    Developer,
+    /// The user (or the harness speaking as the user).
+    User,
+    /// The model.
+    Assistant,
+    /// A tool's output.
+    Tool,
+}
+
+impl Role {
+    /// Lower-case name as used on most wires.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::System => "system",
+            Role::Developer => "developer",
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::Tool => "tool",
+        }
+    }
+}
+
+impl fmt::Display for Role {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A stable item id. Decoders keep wire ids when the format has them and otherwise assign `i<N>`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct ItemId(String);
+
+impl ItemId {
+    /// Wraps a string id.
+    pub fn new(id: impl Into<String>) -> Self {
+        ItemId(id.into())
+    }
+    /// The id as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for ItemId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Who can see an item. Compaction hides items from the model; nothing is ever deleted from the log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Visibility {
+    /// Sent to the model.
+    pub model: bool,
+    /// Shown to the user.
+    pub user: bool,
+}
+
+impl Default for Visibility {
+    fn default() -> Self {
+        Visibility { model: true, user: true }
+    }
+}
+
+/// Per-item metadata.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ItemMeta {
+    /// Stable id.
+    pub id: ItemId,
+    /// Never pruned, truncated or summarised.
+    pub protected: bool,
+    /// Who sees it.
+    pub visibility: Visibility,
+    /// Turn index: a turn opens at each real user message.
+    pub turn: u32,
+    /// Timestamp as recorded by the source (RFC 3339 when known), verbatim.
+    pub timestamp: Option<String>,
+    /// Format the item was decoded from (`None` when built in memory).
+    pub origin: Option<Format>,
+    /// The wire message that held it, shared with its siblings.
+    pub envelope: Option<Arc<Envelope>>,
+}
+
+/// What an item is, without its data: for counting and reporting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ItemKind {
+    /// System message.
+    System,
+    /// Developer message.
+    Developer,
+    /// User message.
+    User,
+    /// Assistant text (or media).
+    Assistant,
+    /// A tool call made by the assistant.
+    ToolCall,
+    /// A tool's result.
+    ToolResult,
+    /// Reasoning / thinking.
+    Reasoning,
+    /// A compaction checkpoint (summary of earlier items).
+    Checkpoint,
+    /// An opaque provider item.
+    Opaque,
+}
+
+impl ItemKind {
+    /// Lower-case name for reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ItemKind::System => "system",
+            ItemKind::Developer => "developer",
+            ItemKind::User => "user",
+            ItemKind::Assistant => "assistant",
+            ItemKind::ToolCall => "tool_call",
+            ItemKind::ToolResult => "tool_result",
+            ItemKind::Reasoning => "reasoning",
+            ItemKind::Checkpoint => "checkpoint",
+            ItemKind::Opaque => "opaque",
+        }
+    }
+}
+
+/// A system, developer, user or assistant message.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Message {
+    /// Speaker (never [`Role::Tool`]: tool output is a [`ToolResult`]).
+    pub role: Role,
+    /// Content parts.
+    pub parts: Vec<Part>,
+}
+
+/// How a tool call is expressed on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ToolCallKind {
+    /// A JSON-argument function call (Chat `tool_calls`, Responses `function_call`, Anthropic `tool_use`).
+    Function,
+    /// A free-form input call (Responses `custom_tool_call`).
+    Custom,
+    /// Responses `local_shell_call`.
+    LocalShell,
+    /// A call the provider runs itself (Anthropic `server_tool_use`, web search...).
+    Server,
+}
+
+/// Tool call arguments as they were on the wire.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Arguments {
+    /// A JSON value (Anthropic `input`, Responses `action`).
+    Json(Value),
+    /// A string (a JSON document for Chat/Responses function calls, free text for custom tools).
+    Text(String),
+}
+
+impl Arguments {
+    /// The arguments as JSON: `Json` as is, `Text` parsed when it is a JSON document.
+    pub fn to_value(&self) -> Option<Value> {
+        match self {
+            Arguments::Json(v) => Some(v.clone()),
+            Arguments::Text(s) => serde_json::from_str(s).ok(),
+        }
+    }
+
+    /// The string form sent to the model (JSON text or free text).
+    pub fn to_text(&self) -> String {
+        match self {
+            Arguments::Json(v) => v.to_string(),
+            Arguments::Text(s) => s.clone(),
+        }
+    }
+}
+
+/// A tool call made by the assistant.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCall {
+    /// Call id that the result answers.
+    pub call_id: String,
+    /// Tool name.
+    pub name: String,
+    /// Arguments.
+    pub arguments: Arguments,
+    /// Wire shape.
+    pub kind: ToolCallKind,
+    /// Unmodelled fields of the call object.
+    pub extra: Extra,
+}
+
+/// A tool's result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolResult {
+    /// The call this answers.
+    pub call_id: String,
+    /// Name of the tool, resolved from the call when the wire does not carry it.
+    pub tool_name: Option<String>,
+    /// Output parts (usually one text part).
+    pub parts: Vec<Part>,
+    /// The tool reported failure.
+    pub is_error: bool,
+    /// Wire shape of the call this answers.
+    pub kind: ToolCallKind,
+    /// The output was a plain string on the wire (rather than parts).
+    pub content_was_string: bool,
+    /// Unmodelled fields of the result object.
+    pub extra: Extra,
+}
+
+/// Model reasoning: visible thinking, summaries, signatures, encrypted payloads.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Reasoning {
+    /// Visible reasoning text (Anthropic `thinking`), if any.
+    pub text: Option<String>,
+    /// Summary texts (Responses `summary[]`).
+    pub summary: Vec<String>,
+    /// Signature that must be returned unmodified (Anthropic).
+    pub signature: Option<String>,
+    /// Encrypted payload (Responses `encrypted_content`, Anthropic `redacted_thinking.data`).
+    pub encrypted: Option<String>,
+    /// Anthropic `redacted_thinking`.
+    pub redacted: bool,
+    /// Unmodelled fields.
+    pub extra: Extra,
+}
+
+/// A compaction checkpoint: a record of earlier work standing in for the items it covers.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Checkpoint {
+    /// The checkpoint text as the model will see it.
+    pub text: String,
+    /// How many compactions this checkpoint folds in (1 for the first).
+    pub generation: u32,
+    /// Ids of the items it stands for.
+    pub covers: Vec<ItemId>,
+    /// Unmodelled fields, when decoded from a transcript.
+    pub extra: Extra,
+}
+
+/// A provider item the model does not understand, carried through untouched.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Opaque {
+    /// The item's type tag on the wire (e.g. `compaction`, `web_search_call`).
+    pub label: String,
+    /// The role it speaks with, if it has one.
+    pub role: Option<Role>,
+    /// The whole wire object.
+    pub value: Value,
+}
+
+/// The data of an item.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ItemBody {
+    /// A message.
+    Message(Message),
+    /// A tool call.
+    ToolCall(ToolCall),
+    /// A tool result.
+    ToolResult(ToolResult),
+    /// Reasoning.
+    Reasoning(Reasoning),
+    /// A checkpoint.
+    Checkpoint(Checkpoint),
+    /// An opaque provider item.
+    Opaque(Opaque),
+}
+
+/// One item of a conversation.
+///
+/// The body is reachable only through [`Item::body`] and [`Item::body_mut`], so that the cached token
+/// count ([`TokenMemo`]) is invalidated whenever the content can change.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Item {
+    /// Metadata (does not affect the token count).
+    pub meta: ItemMeta,
+    body: ItemBody,
+    memo: TokenMemo,
+}
+
+impl Item {
+    /// An item with default metadata.
+    pub fn new(body: ItemBody) -> Self {
+        Item { meta: ItemMeta::default(), body, memo: TokenMemo::default() }
+    }
+
+    /// A single-text-part message.
+    pub fn text(role: Role, text: impl Into<String>) -> Self {
+        Item::new(ItemBody::Message(Message { role, parts: vec![Part::text(text)] }))
+    }
+
+    /// Sets the id (builder style).
+    pub fn with_id(mut self, id: impl Into<String>) -> Self {
+        self.meta.id = ItemId::new(id);
+        self
+    }
+
+    /// The body.
+    pub fn body(&self) -> &ItemBody {
+        &self.body
+    }
+
+    /// The body, mutably; clears the cached token count.
+    pub fn body_mut(&mut self) -> &mut ItemBody {
+        self.memo.clear();
+        &mut self.body
+    }
+
+    /// Replaces the body; clears the cached token count.
+    pub fn set_body(&mut self, body: ItemBody) {
+        self.memo.clear();
+        self.body = body;
+    }
+
+    /// The token memo (used by [`crate::tokens::TokenCounter`]).
+    pub fn memo(&self) -> &TokenMemo {
+        &self.memo
+    }
+
+    /// The speaking role.
+    pub fn role(&self) -> Role {
+        match &self.body {
+            ItemBody::Message(m) => m.role,
+            ItemBody::ToolCall(_) | ItemBody::Reasoning(_) => Role::Assistant,
+            ItemBody::ToolResult(_) => Role::Tool,
+            ItemBody::Checkpoint(_) => Role::User,
+            ItemBody::Opaque(o) => o.role.unwrap_or(Role::Assistant),
+        }
+    }
+
+    /// The kind, for counting and reports.
+    pub fn kind(&self) -> ItemKind {
+        match &self.body {
+            ItemBody::Message(m) => match m.role {
+                Role::System => ItemKind::System,
+                Role::Developer => ItemKind::Developer,
+                Role::User => ItemKind::User,
+                Role::Assistant | Role::Tool => ItemKind::Assistant,
+            },
+            ItemBody::ToolCall(_) => ItemKind::ToolCall,
+            ItemBody::ToolResult(_) => ItemKind::ToolResult,
+            ItemBody::Reasoning(_) => ItemKind::Reasoning,
+            ItemBody::Checkpoint(_) => ItemKind::Checkpoint,
+            ItemBody::Opaque(_) => ItemKind::Opaque,
+        }
+    }
+
+    /// The tool call, if this is one.
+    pub fn as_tool_call(&self) -> Option<&ToolCall> {
+        match &self.body {
+            ItemBody::ToolCall(c) => Some(c),
+            _ => None,
+        }
+    }
+
+    /// The tool result, if this is one.
+    pub fn as_tool_result(&self) -> Option<&ToolResult> {
+        match &self.body {
+            ItemBody::ToolResult(r) => Some(r),
+            _ => None,
+        }
+    }
+
+    /// All plain text of the item joined by newlines (text parts, tool output text, reasoning text,
+    /// checkpoint text, tool name and arguments). Used for search, probes and summaries.
+    pub fn plain_text(&self) -> String {
+        fn parts_text(parts: &[Part]) -> String {
+            let texts: Vec<&str> = parts.iter().filter_map(Part::as_text).collect();
+            texts.join("\n")
+        }
+        match &self.body {
+            ItemBody::Message(m) => parts_text(&m.parts),
+            ItemBody::ToolCall(c) => format!("{} {}", c.name, c.arguments.to_text()),
+            ItemBody::ToolResult(r) => parts_text(&r.parts),
+            ItemBody::Reasoning(r) => {
+                let mut out: Vec<&str> = r.text.iter().map(String::as_str).collect();
+                out.extend(r.summary.iter().map(String::as_str));
+                out.join("\n")
+            }
+            ItemBody::Checkpoint(c) => c.text.clone(),
+            ItemBody::Opaque(_) => String::new(),
+        }
+    }
+}

@@ -1,0 +1,75 @@
+//! The [`Summarizer`] trait: turns a span of items (plus any previous checkpoint) into checkpoint text.
+
+use compact_core::model::{Checkpoint, Item};
+use compact_core::tokens::TokenCounter;
+use std::future::Future;
+use std::pin::Pin;
+
+/// A boxed, sendable future (keeps [`Summarizer`] object-safe without an async-trait dependency).
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// What to summarise.
+#[derive(Debug, Clone)]
+pub struct SummaryRequest<'a> {
+    /// The items being replaced, oldest first (never includes the previous checkpoint).
+    pub items: &'a [Item],
+    /// The checkpoint these items follow, to be folded in rather than stacked.
+    pub previous: Option<&'a Checkpoint>,
+    /// Upper bound on the summary's size in tokens (counted with `counter`).
+    pub max_tokens: usize,
+    /// The counter used for budgets.
+    pub counter: TokenCounter,
+    /// Extra instructions ("also preserve ..."), appended to the template.
+    pub also_preserve: Option<&'a str>,
+}
+
+/// Token usage of a summariser's own model calls.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SummaryUsage {
+    /// Model calls made.
+    pub calls: u32,
+    /// Input tokens reported by the provider.
+    pub input_tokens: u64,
+    /// Output tokens reported by the provider.
+    pub output_tokens: u64,
+}
+
+/// A summary.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Summary {
+    /// The checkpoint text (framed as a record of earlier work).
+    pub text: String,
+    /// Name of the summariser that actually produced it (after any fallback).
+    pub produced_by: String,
+    /// Usage of model calls, if any.
+    pub usage: SummaryUsage,
+    /// Non-fatal problems (fallbacks taken, retries).
+    pub warnings: Vec<String>,
+}
+
+/// Why a summariser failed. A failure never changes the conversation: the caller keeps its history.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SummarizeError {
+    /// The summariser's own call exceeded its context window and could not be reduced further.
+    #[error("summariser context overflow: {0}")]
+    Overflow(String),
+    /// The model refused or returned nothing usable.
+    #[error("summariser returned no usable summary: {0}")]
+    Empty(String),
+    /// Transport or provider failure after retries.
+    #[error("summariser request failed: {0}")]
+    Transport(String),
+    /// Misconfiguration (missing API key, bad URL).
+    #[error("summariser configuration: {0}")]
+    Config(String),
+}
+
+/// Produces checkpoint text for a span of items. Implementations: the deterministic checkpoint (no
+/// model) and LLM summarisers over HTTP.
+pub trait Summarizer: Send + Sync {
+    /// Short name for reports (`deterministic`, `openai`, `anthropic`).
+    fn name(&self) -> &str;
+    /// Summarises `request`.
+    fn summarize<'a>(&'a self, request: SummaryRequest<'a>) -> BoxFuture<'a, Result<Summary, SummarizeError>>;
+}
