@@ -248,6 +248,37 @@ pub struct Checkpoint {
     pub extra: Extra,
 }
 
+/// Opening of a checkpoint's wire text: `<compact-checkpoint generation="N">`. A user-role text message
+/// that starts with this marker is decoded as a [`Checkpoint`], so re-compaction folds it in.
+pub const CHECKPOINT_OPEN: &str = "<compact-checkpoint";
+/// Closing line of a checkpoint's wire text.
+pub const CHECKPOINT_CLOSE: &str = "</compact-checkpoint>";
+
+impl Checkpoint {
+    /// The text sent to the model: the body wrapped in the checkpoint marker.
+    pub fn wire_text(&self) -> String {
+        format!(
+            "{CHECKPOINT_OPEN} generation=\"{}\">\n{}\n{CHECKPOINT_CLOSE}",
+            self.generation,
+            self.text.trim_end()
+        )
+    }
+
+    /// Recognises checkpoint wire text (see [`Checkpoint::wire_text`]); `None` for any other text.
+    pub fn from_wire_text(text: &str) -> Option<Checkpoint> {
+        let rest = text.strip_prefix(CHECKPOINT_OPEN)?;
+        let (attrs, body) = rest.split_once(">\n").or_else(|| rest.split_once('>'))?;
+        let generation = attrs
+            .split_once("generation=\"")
+            .and_then(|(_, g)| g.split('"').next())
+            .and_then(|g| g.parse().ok())
+            .unwrap_or(1);
+        let body = body.trim_end();
+        let body = body.strip_suffix(CHECKPOINT_CLOSE).unwrap_or(body).trim_end();
+        Some(Checkpoint { text: body.to_owned(), generation, ..Checkpoint::default() })
+    }
+}
+
 /// A provider item the model does not understand, carried through untouched.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Opaque {

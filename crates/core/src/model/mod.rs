@@ -13,7 +13,7 @@ mod part;
 
 pub use envelope::{Envelope, Format};
 pub use item::{
-    Arguments, Checkpoint, Item, ItemBody, ItemId, ItemKind, ItemMeta, Message, Opaque, Reasoning,
+    Arguments, Checkpoint, Item, CHECKPOINT_CLOSE, CHECKPOINT_OPEN, ItemBody, ItemId, ItemKind, ItemMeta, Message, Opaque, Reasoning,
     Role, ToolCall, ToolCallKind, ToolResult, Visibility,
 };
 pub use pairing::Pairing;
@@ -82,16 +82,13 @@ impl Conversation {
         Pairing::of(&self.items)
     }
 
-    /// Recomputes every item's turn index: a turn opens at each real user message.
+    /// Recomputes every item's turn index the way [`Conversation::push`] assigns it: each real user
+    /// message after the first item opens a new turn.
     pub fn renumber_turns(&mut self) {
         let mut turn = 0u32;
-        let mut seen_user = false;
-        for item in &mut self.items {
-            if item.role() == Role::User && matches!(item.body(), ItemBody::Message(_)) {
-                if seen_user {
-                    turn += 1;
-                }
-                seen_user = true;
+        for (idx, item) in self.items.iter_mut().enumerate() {
+            if idx > 0 && item.role() == Role::User && matches!(item.body(), ItemBody::Message(_)) {
+                turn += 1;
             }
             item.meta.turn = turn;
         }
