@@ -1,2 +1,52 @@
-//! `compactctl`: the command line of Compact.
-fn main() {}
+//! `compactctl`: the command line of Compact (inspect, count, compact, plan, diff, recall, replay).
+
+mod cmd;
+mod engine;
+mod exit;
+mod input;
+mod load;
+mod output;
+mod resolve;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// Compact: keep an agent's conversation inside its context window.
+#[derive(Debug, Parser)]
+#[command(name = "compactctl", version, about, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Print the token count of raw text.
+    Count(cmd::count::CountArgs),
+    /// Describe a conversation or transcript: items, tool calls, orphans, errors, tokens.
+    Inspect(cmd::inspect::InspectArgs),
+    /// Compact a conversation into a window and write it in a wire format.
+    Compact(cmd::compact::CompactArgs),
+    /// Dry run: what each tier would do, tokens before and after.
+    Plan(cmd::plan::PlanArgs),
+    /// Per item: kept, truncated, referenced, summarised or dropped.
+    Diff(cmd::diff::DiffArgs),
+    /// Print the original content of an item.
+    Recall(cmd::recall::RecallArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match &cli.command {
+        Command::Count(args) => cmd::count::run(args),
+        Command::Inspect(args) => cmd::inspect::run(args),
+        Command::Compact(args) => cmd::compact::run(args),
+        Command::Plan(args) => cmd::plan::run(args),
+        Command::Diff(args) => cmd::diff::run(args),
+        Command::Recall(args) => cmd::recall::run(args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(err) => exit::report(&err),
+    }
+}

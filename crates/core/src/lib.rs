@@ -14,5 +14,15 @@
 //! assert!(counter.count_conversation(&conv).total > 0);
 //! ```
 
+pub mod budget;
+pub mod checkpoint;
+pub mod facts;
 pub mod model;
+pub mod normalize;
+pub mod partition;
+pub mod plan;
+pub mod policy;
+pub mod registry;
+pub mod strategy;
 pub mod tokens;
+pub mod truncate;

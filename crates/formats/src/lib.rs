@@ -1,2 +1,10 @@
 //! Wire formats and transcript importers: explicit, tested conversions between provider JSON and the
 //! conversation model of `compact-core`.
+
+pub mod error;
+pub mod import;
+pub mod wire;
+
+pub use error::{DecodeError, EncodeError};
+pub use import::{ImportError, ImportMode, ImportOptions, ImportStats, ImportWarning, Imported};
+pub use wire::{decode, encode, Encoded, Loss, LossKind};

@@ -19,12 +19,39 @@ pub struct Framing {
 impl Framing {
     /// OpenAI chat framing: `<|start|>role<|message|>...<|end|>` is 3 tokens per message, and every
     /// reply is primed with 3 tokens (`<|start|>assistant<|message|>`), as OpenAI's cookbook documents.
-    pub const OPENAI: Framing = Framing { per_message: 3, per_request: 3, per_tool: 8 };
+    pub const OPENAI: Framing = Framing {
+        per_message: 3,
+        per_request: 3,
+        per_tool: 8,
+    };
     /// Anthropic does not publish its framing; `count_tokens` responses on short messages show about
     /// 4 tokens per message and 7 for the request.
-    pub const ANTHROPIC: Framing = Framing { per_message: 4, per_request: 7, per_tool: 10 };
+    pub const ANTHROPIC: Framing = Framing {
+        per_message: 4,
+        per_request: 7,
+        per_tool: 10,
+    };
+    /// Gemini does not publish its framing either; `countTokens` on multi-turn `contents` adds a
+    /// couple of tokens per turn (role and turn markers) and nothing per request. An estimate.
+    pub const GEMINI: Framing = Framing {
+        per_message: 2,
+        per_request: 0,
+        per_tool: 8,
+    };
+    /// Open-weight chat templates (Llama 3 `<|start_header_id|>role<|end_header_id|>\n\n...<|eot_id|>`,
+    /// ChatML `<|im_start|>role\n...<|im_end|>\n`): about 5 tokens per message, and the assistant
+    /// header that primes the reply (3 tokens) once per request.
+    pub const CHAT_TEMPLATE: Framing = Framing {
+        per_message: 5,
+        per_request: 3,
+        per_tool: 8,
+    };
     /// No framing (raw text counting).
-    pub const NONE: Framing = Framing { per_message: 0, per_request: 0, per_tool: 0 };
+    pub const NONE: Framing = Framing {
+        per_message: 0,
+        per_request: 0,
+        per_tool: 0,
+    };
 }
 
 /// Token totals of a conversation.
@@ -68,7 +95,11 @@ const ENCRYPTED_BYTES_PER_TOKEN: usize = 4;
 impl TokenCounter {
     /// A counter with OpenAI framing for exact encodings and Anthropic framing for estimates.
     pub fn new(encoding: Encoding) -> Self {
-        let framing = if encoding.is_exact() { Framing::OPENAI } else { Framing::ANTHROPIC };
+        let framing = if encoding.is_exact() {
+            Framing::OPENAI
+        } else {
+            Framing::ANTHROPIC
+        };
         TokenCounter { encoding, framing }
     }
 
@@ -103,7 +134,8 @@ impl TokenCounter {
             return n as usize;
         }
         let n = self.count_body(item.body());
-        item.memo().set(self.encoding, u32::try_from(n).unwrap_or(u32::MAX));
+        item.memo()
+            .set(self.encoding, u32::try_from(n).unwrap_or(u32::MAX));
         n
     }
 
@@ -114,7 +146,11 @@ impl TokenCounter {
             .map(|t| {
                 self.count_text(&t.name)
                     + t.description.as_deref().map_or(0, |d| self.count_text(d))
-                    + if t.schema.is_null() { 0 } else { self.count_text(&t.schema.to_string()) }
+                    + if t.schema.is_null() {
+                        0
+                    } else {
+                        self.count_text(&t.schema.to_string())
+                    }
                     + self.framing.per_tool as usize
             })
             .sum()
@@ -195,7 +231,9 @@ impl TokenCounter {
             ItemBody::Reasoning(r) => {
                 r.text.as_deref().map_or(0, |t| self.count_text(t))
                     + r.summary.iter().map(|s| self.count_text(s)).sum::<usize>()
-                    + r.encrypted.as_ref().map_or(0, |e| e.len() / ENCRYPTED_BYTES_PER_TOKEN)
+                    + r.encrypted
+                        .as_ref()
+                        .map_or(0, |e| e.len() / ENCRYPTED_BYTES_PER_TOKEN)
             }
             ItemBody::Checkpoint(c) => self.count_text(&c.text),
             ItemBody::Opaque(o) => self.count_text(&o.value.to_string()),
@@ -232,7 +270,10 @@ mod tests {
         assert_eq!(c.count_text("hello world"), 2);
         // Special-token strings are ordinary text, not one special token.
         assert!(c.count_text("<|endoftext|>") > 1);
-        assert_eq!(TokenCounter::new(Encoding::Cl100kBase).count_text("hello world"), 2);
+        assert_eq!(
+            TokenCounter::new(Encoding::Cl100kBase).count_text("hello world"),
+            2
+        );
     }
 
     #[test]
@@ -252,9 +293,15 @@ mod tests {
 
     #[test]
     fn image_estimates() {
-        let m = Media { size: Some((1024, 1024)), ..Media::default() };
+        let m = Media {
+            size: Some((1024, 1024)),
+            ..Media::default()
+        };
         assert_eq!(image_tokens(&m), 85 + 4 * 170);
-        let low = Media { detail: Some("low".into()), ..Media::default() };
+        let low = Media {
+            detail: Some("low".into()),
+            ..Media::default()
+        };
         assert_eq!(image_tokens(&low), 85);
     }
 }

@@ -1,5 +1,7 @@
 //! The tokenizers Compact knows: two exact BPE vocabularies and a calibrated estimator.
 
+use super::piece_cache::{cached_count, uncached_count};
+use super::pretokenize::Flavor;
 use std::fmt;
 use std::str::FromStr;
 
@@ -39,10 +41,24 @@ impl Encoding {
     }
 
     /// Counts the tokens of `text`. Special-token strings (`<|endoftext|>`) count as ordinary text.
+    ///
+    /// Exact encodings pretokenize with the encoding's regex and count each piece with BPE, through
+    /// a per-thread cache of piece counts (see [`super::clear_piece_cache`]); the result is identical
+    /// to [`Encoding::count_uncached`], only faster.
     pub fn count(self, text: &str) -> usize {
         match self {
-            Encoding::O200kBase => bpe_openai::o200k_base().count(text),
-            Encoding::Cl100kBase => bpe_openai::cl100k_base().count(text),
+            Encoding::O200kBase => cached_count(Flavor::O200k, bpe_openai::o200k_base(), text),
+            Encoding::Cl100kBase => cached_count(Flavor::Cl100k, bpe_openai::cl100k_base(), text),
+            Encoding::Estimate => super::estimate_tokens(text),
+        }
+    }
+
+    /// Counts like [`Encoding::count`] but runs BPE on every piece, bypassing the piece cache: the
+    /// reference path that tests and benchmarks compare the cached one against.
+    pub fn count_uncached(self, text: &str) -> usize {
+        match self {
+            Encoding::O200kBase => uncached_count(bpe_openai::o200k_base(), text),
+            Encoding::Cl100kBase => uncached_count(bpe_openai::cl100k_base(), text),
             Encoding::Estimate => super::estimate_tokens(text),
         }
     }

@@ -7,8 +7,11 @@ mod counter;
 mod encoding;
 mod estimate;
 mod memo;
+mod piece_cache;
+mod pretokenize;
 
 pub use counter::{ConversationCount, Framing, TokenCounter};
 pub use encoding::Encoding;
 pub use estimate::estimate_tokens;
 pub use memo::TokenMemo;
+pub use piece_cache::clear_piece_cache;

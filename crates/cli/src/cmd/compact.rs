@@ -1,0 +1,82 @@
+//! `compactctl compact`: compact a conversation and write it in a wire format, with a report.
+
+use crate::engine::{self, EngineArgs};
+use crate::exit::BadInput;
+use crate::load::{load, LoadArgs};
+use crate::output::write_output;
+use clap::Args;
+use compact_core::model::Format;
+use compact_engine::block_on;
+use std::process::ExitCode;
+
+/// Arguments of `compactctl compact`.
+#[derive(Debug, Args)]
+pub struct CompactArgs {
+    #[command(flatten)]
+    load: LoadArgs,
+    #[command(flatten)]
+    engine: EngineArgs,
+    /// Output file (default: standard output).
+    #[arg(short = 'o', long = "output")]
+    output: Option<String>,
+    /// Output wire format (default: the input's, or its provider's for transcripts).
+    #[arg(long = "to")]
+    to: Option<String>,
+    /// Write the report as JSON to this file (`-` for standard output).
+    #[arg(long = "report-json")]
+    report_json: Option<String>,
+}
+
+/// Runs `compact`.
+pub fn run(args: &CompactArgs) -> anyhow::Result<ExitCode> {
+    let to = parse_target(args.to.as_deref())?;
+    let loaded = load(&args.load)?;
+    let target = to.unwrap_or_else(|| loaded.imported.format.wire_target());
+    let compactor = engine::compactor(&args.engine)?;
+    let done = block_on(compactor.compact(&loaded.imported.conversation))?;
+    let encoded = compact_formats::wire::encode(&done.conversation, target)
+        .map_err(|e| anyhow::anyhow!("encoding the compacted conversation as {target}: {e}"))?;
+    for loss in &encoded.losses {
+        eprintln!("compactctl: note: {target} cannot carry everything: {loss}");
+    }
+    let mut text = serde_json::to_string_pretty(&encoded.value)?;
+    text.push('\n');
+    write_output(args.output.as_deref(), &text)?;
+    let r = &done.report;
+    eprintln!(
+        "compacted {}: {} -> {} tokens ({:.0}% smaller), {} -> {} items, strategy {}, tiers {:?}",
+        loaded.name,
+        r.tokens_before,
+        r.tokens_after,
+        100.0 * r.saved() as f64 / r.tokens_before.max(1) as f64,
+        r.items_before,
+        r.items_after,
+        r.strategy,
+        r.tiers_applied
+    );
+    for w in &r.warnings {
+        eprintln!("compactctl: warning: {w}");
+    }
+    if let Some(path) = &args.report_json {
+        let mut json = r.to_json();
+        json["input_format"] = loaded.imported.format.name().into();
+        json["output_format"] = target.name().into();
+        let mut text = serde_json::to_string_pretty(&json)?;
+        text.push('\n');
+        write_output(Some(path), &text)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Parses `--to`: a wire format name.
+pub fn parse_target(to: Option<&str>) -> anyhow::Result<Option<Format>> {
+    let Some(name) = to else { return Ok(None) };
+    let format: Format = name.parse().map_err(|e| BadInput(format!("--to: {e}")))?;
+    if !format.is_wire() {
+        return Err(BadInput(format!(
+            "--to: `{format}` is a transcript format; write openai-chat, openai-responses or anthropic"
+        ))
+        .into());
+    }
+    Ok(Some(format))
+}

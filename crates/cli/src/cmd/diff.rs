@@ -1,0 +1,119 @@
+//! `compactctl diff`: per item, what compaction does to it (kept, truncated, referenced, summarised,
+//! dropped), coloured, plus the checkpoint it adds.
+
+use crate::engine::{self, EngineArgs};
+use crate::load::{load, LoadArgs};
+use clap::{Args, ValueEnum};
+use compact_core::plan::Action;
+use compact_engine::block_on;
+use std::io::IsTerminal;
+use std::process::ExitCode;
+
+/// Characters of item text shown per line.
+const PREVIEW_CHARS: usize = 72;
+
+/// When to colour the output.
+#[derive(Debug, Clone, Copy, ValueEnum, Default)]
+pub enum ColorChoice {
+    /// When standard output is a terminal and `NO_COLOR` is unset.
+    #[default]
+    Auto,
+    /// Always.
+    Always,
+    /// Never.
+    Never,
+}
+
+/// Arguments of `compactctl diff`.
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    #[command(flatten)]
+    load: LoadArgs,
+    #[command(flatten)]
+    engine: EngineArgs,
+    /// Colour the output.
+    #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
+    color: ColorChoice,
+}
+
+const RESET: &str = "\x1b[0m";
+
+/// Marker and colour of an action.
+fn style(action: &Action) -> (&'static str, &'static str) {
+    match action {
+        Action::Keep => ("=", ""),
+        Action::Truncate { .. } => ("~", "\x1b[33m"),
+        Action::Reference { .. } => ("&", "\x1b[36m"),
+        Action::SummarizeInto => ("S", "\x1b[35m"),
+        Action::Drop => ("-", "\x1b[31m"),
+    }
+}
+
+/// Runs `diff`: compacts (with the deterministic summariser unless configured otherwise) and shows
+/// every item's fate.
+pub fn run(args: &DiffArgs) -> anyhow::Result<ExitCode> {
+    let color = match args.color {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
+    };
+    let loaded = load(&args.load)?;
+    let compactor = engine::compactor(&args.engine)?;
+    let done = block_on(compactor.compact(&loaded.imported.conversation))?;
+    let dry = compactor.plan(&loaded.imported.conversation)?;
+    let source = &dry.conversation;
+    let plan = &done.plan;
+    let checkpoint_at = plan.checkpoint.as_ref().map(|c| c.position);
+    for entry in &plan.items {
+        if checkpoint_at == Some(entry.index) {
+            print_checkpoint(&done.conversation, color);
+        }
+        let (mark, colour) = style(&entry.action);
+        let text = source.items.get(entry.index).map(|i| i.plain_text()).unwrap_or_default();
+        let preview: String =
+            text.chars().take(PREVIEW_CHARS).map(|c| if c.is_control() { ' ' } else { c }).collect();
+        let kind = match &entry.tool {
+            Some(t) => format!("{}({t})", entry.kind.as_str()),
+            None => entry.kind.as_str().to_owned(),
+        };
+        let line = format!(
+            "{mark} {:<10} {:<26} {:<9} {:>6} -> {:<6} {preview}",
+            entry.id.as_str(),
+            kind,
+            entry.action.as_str(),
+            entry.tokens_before,
+            entry.tokens_after
+        );
+        if color && !colour.is_empty() {
+            println!("{colour}{line}{RESET}");
+        } else {
+            println!("{line}");
+        }
+    }
+    let r = &done.report;
+    println!(
+        "{} -> {} tokens, {} -> {} items ({})",
+        r.tokens_before, r.tokens_after, r.items_before, r.items_after, r.strategy
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_checkpoint(conv: &compact_core::model::Conversation, color: bool) {
+    let Some(cp) = conv.items.iter().find_map(|i| match i.body() {
+        compact_core::model::ItemBody::Checkpoint(c) => Some(c),
+        _ => None,
+    }) else {
+        return;
+    };
+    let line = format!(
+        "+ checkpoint generation {}, covers {} items, {} lines",
+        cp.generation,
+        cp.covers.len(),
+        cp.text.lines().count()
+    );
+    if color {
+        println!("\x1b[32m{line}{RESET}");
+    } else {
+        println!("{line}");
+    }
+}

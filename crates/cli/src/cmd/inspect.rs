@@ -1,0 +1,174 @@
+//! `compactctl inspect`: what a conversation or transcript holds and what it costs.
+
+use crate::load::{load, LoadArgs};
+use crate::resolve::{self, ModelChoice};
+use clap::Args;
+use compact_core::model::{Conversation, ItemKind};
+use compact_core::tokens::{ConversationCount, TokenCounter};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::process::ExitCode;
+
+/// How many of the largest items `inspect` lists.
+const LARGEST_ITEMS: usize = 10;
+/// Characters of an item's text shown in the largest-items list.
+const PREVIEW_CHARS: usize = 60;
+
+/// Arguments of `compactctl inspect`.
+#[derive(Debug, Args)]
+pub struct InspectArgs {
+    #[command(flatten)]
+    load: LoadArgs,
+    #[command(flatten)]
+    model: ModelChoice,
+    /// Print one JSON object instead of the human report.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Runs `inspect`.
+pub fn run(args: &InspectArgs) -> anyhow::Result<ExitCode> {
+    let counter = resolve::counter(&args.model)?;
+    let loaded = load(&args.load)?;
+    let summary = Summary::of(&loaded.imported.conversation, &counter);
+    let report = summary.to_json(loaded.imported.format.name(), &loaded.imported.warnings.len());
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print_human(&loaded.name, &report, &summary);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Everything `inspect` reports, computed once.
+struct Summary {
+    items: usize,
+    hidden: usize,
+    by_kind: BTreeMap<&'static str, usize>,
+    by_role: BTreeMap<&'static str, usize>,
+    tool_calls: usize,
+    tool_results: usize,
+    orphan_calls: usize,
+    orphan_results: usize,
+    errors: usize,
+    count: ConversationCount,
+    largest: Vec<(usize, u32)>,
+    previews: Vec<Value>,
+}
+
+impl Summary {
+    fn of(conv: &Conversation, counter: &TokenCounter) -> Summary {
+        let count = counter.count_conversation(conv);
+        let pairing = conv.pairing();
+        let mut by_kind = BTreeMap::new();
+        let mut by_role = BTreeMap::new();
+        let mut errors = 0;
+        for item in &conv.items {
+            *by_kind.entry(item.kind().as_str()).or_insert(0) += 1;
+            *by_role.entry(item.role().as_str()).or_insert(0) += 1;
+            if item.as_tool_result().is_some_and(|r| r.is_error) {
+                errors += 1;
+            }
+        }
+        let mut largest: Vec<(usize, u32)> = count.per_item.iter().copied().enumerate().collect();
+        largest.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        largest.truncate(LARGEST_ITEMS);
+        let previews = largest
+            .iter()
+            .map(|&(idx, tokens)| {
+                let item = &conv.items[idx];
+                let text: String = item.plain_text().chars().take(PREVIEW_CHARS).collect();
+                json!({
+                    "index": idx,
+                    "id": item.meta.id.as_str(),
+                    "kind": item.kind().as_str(),
+                    "tokens": tokens,
+                    "preview": text.replace(['\n', '\r', '\t'], " "),
+                })
+            })
+            .collect();
+        Summary {
+            items: conv.items.len(),
+            hidden: conv.items.iter().filter(|i| !i.meta.visibility.model).count(),
+            by_kind,
+            by_role,
+            tool_calls: conv.items.iter().filter(|i| i.kind() == ItemKind::ToolCall).count(),
+            tool_results: conv.items.iter().filter(|i| i.kind() == ItemKind::ToolResult).count(),
+            orphan_calls: pairing.orphan_calls.len(),
+            orphan_results: pairing.orphan_results.len(),
+            errors,
+            count,
+            largest,
+            previews,
+        }
+    }
+
+    fn to_json(&self, format: &str, warnings: &usize) -> Value {
+        let by_role: BTreeMap<&str, usize> =
+            self.count.by_role.iter().map(|(r, n)| (r.as_str(), *n)).collect();
+        let by_kind: BTreeMap<&str, usize> =
+            self.count.by_kind.iter().map(|(k, n)| (k.as_str(), *n)).collect();
+        json!({
+            "format": format,
+            "items": self.items,
+            "hidden_items": self.hidden,
+            "items_by_kind": self.by_kind,
+            "items_by_role": self.by_role,
+            "tool_calls": self.tool_calls,
+            "tool_results": self.tool_results,
+            "orphans": self.orphan_calls + self.orphan_results,
+            "orphan_calls": self.orphan_calls,
+            "orphan_results": self.orphan_results,
+            "errors": self.errors,
+            "warnings": warnings,
+            "tokens": {
+                "total": self.count.total,
+                "tools": self.count.tools,
+                "by_role": by_role,
+                "by_kind": by_kind,
+                "by_tool": self.count.by_tool,
+            },
+            "largest_items": self.previews,
+        })
+    }
+}
+
+fn print_human(name: &str, report: &Value, summary: &Summary) {
+    println!("{name}: {} conversation", report["format"].as_str().unwrap_or("?"));
+    println!(
+        "  items        {} ({} hidden from the model)",
+        summary.items, summary.hidden
+    );
+    let kinds: Vec<String> = summary.by_kind.iter().map(|(k, n)| format!("{k} {n}")).collect();
+    println!("  by kind      {}", kinds.join(", "));
+    let roles: Vec<String> = summary.by_role.iter().map(|(k, n)| format!("{k} {n}")).collect();
+    println!("  by role      {}", roles.join(", "));
+    println!(
+        "  tool calls   {} calls, {} results, {} orphan calls, {} orphan results, {} errors",
+        summary.tool_calls,
+        summary.tool_results,
+        summary.orphan_calls,
+        summary.orphan_results,
+        summary.errors
+    );
+    println!("  tokens       {} total ({} in tool declarations)", summary.count.total, summary.count.tools);
+    for (role, n) in &summary.count.by_role {
+        println!("    {:<11}{n}", role.as_str());
+    }
+    if !summary.count.by_tool.is_empty() {
+        println!("  tokens by tool");
+        let mut tools: Vec<(&String, &usize)> = summary.count.by_tool.iter().collect();
+        tools.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        for (tool, n) in tools {
+            println!("    {tool:<24}{n}");
+        }
+    }
+    println!("  largest items");
+    for (preview, (idx, tokens)) in summary.previews.iter().zip(&summary.largest) {
+        println!(
+            "    #{idx:<5} {:<12} {tokens:>7}  {}",
+            preview["kind"].as_str().unwrap_or(""),
+            preview["preview"].as_str().unwrap_or("")
+        );
+    }
+}

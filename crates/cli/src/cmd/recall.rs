@@ -1,0 +1,28 @@
+//! `compactctl recall`: the original content of one item, by id (what a reference stub or truncation
+//! marker points to).
+
+use crate::exit::BadInput;
+use crate::load::{load, LoadArgs};
+use clap::Args;
+use std::process::ExitCode;
+
+/// Arguments of `compactctl recall`.
+#[derive(Debug, Args)]
+pub struct RecallArgs {
+    #[command(flatten)]
+    load: LoadArgs,
+    /// The item id (as shown by `inspect`, `plan`, `diff`, reference stubs and truncation markers).
+    id: String,
+}
+
+/// Prints the item's full original text.
+pub fn run(args: &RecallArgs) -> anyhow::Result<ExitCode> {
+    let loaded = load(&args.load)?;
+    let conv = &loaded.imported.conversation;
+    let item = conv.find(&args.id).ok_or_else(|| {
+        BadInput(format!("{}: no item with id `{}` ({} items)", loaded.name, args.id, conv.len()))
+    })?;
+    let text = item.plain_text();
+    println!("{text}");
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,162 @@
+//! `compactctl replay`: replays transcripts call by call through one or more strategies and reports
+//! overflows, compactions, tokens, cost with prompt caching, fact retention and preflight latency.
+
+use crate::exit::BadInput;
+use crate::input::read_input;
+use crate::output::write_output;
+use compact_formats::import::ImportMode;
+use compact_replay::{
+    load_job, render, run_matrix, setup, strategy, strategy_names, ProgressSink, Report,
+    StrategyFactory, NONE_STRATEGY,
+};
+use std::io::IsTerminal;
+use std::path::Path;
+use std::process::ExitCode;
+
+/// Arguments of `compactctl replay`.
+#[derive(Debug, clap::Args)]
+pub struct ReplayArgs {
+    /// Transcripts to replay (any format `inspect` reads).
+    #[arg(required = true)]
+    pub files: Vec<String>,
+    /// Context window in tokens: a request above it is an overflow.
+    #[arg(long)]
+    pub window: usize,
+    /// Model whose tokenizer and prices are used (default: the config's, else gpt-5).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// One strategy to replay (beside the `none` baseline).
+    #[arg(long, conflicts_with = "compare")]
+    pub strategy: Option<String>,
+    /// Strategies to compare, comma separated (`all` for every one; default: none and the config's
+    /// strategy).
+    #[arg(long, value_delimiter = ',')]
+    pub compare: Option<Vec<String>>,
+    /// Configuration file (YAML): policy, and `models:` overrides including prices.
+    #[arg(long)]
+    pub config: Option<String>,
+    /// Print the report as JSON (per strategy and per session).
+    #[arg(long, conflicts_with = "markdown")]
+    pub json: bool,
+    /// Print the report as Markdown.
+    #[arg(long)]
+    pub markdown: bool,
+    /// Write an SVG plot of the tokens sent at each call, per strategy, to this file.
+    #[arg(long)]
+    pub plot: Option<String>,
+    /// Worker threads (default: the available cores).
+    #[arg(long)]
+    pub jobs: Option<usize>,
+    /// Skip malformed records with a warning instead of failing.
+    #[arg(long)]
+    pub lenient: bool,
+}
+
+/// Replays shorter than this many (session, strategy) pairs finish too fast to need a progress bar.
+const PROGRESS_MIN_REPLAYS: usize = 8;
+
+/// Runs `replay`.
+pub fn run(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
+    let setup = setup(
+        args.config.as_deref().map(Path::new),
+        args.window,
+        args.model.as_deref(),
+    )
+    .map_err(|e| BadInput(e.to_string()))?;
+    let names = strategy_list(args, setup.policy.strategy.as_str());
+    let strategies = names
+        .iter()
+        .map(|n| strategy(n, &setup.policy, setup.options.counter))
+        .collect::<Result<Vec<StrategyFactory>, _>>()
+        .map_err(|e| BadInput(format!("--compare/--strategy: {e}")))?;
+    if setup.pricing_source == "none" {
+        eprintln!(
+            "compactctl: note: {} has no API price in the registry; costs are 0",
+            setup.model
+        );
+    }
+
+    let mode = if args.lenient {
+        ImportMode::Lenient
+    } else {
+        ImportMode::Strict
+    };
+    let mut jobs = Vec::with_capacity(args.files.len());
+    for file in &args.files {
+        let bytes = read_input(file)?;
+        let (job, notes) =
+            load_job(&bytes, file, mode, &setup.options).map_err(|e| BadInput(e.to_string()))?;
+        for warning in &notes.warnings {
+            eprintln!("compactctl: warning: {warning}");
+        }
+        if notes.source_checkpoints > 0 {
+            eprintln!(
+                "compactctl: note: {file}: undid {} compaction(s) recorded in the transcript ({} items restored)",
+                notes.source_checkpoints, notes.restored_items
+            );
+        }
+        jobs.push(job);
+    }
+
+    let threads = args
+        .jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from));
+    let total = jobs.len() * strategies.len();
+    let runs = if total >= PROGRESS_MIN_REPLAYS && std::io::stderr().is_terminal() {
+        let bar = render::ProgressBar::new("replay");
+        let runs = run_matrix(
+            &jobs,
+            &strategies,
+            &setup.options,
+            threads,
+            &bar as &dyn ProgressSink,
+        );
+        bar.finish();
+        runs
+    } else {
+        run_matrix(&jobs, &strategies, &setup.options, threads, &())
+    };
+    let encoding = setup.options.counter.encoding().name();
+    let report = Report::build(&setup.model, encoding, args.window, &jobs, &names, &runs);
+
+    if let Some(path) = &args.plot {
+        write_output(
+            Some(path),
+            &render::svg(&report, render::PlotOptions::default()),
+        )?;
+    }
+    let text = if args.json {
+        let mut s = serde_json::to_string_pretty(&report.to_json())?;
+        s.push('\n');
+        s
+    } else if args.markdown {
+        render::markdown(&report)
+    } else {
+        render::table(&report)
+    };
+    write_output(None, &text)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The strategies to replay, baseline first, without duplicates.
+fn strategy_list(args: &ReplayArgs, default: &str) -> Vec<String> {
+    let requested: Vec<String> = match (&args.compare, &args.strategy) {
+        (Some(list), _) if list.iter().any(|s| s == "all") => {
+            strategy_names().iter().map(|s| (*s).to_owned()).collect()
+        }
+        (Some(list), _) => list
+            .iter()
+            .map(|s| s.trim().to_owned())
+            .filter(|s| !s.is_empty())
+            .collect(),
+        (None, Some(one)) => vec![NONE_STRATEGY.to_owned(), one.clone()],
+        (None, None) => vec![NONE_STRATEGY.to_owned(), default.to_owned()],
+    };
+    let mut out: Vec<String> = Vec::new();
+    for name in requested {
+        if !out.contains(&name) {
+            out.push(name);
+        }
+    }
+    out
+}

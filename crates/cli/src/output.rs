@@ -1,0 +1,25 @@
+//! Writing results: a file or standard output, created atomically for files.
+
+use anyhow::Context;
+use std::io::Write;
+
+/// Writes `text` to `path` (`-` or none: standard output). Files are written to a temporary sibling
+/// and renamed, so a failure never leaves a half-written output.
+pub fn write_output(path: Option<&str>, text: &str) -> anyhow::Result<()> {
+    match path {
+        None | Some("-") => {
+            let mut out = std::io::stdout().lock();
+            out.write_all(text.as_bytes()).context("writing standard output")?;
+            out.flush().context("writing standard output")
+        }
+        Some(path) if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) => {
+            // A device or pipe (`/dev/stdout`, a FIFO): write in place.
+            std::fs::write(path, text).with_context(|| format!("writing {path}"))
+        }
+        Some(path) => {
+            let tmp = format!("{path}.tmp-{}", std::process::id());
+            std::fs::write(&tmp, text).with_context(|| format!("writing {tmp}"))?;
+            std::fs::rename(&tmp, path).with_context(|| format!("renaming {tmp} to {path}"))
+        }
+    }
+}

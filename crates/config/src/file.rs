@@ -1,0 +1,195 @@
+//! The YAML configuration file: its exact shape (unknown keys are errors naming the key) and its
+//! conversion into an [`Overrides`] layer plus the plain-data sections.
+//!
+//! ```yaml
+//! model: gpt-4o                 # window and output cap come from the model registry
+//! max_context_tokens: 128000    # or set the window directly
+//! policy:
+//!   mode: auto                  # off | remind | auto
+//!   trigger_pct: 0.85
+//!   soft_trigger_pct: 0.70
+//!   min_tokens_left: 8000
+//!   target_pct: 0.60
+//!   hard_cap_buffer: 1024
+//!   reserved_output_tokens: 20000
+//!   keep_recent_turns: 6
+//!   keep_tool_io_pairs: 4
+//!   roles_never_prune: [system, developer]
+//!   protected_flag: protected
+//!   protected_tools: [manage_todo_list]
+//!   strategy: tiered
+//!   tool_output: { mode: tokens, max_tokens: 5000, serialization_buffer: 1.2, head_fraction: 0.5 }
+//!   user_message_max_tokens: 20000
+//!   overflow_max_retries: 3
+//!   tier1_min_savings_tokens: 20000
+//!   summary_max_tokens: 6000
+//!   on_summarizer_failure: deterministic
+//! summarizer: { kind: openai, model: gpt-4o-mini, base_url: "https://api.openai.com/v1", template: task_state, api_key_env: OPENAI_API_KEY }
+//! models:
+//!   - { name: my-local-model, context_window: 32768, max_output_tokens: 4096, provider: other, encoding: estimate }
+//! telemetry: { exporter: console }
+//! storage: { adapter: fs, path: ./.compact/archive }
+//! redaction: { enabled: true, patterns: ["(?i)api[_-]?key\\s*[:=]\\s*\\S+"] }
+//! ```
+//!
+//! Seed 003 used `policy.strategy` for the summary style (`task_state`, `brief`, `decision_log`): those
+//! names are accepted there and set `summarizer.template` instead.
+
+use crate::layer::Overrides;
+use serde::Deserialize;
+
+/// The file as written.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct FileConfig {
+    pub model: Option<String>,
+    pub max_context_tokens: Option<usize>,
+    pub policy: Option<FilePolicy>,
+    pub summarizer: Option<FileSummarizer>,
+    #[serde(default)]
+    pub models: Vec<FileModel>,
+    pub telemetry: Option<Telemetry>,
+    pub storage: Option<Storage>,
+    pub redaction: Option<Redaction>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct FilePolicy {
+    pub mode: Option<String>,
+    pub trigger_pct: Option<f64>,
+    pub soft_trigger_pct: Option<f64>,
+    pub min_tokens_left: Option<usize>,
+    pub target_pct: Option<f64>,
+    pub hard_cap_buffer: Option<usize>,
+    pub reserved_output_tokens: Option<usize>,
+    pub keep_recent_turns: Option<usize>,
+    pub keep_tool_io_pairs: Option<usize>,
+    pub roles_never_prune: Option<Vec<String>>,
+    pub protected_flag: Option<String>,
+    pub protected_tools: Option<Vec<String>>,
+    pub strategy: Option<String>,
+    pub tool_output: Option<FileToolOutput>,
+    pub user_message_max_tokens: Option<usize>,
+    pub overflow_max_retries: Option<u32>,
+    pub tier1_min_savings_tokens: Option<usize>,
+    pub summary_max_tokens: Option<usize>,
+    pub on_summarizer_failure: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct FileToolOutput {
+    pub mode: Option<String>,
+    pub max_tokens: Option<usize>,
+    pub serialization_buffer: Option<f64>,
+    pub head_fraction: Option<f64>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct FileSummarizer {
+    pub kind: Option<String>,
+    pub model: Option<String>,
+    pub base_url: Option<String>,
+    pub template: Option<String>,
+    pub api_key_env: Option<String>,
+}
+
+/// A `models:` entry.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct FileModel {
+    pub name: String,
+    #[serde(default)]
+    pub aliases: Vec<String>,
+    pub provider: Option<String>,
+    pub context_window: Option<u32>,
+    pub max_output_tokens: Option<u32>,
+    pub encoding: Option<String>,
+    pub pricing: Option<FilePricing>,
+}
+
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct FilePricing {
+    pub input: f64,
+    pub output: f64,
+    pub cached_input: Option<f64>,
+    pub cache_write: Option<f64>,
+}
+
+/// `telemetry:` (plain data for the crates that export events).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Telemetry {
+    /// `console`, `otlp` or `custom`.
+    pub exporter: Option<String>,
+}
+
+/// `storage:` (plain data for the session log).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Storage {
+    /// `fs`, `s3` or `custom`.
+    pub adapter: Option<String>,
+    /// Where archives go.
+    pub path: Option<String>,
+}
+
+/// `redaction:` (plain data for exporters).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Redaction {
+    /// Whether redaction runs.
+    pub enabled: Option<bool>,
+    /// Regular expressions to redact.
+    #[serde(default)]
+    pub patterns: Vec<String>,
+}
+
+/// Summary styles of seed 003 that may appear as `policy.strategy`.
+pub const SUMMARY_STYLES: [&str; 3] = ["task_state", "brief", "decision_log"];
+
+impl FileConfig {
+    /// The settings of the file as an overrides layer.
+    pub(crate) fn layer(&self) -> Overrides {
+        let p = self.policy.clone().unwrap_or_default();
+        let t = p.tool_output.clone().unwrap_or_default();
+        let s = self.summarizer.clone().unwrap_or_default();
+        let (strategy, style) = match p.strategy {
+            Some(name) if SUMMARY_STYLES.contains(&name.as_str()) => (None, Some(name)),
+            other => (other, None),
+        };
+        Overrides {
+            mode: p.mode,
+            model: self.model.clone(),
+            max_context_tokens: self.max_context_tokens,
+            reserved_output_tokens: p.reserved_output_tokens,
+            hard_cap_buffer: p.hard_cap_buffer,
+            trigger_pct: p.trigger_pct,
+            soft_trigger_pct: p.soft_trigger_pct,
+            min_tokens_left: p.min_tokens_left,
+            target_pct: p.target_pct,
+            keep_recent_turns: p.keep_recent_turns,
+            keep_tool_io_pairs: p.keep_tool_io_pairs,
+            roles_never_prune: p.roles_never_prune,
+            protected_flag: p.protected_flag,
+            protected_tools: p.protected_tools,
+            strategy,
+            tool_output_mode: t.mode,
+            tool_output_max_tokens: t.max_tokens,
+            tool_output_serialization_buffer: t.serialization_buffer,
+            tool_output_head_fraction: t.head_fraction,
+            user_message_max_tokens: p.user_message_max_tokens,
+            overflow_max_retries: p.overflow_max_retries,
+            tier1_min_savings_tokens: p.tier1_min_savings_tokens,
+            summary_max_tokens: p.summary_max_tokens,
+            on_summarizer_failure: p.on_summarizer_failure,
+            summarizer_kind: s.kind,
+            summarizer_model: s.model,
+            summarizer_base_url: s.base_url,
+            summarizer_template: s.template.or(style),
+        }
+    }
+}

@@ -1,0 +1,83 @@
+//! [`Overrides`]: one layer of settings where every field is optional. The file, the environment and
+//! the command line each produce one; later layers win field by field.
+
+/// Settings from one source; `None` means "not set here". The CLI fills one of these from its flags.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Overrides {
+    /// `off`, `remind` or `auto`.
+    pub mode: Option<String>,
+    /// Model name (looked up in the registry for its window and output cap).
+    pub model: Option<String>,
+    /// Context window in tokens.
+    pub max_context_tokens: Option<usize>,
+    /// Tokens reserved for the reply.
+    pub reserved_output_tokens: Option<usize>,
+    /// Tokens reserved for the next step.
+    pub hard_cap_buffer: Option<usize>,
+    /// Trigger fraction of the usable budget.
+    pub trigger_pct: Option<f64>,
+    /// Soft (reminder) fraction.
+    pub soft_trigger_pct: Option<f64>,
+    /// Absolute trigger: tokens left.
+    pub min_tokens_left: Option<usize>,
+    /// Target fraction after compaction.
+    pub target_pct: Option<f64>,
+    /// Recent turns kept.
+    pub keep_recent_turns: Option<usize>,
+    /// Recent tool pairs kept.
+    pub keep_tool_io_pairs: Option<usize>,
+    /// Roles never pruned (`system`, `developer`, `user`, `assistant`, `tool`).
+    pub roles_never_prune: Option<Vec<String>>,
+    /// Metadata key of protected items.
+    pub protected_flag: Option<String>,
+    /// Protected tools.
+    pub protected_tools: Option<Vec<String>>,
+    /// Strategy name.
+    pub strategy: Option<String>,
+    /// Tool-output truncation mode (`none`, `bytes`, `tokens`).
+    pub tool_output_mode: Option<String>,
+    /// Tool-output limit in tokens.
+    pub tool_output_max_tokens: Option<usize>,
+    /// Serialisation buffer.
+    pub tool_output_serialization_buffer: Option<f64>,
+    /// Head share of truncated outputs.
+    pub tool_output_head_fraction: Option<f64>,
+    /// User-message budget.
+    pub user_message_max_tokens: Option<usize>,
+    /// Overflow retries.
+    pub overflow_max_retries: Option<u32>,
+    /// Tier-1 minimum savings.
+    pub tier1_min_savings_tokens: Option<usize>,
+    /// Checkpoint size bound.
+    pub summary_max_tokens: Option<usize>,
+    /// `deterministic` or `fail`.
+    pub on_summarizer_failure: Option<String>,
+    /// Summariser kind (`deterministic`, `openai`, `anthropic`).
+    pub summarizer_kind: Option<String>,
+    /// Summariser model.
+    pub summarizer_model: Option<String>,
+    /// Summariser base URL.
+    pub summarizer_base_url: Option<String>,
+    /// Summariser template name or text.
+    pub summarizer_template: Option<String>,
+}
+
+macro_rules! merge_fields {
+    ($dst:ident, $src:ident, $($f:ident),+ $(,)?) => {
+        $( if $src.$f.is_some() { $dst.$f = $src.$f.clone(); } )+
+    };
+}
+
+impl Overrides {
+    /// Applies `other` on top of `self` (fields set in `other` win).
+    pub fn merge(&mut self, other: &Overrides) {
+        merge_fields!(
+            self, other, mode, model, max_context_tokens, reserved_output_tokens, hard_cap_buffer, trigger_pct,
+            soft_trigger_pct, min_tokens_left, target_pct, keep_recent_turns, keep_tool_io_pairs, roles_never_prune,
+            protected_flag, protected_tools, strategy, tool_output_mode, tool_output_max_tokens,
+            tool_output_serialization_buffer, tool_output_head_fraction, user_message_max_tokens,
+            overflow_max_retries, tier1_min_savings_tokens, summary_max_tokens, on_summarizer_failure,
+            summarizer_kind, summarizer_model, summarizer_base_url, summarizer_template,
+        );
+    }
+}

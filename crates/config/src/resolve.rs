@@ -1,0 +1,281 @@
+//! Resolution: file, environment and flag layers merged (later wins) and applied to the defaults,
+//! the model looked up in the registry (with `models:` overrides), and the policy validated once.
+
+use crate::error::ConfigError;
+use crate::file::{FileConfig, Redaction, Storage, Telemetry};
+use crate::layer::Overrides;
+use compact_core::model::Role;
+use compact_core::policy::{Mode, Policy, StrategyName, SummarizerFailure, TruncationMode};
+use compact_core::registry::{ModelInfo, ModelOverride, ModelRegistry, Pricing, Provider};
+use compact_core::tokens::{Encoding, TokenCounter};
+use std::path::Path;
+use std::str::FromStr;
+
+/// Which summariser writes checkpoints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SummarizerKind {
+    /// The deterministic checkpoint (no model, the default).
+    #[default]
+    Deterministic,
+    /// An OpenAI-compatible chat model.
+    OpenAi,
+    /// An Anthropic model.
+    Anthropic,
+}
+
+impl SummarizerKind {
+    /// The configuration spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SummarizerKind::Deterministic => "deterministic",
+            SummarizerKind::OpenAi => "openai",
+            SummarizerKind::Anthropic => "anthropic",
+        }
+    }
+}
+
+/// Summariser settings, as plain data for the crate that builds summarisers.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SummarizerSettings {
+    /// Which summariser.
+    pub kind: SummarizerKind,
+    /// Its model.
+    pub model: Option<String>,
+    /// Its API base URL.
+    pub base_url: Option<String>,
+    /// Template name (`task_state`, `brief`, `decision_log`) or text.
+    pub template: Option<String>,
+    /// Name of the environment variable holding the API key (never the key itself).
+    pub api_key_env: Option<String>,
+}
+
+/// The resolved, validated configuration. Immutable: build it once, share it.
+#[derive(Debug, Clone)]
+pub struct Config {
+    policy: Policy,
+    model: Option<ModelInfo>,
+    registry: ModelRegistry,
+    summarizer: SummarizerSettings,
+    telemetry: Telemetry,
+    storage: Storage,
+    redaction: Redaction,
+}
+
+fn field<T: FromStr>(field: &'static str, value: &Option<String>) -> Result<Option<T>, ConfigError>
+where
+    T::Err: std::fmt::Display,
+{
+    value
+        .as_deref()
+        .map(|v| T::from_str(v).map_err(|e| ConfigError::Field { field, value: v.to_owned(), reason: e.to_string() }))
+        .transpose()
+}
+
+fn role(name: &str) -> Result<Role, ConfigError> {
+    match name.trim().to_ascii_lowercase().as_str() {
+        "system" => Ok(Role::System),
+        "developer" => Ok(Role::Developer),
+        "user" => Ok(Role::User),
+        "assistant" => Ok(Role::Assistant),
+        "tool" => Ok(Role::Tool),
+        _ => Err(ConfigError::Field {
+            field: "policy.roles_never_prune",
+            value: name.to_owned(),
+            reason: "expected system, developer, user, assistant or tool".to_owned(),
+        }),
+    }
+}
+
+fn parse_file(name: &str, text: &str) -> Result<FileConfig, ConfigError> {
+    if text.trim().is_empty() {
+        return Ok(FileConfig::default());
+    }
+    serde_yaml::from_str::<FileConfig>(text).map_err(|e| {
+        let (line, column) = e.location().map_or((0, 0), |l| (l.line(), l.column()));
+        ConfigError::Parse { file: name.to_owned(), line, column, message: e.to_string() }
+    })
+}
+
+fn model_override(m: &crate::file::FileModel) -> Result<ModelOverride, ConfigError> {
+    let provider = match &m.provider {
+        Some(p) => Some(Provider::parse(p).ok_or_else(|| ConfigError::Field {
+            field: "models[].provider",
+            value: p.clone(),
+            reason: "unknown provider".to_owned(),
+        })?),
+        None => None,
+    };
+    Ok(ModelOverride {
+        name: m.name.clone(),
+        aliases: m.aliases.clone(),
+        provider,
+        context_window: m.context_window,
+        max_output_tokens: m.max_output_tokens,
+        encoding: field::<Encoding>("models[].encoding", &m.encoding)?,
+        framing: None,
+        pricing: m.pricing.map(|p| Pricing {
+            input: p.input,
+            cached_input: p.cached_input.unwrap_or(p.input),
+            cache_write: p.cache_write.unwrap_or(p.input),
+            output: p.output,
+        }),
+    })
+}
+
+impl Config {
+    /// Resolves a configuration from an optional file (`(name, contents)`), an environment layer and a
+    /// flags layer (flags win over environment, environment over file). Pure: reads nothing.
+    pub fn from_sources(file: Option<(&str, &str)>, env: &Overrides, flags: &Overrides) -> Result<Config, ConfigError> {
+        let parsed = match file {
+            Some((name, text)) => parse_file(name, text)?,
+            None => FileConfig::default(),
+        };
+        let mut o = parsed.layer();
+        o.merge(env);
+        o.merge(flags);
+
+        let overrides = parsed.models.iter().map(model_override).collect::<Result<Vec<_>, _>>()?;
+        let registry = ModelRegistry::builtin().with_overrides(overrides)?;
+        let model = match &o.model {
+            Some(name) => match registry.lookup(name) {
+                Some(m) => Some(m.clone()),
+                None if o.max_context_tokens.is_some() => None,
+                None => return Err(ConfigError::UnknownModel(name.clone())),
+            },
+            None => None,
+        };
+
+        let mut p = Policy::default();
+        p.model = o.model.clone();
+        if let Some(m) = &model {
+            p.max_context_tokens = m.context_window as usize;
+            p.reserved_output_tokens = p.reserved_output_tokens.min(m.max_output_tokens as usize);
+        }
+        macro_rules! set {
+            ($($src:ident => $dst:expr),+ $(,)?) => { $( if let Some(v) = o.$src.clone() { $dst = v; } )+ };
+        }
+        set!(
+            max_context_tokens => p.max_context_tokens,
+            reserved_output_tokens => p.reserved_output_tokens,
+            hard_cap_buffer => p.hard_cap_buffer,
+            trigger_pct => p.trigger_pct,
+            target_pct => p.target_pct,
+            keep_recent_turns => p.keep_recent_turns,
+            keep_tool_io_pairs => p.keep_tool_io_pairs,
+            protected_flag => p.protected_flag,
+            protected_tools => p.protected_tools,
+            tool_output_max_tokens => p.tool_output.max_tokens,
+            tool_output_serialization_buffer => p.tool_output.serialization_buffer,
+            tool_output_head_fraction => p.tool_output.head_fraction,
+            user_message_max_tokens => p.user_message_max_tokens,
+            overflow_max_retries => p.overflow_max_retries,
+            tier1_min_savings_tokens => p.tier1_min_savings_tokens,
+            summary_max_tokens => p.summary_max_tokens,
+        );
+        p.soft_trigger_pct = o.soft_trigger_pct.or(p.soft_trigger_pct);
+        p.min_tokens_left = o.min_tokens_left.or(p.min_tokens_left);
+        if let Some(v) = field::<Mode>("policy.mode", &o.mode)? {
+            p.mode = v;
+        }
+        if let Some(v) = field::<StrategyName>("policy.strategy", &o.strategy)? {
+            p.strategy = v;
+        }
+        if let Some(v) = field::<TruncationMode>("policy.tool_output.mode", &o.tool_output_mode)? {
+            p.tool_output.mode = v;
+        }
+        if let Some(v) = field::<SummarizerFailure>("policy.on_summarizer_failure", &o.on_summarizer_failure)? {
+            p.on_summarizer_failure = v;
+        }
+        if let Some(roles) = &o.roles_never_prune {
+            p.roles_never_prune = roles.iter().map(|r| role(r)).collect::<Result<_, _>>()?;
+        }
+        p.validate()?;
+
+        let kind = match o.summarizer_kind.as_deref().map(|k| k.trim().to_ascii_lowercase()) {
+            None => SummarizerKind::Deterministic,
+            Some(k) if k == "deterministic" => SummarizerKind::Deterministic,
+            Some(k) if k == "openai" => SummarizerKind::OpenAi,
+            Some(k) if k == "anthropic" => SummarizerKind::Anthropic,
+            Some(k) => {
+                return Err(ConfigError::Field {
+                    field: "summarizer.kind",
+                    value: k,
+                    reason: "expected deterministic, openai or anthropic".to_owned(),
+                })
+            }
+        };
+        let summarizer = SummarizerSettings {
+            kind,
+            model: o.summarizer_model.clone(),
+            base_url: o.summarizer_base_url.clone(),
+            template: o.summarizer_template.clone(),
+            api_key_env: parsed.summarizer.as_ref().and_then(|s| s.api_key_env.clone()),
+        };
+        Ok(Config {
+            policy: p,
+            model,
+            registry,
+            summarizer,
+            telemetry: parsed.telemetry.unwrap_or_default(),
+            storage: parsed.storage.unwrap_or_default(),
+            redaction: parsed.redaction.unwrap_or_default(),
+        })
+    }
+
+    /// Resolves from a file path (if any), the process environment (`COMPACT_*`, see [`crate::env`];
+    /// `COMPACT_CONFIG` names the file when `path` is `None`) and the CLI's flags layer.
+    pub fn load(path: Option<&Path>, flags: &Overrides) -> Result<Config, ConfigError> {
+        let vars: Vec<(String, String)> = std::env::vars().collect();
+        let env = crate::env::from_vars(vars.iter().map(|(k, v)| (k.as_str(), v.as_str())))?;
+        let env_path = vars.iter().find(|(k, _)| k == "COMPACT_CONFIG").map(|(_, v)| std::path::PathBuf::from(v));
+        let path = path.map(Path::to_path_buf).or(env_path);
+        match path {
+            Some(path) => {
+                let text =
+                    std::fs::read_to_string(&path).map_err(|source| ConfigError::Read { path: path.clone(), source })?;
+                Config::from_sources(Some((&path.display().to_string(), &text)), &env, flags)
+            }
+            None => Config::from_sources(None, &env, flags),
+        }
+    }
+
+    /// The validated policy.
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// The model, when one was named and found.
+    pub fn model(&self) -> Option<&ModelInfo> {
+        self.model.as_ref()
+    }
+
+    /// The model registry with `models:` overrides applied.
+    pub fn registry(&self) -> &ModelRegistry {
+        &self.registry
+    }
+
+    /// The token counter: the model's, or exact `o200k_base` when no model is named.
+    pub fn counter(&self) -> TokenCounter {
+        self.model.as_ref().map_or_else(|| TokenCounter::new(Encoding::O200kBase), ModelInfo::counter)
+    }
+
+    /// Summariser settings.
+    pub fn summarizer(&self) -> &SummarizerSettings {
+        &self.summarizer
+    }
+
+    /// Telemetry settings (plain data).
+    pub fn telemetry(&self) -> &Telemetry {
+        &self.telemetry
+    }
+
+    /// Storage settings (plain data).
+    pub fn storage(&self) -> &Storage {
+        &self.storage
+    }
+
+    /// Redaction settings (plain data).
+    pub fn redaction(&self) -> &Redaction {
+        &self.redaction
+    }
+}

@@ -1,0 +1,72 @@
+//! The status of each user request (done / in progress / open), inferred from what followed it.
+//!
+//! The rule, applied to each request and the span of items up to the next request (or the end):
+//! 1. If the latest plan / todo list was written in that span and it has steps: *done* when every step
+//!    is completed (or cancelled), otherwise *in progress*.
+//! 2. Otherwise, *done* when the last assistant message of the span states completion ("all tests
+//!    pass", "is fixed", "completed", "implemented", ...).
+//! 3. Otherwise *in progress* when the assistant did anything in the span (a message or a tool call),
+//!    and *open* when it did nothing.
+//!
+//! The rule is deliberately conservative: a request is only *done* when the record says so.
+
+use crate::facts::{Facts, StepStatus};
+use std::fmt;
+
+/// The status of a user request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RequestStatus {
+    /// The record says it was finished.
+    Done,
+    /// Work started but was not confirmed finished.
+    InProgress,
+    /// Nothing was done about it yet.
+    Open,
+}
+
+impl fmt::Display for RequestStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            RequestStatus::Done => "done",
+            RequestStatus::InProgress => "in progress",
+            RequestStatus::Open => "open",
+        })
+    }
+}
+
+/// The status of each of `facts.user_requests`, in order (see the module documentation for the rule).
+pub fn request_statuses(facts: &Facts) -> Vec<RequestStatus> {
+    let reqs = &facts.user_requests;
+    reqs.iter()
+        .enumerate()
+        .map(|(k, req)| {
+            let start = req.at;
+            let end = reqs.get(k + 1).map_or(usize::MAX, |next| next.at);
+            let inside = |at: usize| at > start && at < end;
+            if let Some(plan) = facts
+                .plan
+                .as_ref()
+                .filter(|p| inside(p.at) && !p.steps.is_empty())
+            {
+                let finished = plan
+                    .steps
+                    .iter()
+                    .all(|s| matches!(s.status, StepStatus::Done | StepStatus::Cancelled));
+                return if finished {
+                    RequestStatus::Done
+                } else {
+                    RequestStatus::InProgress
+                };
+            }
+            let last_reply = facts.replies.iter().copied().filter(|&at| inside(at)).max();
+            if last_reply.is_some_and(|r| facts.completions.iter().any(|c| c.at == r)) {
+                return RequestStatus::Done;
+            }
+            if facts.activity.iter().any(|&at| inside(at)) {
+                RequestStatus::InProgress
+            } else {
+                RequestStatus::Open
+            }
+        })
+        .collect()
+}

@@ -1,0 +1,101 @@
+//! Normalisation: repairs a conversation so a provider accepts it, before anything is emitted.
+//!
+//! Architecture invariant: normalisation never fails. It returns the repaired conversation and one
+//! typed [`Diagnostic`] per repair. After [`normalize`]:
+//!
+//! - every tool call has exactly one result (a synthetic "interrupted, no output recorded" result is
+//!   inserted, with the deterministic id `synthetic-<call_id>`, when none was recorded);
+//! - every result answers a call that precedes it (results without a call, and second results for an
+//!   answered call, are removed);
+//! - call ids are unique (a reused id gets a fresh `<id>-<n>` suffix, and the results that answer it follow);
+//! - results sit where the provider wants them ([`ProviderRules`]);
+//! - reasoning / thinking items are never modified or reordered, and assistant items keep their order;
+//! - server tool pairs ([`crate::model::ToolCallKind::Server`]) stay together: the result right after its call.
+//!
+//! Normalising a normalised conversation yields zero diagnostics (idempotence), and
+//! [`diagnose`] reports exactly the diagnostics [`normalize`] would return.
+//!
+//! All items are considered, whatever their visibility: callers remove items the model must not see
+//! before normalising what will be sent.
+
+mod diagnostic;
+mod repair;
+
+pub use diagnostic::Diagnostic;
+
+use crate::model::{Conversation, Format};
+
+/// Where a provider requires tool results to be placed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ProviderRules {
+    /// Anthropic Messages: the results answering an assistant message's `tool_use` blocks come in the
+    /// next user message, before any other user content. Consecutive assistant items form one turn
+    /// (the API merges consecutive same-role messages).
+    Anthropic,
+    /// OpenAI Chat Completions: the `tool` messages follow the assistant message holding the
+    /// `tool_calls`, before any other message. Items from different wire messages (by envelope) are
+    /// different assistant messages.
+    OpenAiChat,
+    /// OpenAI Responses: a `function_call_output` comes after its `function_call`; results already
+    /// after their call are left where they are.
+    OpenAiResponses,
+}
+
+impl ProviderRules {
+    /// The rules of the wire format a conversation in `format` is sent in (transcripts map to their
+    /// provider's format, see [`Format::wire_target`]).
+    pub fn for_format(format: Format) -> ProviderRules {
+        match format.wire_target() {
+            Format::Anthropic => ProviderRules::Anthropic,
+            Format::OpenAiResponses => ProviderRules::OpenAiResponses,
+            _ => ProviderRules::OpenAiChat,
+        }
+    }
+
+    /// True when results must come right after their call's assistant turn (not merely after the call).
+    pub(crate) fn results_follow_turn(self) -> bool {
+        matches!(self, ProviderRules::Anthropic | ProviderRules::OpenAiChat)
+    }
+
+    /// True when assistant items from different wire messages are separate turns.
+    pub(crate) fn split_turns_by_envelope(self) -> bool {
+        matches!(self, ProviderRules::OpenAiChat)
+    }
+}
+
+/// A normalised conversation and the repairs that produced it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Normalized {
+    /// The repaired conversation (tools, format and extra fields unchanged).
+    pub conversation: Conversation,
+    /// One entry per repair, in a deterministic order (renames, removals, then placements and
+    /// insertions in output order). Empty when the input was already valid.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// Text of a synthetic result inserted for a call whose output was never recorded.
+pub const SYNTHETIC_RESULT_TEXT: &str =
+    "Tool call interrupted: no output was recorded for this call. It may not have run or may not have completed.";
+
+/// Prefix of synthetic result ids (`synthetic-<call_id>`).
+pub const SYNTHETIC_ID_PREFIX: &str = "synthetic-";
+
+/// Repairs `conv` for `rules`. Never fails; see the module documentation for the guarantees.
+pub fn normalize(conv: &Conversation, rules: &ProviderRules) -> Normalized {
+    let (items, diagnostics) = repair::repair(&conv.items, *rules);
+    let conversation = Conversation {
+        items,
+        tools: conv.tools.clone(),
+        format: conv.format,
+        extra: conv.extra.clone(),
+    };
+    Normalized {
+        conversation,
+        diagnostics,
+    }
+}
+
+/// The repairs [`normalize`] would make, without keeping the repaired conversation. Empty means valid.
+pub fn diagnose(conv: &Conversation, rules: &ProviderRules) -> Vec<Diagnostic> {
+    repair::repair(&conv.items, *rules).1
+}

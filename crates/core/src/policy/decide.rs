@@ -1,0 +1,118 @@
+//! The trigger decision: given a token count, a [`Budget`] and a [`Policy`], do nothing, remind, or
+//! compact (and why).
+
+use super::{Mode, Policy};
+use crate::budget::Budget;
+use std::fmt;
+
+/// Why compaction is due.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TriggerReason {
+    /// The count reached the fractional trigger.
+    Threshold {
+        /// Tokens counted.
+        count: usize,
+        /// The trigger.
+        trigger: usize,
+    },
+    /// Fewer than the configured tokens are left.
+    TokensLeft {
+        /// Usable tokens left.
+        left: usize,
+        /// The configured minimum.
+        min: usize,
+    },
+    /// The count already exceeds the usable budget.
+    OverBudget {
+        /// Tokens counted.
+        count: usize,
+        /// The usable budget.
+        usable: usize,
+    },
+    /// Asked for explicitly (`/compact`, `compactctl compact`).
+    Manual,
+}
+
+impl fmt::Display for TriggerReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TriggerReason::Threshold { count, trigger } => write!(f, "{count} tokens reached the trigger of {trigger}"),
+            TriggerReason::TokensLeft { left, min } => write!(f, "only {left} tokens left (minimum {min})"),
+            TriggerReason::OverBudget { count, usable } => write!(f, "{count} tokens exceed the usable budget of {usable}"),
+            TriggerReason::Manual => f.write_str("manual compaction"),
+        }
+    }
+}
+
+/// Why a reminder is due.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RemindReason {
+    /// `remind` mode: compaction would have been triggered.
+    WouldCompact(TriggerReason),
+    /// `auto` mode: the count passed the soft threshold.
+    SoftThreshold {
+        /// Tokens counted.
+        count: usize,
+        /// The soft threshold.
+        soft: usize,
+    },
+}
+
+/// What to do before a model call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// Nothing.
+    None,
+    /// Tell the user compaction is (nearly) due.
+    Remind(RemindReason),
+    /// Compact now.
+    Compact(TriggerReason),
+}
+
+fn trigger(count: usize, budget: &Budget) -> Option<TriggerReason> {
+    if count > budget.usable {
+        return Some(TriggerReason::OverBudget { count, usable: budget.usable });
+    }
+    if count >= budget.trigger {
+        return Some(TriggerReason::Threshold { count, trigger: budget.trigger });
+    }
+    let left = budget.usable - count;
+    match budget.min_tokens_left {
+        Some(min) if left <= min => Some(TriggerReason::TokensLeft { left, min }),
+        _ => None,
+    }
+}
+
+/// Decides what to do for a request of `count` tokens.
+pub fn decide(count: usize, budget: &Budget, policy: &Policy) -> Decision {
+    match (policy.mode, trigger(count, budget)) {
+        (Mode::Off, _) => Decision::None,
+        (Mode::Remind, Some(reason)) => Decision::Remind(RemindReason::WouldCompact(reason)),
+        (Mode::Auto, Some(reason)) => Decision::Compact(reason),
+        (_, None) => match budget.soft {
+            Some(soft) if count >= soft => Decision::Remind(RemindReason::SoftThreshold { count, soft }),
+            _ => Decision::None,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thresholds() {
+        let policy = Policy { soft_trigger_pct: Some(0.7), min_tokens_left: Some(100), ..Policy::for_window(10_000) };
+        let b = Budget::new(&policy);
+        assert_eq!(decide(10, &b, &policy), Decision::None);
+        assert!(matches!(decide(b.soft.unwrap_or(0), &b, &policy), Decision::Remind(RemindReason::SoftThreshold { .. })));
+        assert!(matches!(decide(b.trigger, &b, &policy), Decision::Compact(TriggerReason::Threshold { .. })));
+        assert!(matches!(decide(b.usable + 1, &b, &policy), Decision::Compact(TriggerReason::OverBudget { .. })));
+        let off = Policy { mode: Mode::Off, ..policy.clone() };
+        assert_eq!(decide(b.usable * 2, &b, &off), Decision::None);
+        let remind = Policy { mode: Mode::Remind, ..policy.clone() };
+        assert!(matches!(decide(b.trigger, &b, &remind), Decision::Remind(RemindReason::WouldCompact(_))));
+        let tight = Policy { min_tokens_left: Some(b.usable - 10), ..policy };
+        assert!(matches!(decide(20, &b, &tight), Decision::Compact(TriggerReason::TokensLeft { .. })));
+    }
+}

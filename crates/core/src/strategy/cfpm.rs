@@ -1,0 +1,133 @@
+//! The `cfpm` strategy (AGIME "CFPM memory v1"): keep the first 2 and last 8 items and replace the
+//! middle with a deterministic memory block (goals, verified successful actions, artifacts and paths,
+//! open items; at most 8 entries of 220 characters per section). No model call: the plan carries the
+//! block as the checkpoint's fixed text. Facts come from [`crate::facts::extract`] (structured tool-call
+//! fields), never from keyword heuristics over prose; error noise is left out. A previous memory block is folded in section by section.
+
+use super::common::{builder, remove_units, truncate_tool_outputs};
+use super::{Request, StrategyError};
+use crate::facts::{extract, CommandStatus, StepStatus};
+use crate::model::{Conversation, Item, ItemBody};
+use crate::partition::{is_checkpoint, Survey};
+use crate::plan::{Action, Placement, Plan, Tier};
+use crate::policy::StrategyName;
+
+/// CFPM keeps the first two items (the initial context).
+pub const HEAD_ITEMS: usize = 2;
+/// CFPM keeps the last eight items.
+pub const TAIL_ITEMS: usize = 8;
+/// Entries per section.
+pub const ENTRIES_PER_SECTION: usize = 8;
+/// Characters per entry.
+pub const ENTRY_CHARS: usize = 220;
+
+const SECTIONS: [&str; 4] = ["Goals", "Verified successful actions", "Artifacts and paths", "Open items"];
+/// Placeholder entry of an empty section.
+const NONE: &str = "(none)";
+const HEADER: &str = "Memory checkpoint: a deterministic record of earlier work in this session (not new instructions).";
+
+fn clip(text: &str) -> String {
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() <= ENTRY_CHARS {
+        return flat;
+    }
+    let mut s: String = flat.chars().take(ENTRY_CHARS - 1).collect();
+    s.push('…');
+    s
+}
+
+fn push(section: &mut Vec<String>, entry: String) {
+    if entry.is_empty() {
+        return;
+    }
+    section.retain(|e| *e != entry);
+    section.push(entry);
+}
+
+/// Parses a previous memory block into its sections.
+fn parse_previous(text: &str) -> [Vec<String>; 4] {
+    let mut out: [Vec<String>; 4] = Default::default();
+    let mut current: Option<usize> = None;
+    for line in text.lines() {
+        if let Some(h) = line.strip_prefix("## ") {
+            current = SECTIONS.iter().position(|s| *s == h.trim());
+        } else if let (Some(k), Some(entry)) = (current, line.strip_prefix("- ")) {
+            out[k].push(entry.to_owned());
+        }
+    }
+    out
+}
+
+/// The memory block for `covered` items (indices into `conv`), folding in `previous` text. Facts come
+/// from [`crate::facts::extract`]: user requests, commands that succeeded, files modified, paths read
+/// and written, the latest todo list. Failed commands (error noise) are left out.
+pub fn memory_block(conv: &Conversation, covered: &[usize], previous: Option<&str>) -> String {
+    let mut sections: [Vec<String>; 4] = previous.map(parse_previous).unwrap_or_default();
+    let items: Vec<Item> = covered.iter().map(|&i| conv.items[i].clone()).collect();
+    let facts = extract(&items);
+    for r in &facts.user_requests {
+        push(&mut sections[0], clip(&r.text));
+    }
+    for c in facts.commands.iter().filter(|c| matches!(c.status, CommandStatus::Exit(0))) {
+        push(&mut sections[1], clip(&format!("ran `{}` (exit 0)", c.command)));
+    }
+    for f in &facts.files_modified {
+        push(&mut sections[1], clip(&format!("modified {}", f.path)));
+    }
+    for f in facts.files_read.iter().chain(&facts.files_modified) {
+        push(&mut sections[2], clip(&f.path));
+    }
+    match &facts.plan {
+        Some(plan) => {
+            for step in plan.steps.iter().filter(|s| matches!(s.status, StepStatus::Pending | StepStatus::InProgress)) {
+                push(&mut sections[3], clip(&step.text));
+            }
+        }
+        None => {
+            if let Some(last) = facts.user_requests.last() {
+                push(&mut sections[3], clip(&last.text));
+            }
+        }
+    }
+    let mut out = String::from(HEADER);
+    for (name, entries) in SECTIONS.iter().zip(sections.iter()) {
+        out.push_str(&format!("\n## {name}"));
+        let entries: Vec<&String> = entries.iter().filter(|e| e.as_str() != NONE).collect();
+        if entries.is_empty() {
+            out.push_str(&format!("\n- {NONE}"));
+        }
+        let skip = entries.len().saturating_sub(ENTRIES_PER_SECTION);
+        for e in entries.into_iter().skip(skip) {
+            out.push_str(&format!("\n- {e}"));
+        }
+    }
+    out
+}
+
+/// Plans `request` with a CFPM memory checkpoint.
+pub fn plan(req: &Request<'_>) -> Result<Plan, StrategyError> {
+    let conv = req.conversation;
+    let survey = Survey::of(conv, req.policy, req.counter);
+    let n = survey.tokens.len();
+    let mut b = builder(req, StrategyName::Cfpm, &survey);
+    if n <= HEAD_ITEMS + TAIL_ITEMS {
+        b.note("too few items: nothing replaced");
+        truncate_tool_outputs(&mut b, req);
+        return Ok(b.finish());
+    }
+    let keep: Vec<bool> = (0..n).map(|i| i < HEAD_ITEMS || i >= n - TAIL_ITEMS).collect();
+    let count = remove_units(&mut b, &keep, &Action::SummarizeInto, Tier::Summarize);
+    truncate_tool_outputs(&mut b, req);
+    if count > 0 {
+        b.place_checkpoint(0, Tier::Summarize, Placement::FirstCovered);
+        let covered: Vec<usize> = (0..n).filter(|&i| *b.action(i) == Action::SummarizeInto).collect();
+        let previous = covered.iter().rev().find(|&&i| is_checkpoint(&conv.items[i])).map(|&i| match conv.items[i].body() {
+            ItemBody::Checkpoint(c) => c.text.clone(),
+            _ => conv.items[i].plain_text(),
+        });
+        let fresh: Vec<usize> = covered.iter().copied().filter(|&i| !is_checkpoint(&conv.items[i])).collect();
+        b.set_checkpoint_text(memory_block(conv, &fresh, previous.as_deref()));
+        b.record(Tier::Summarize, count, "middle replaced by a deterministic memory block");
+    }
+    Ok(b.finish())
+}

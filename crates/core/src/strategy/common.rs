@@ -1,0 +1,75 @@
+//! Helpers shared by the strategies: measuring, tier-0 truncation, unit-preserving removal and the
+//! checkpoint budget.
+
+use super::Request;
+use crate::partition::Survey;
+use crate::plan::{Action, PlanBuilder, Tier};
+use crate::policy::StrategyName;
+
+/// A summary smaller than this cannot carry the checkpoint's section headers.
+pub const MIN_SUMMARY_TOKENS: usize = 64;
+/// The checkpoint budget is at most this share of what it covers: a summary is worth making only if
+/// it is clearly smaller than the items it replaces.
+pub const SUMMARY_COVER_RATIO: f64 = 0.5;
+
+/// A builder keeping every item.
+pub fn builder<'a>(req: &Request<'a>, name: StrategyName, survey: &'a Survey) -> PlanBuilder<'a> {
+    PlanBuilder::new(name, req.conversation, survey, req.budget, req.counter, req.policy.tool_output.head_fraction)
+}
+
+/// Tier 0: truncates every non-pinned tool result over the scaled tool-output limit. Returns the
+/// number of items truncated.
+pub fn truncate_tool_outputs(b: &mut PlanBuilder<'_>, req: &Request<'_>) -> usize {
+    let Some(limit) = req.budget.limits.tool_output else {
+        return 0;
+    };
+    let survey = b.survey();
+    let conv = b.conversation();
+    let mut n = 0;
+    for (i, item) in conv.items.iter().enumerate() {
+        if survey.pins[i].is_none() && item.as_tool_result().is_some() && survey.tokens[i] > limit && b.action(i).is_present() && b.truncate(i, limit, Tier::Truncate) > 0 {
+            n += 1;
+        }
+    }
+    n
+}
+
+/// Marks as `action` (summarise or drop) every non-pinned item whose unit has no member in `keep`.
+/// Returns the number of items marked.
+pub fn remove_units(b: &mut PlanBuilder<'_>, keep: &[bool], action: &Action, tier: Tier) -> usize {
+    let survey = b.survey();
+    let n = keep.len();
+    let mut unit_kept = vec![false; n];
+    for i in 0..n {
+        if keep[i] || survey.pins[i].is_some() {
+            unit_kept[survey.units[i]] = true;
+        }
+    }
+    let mut count = 0;
+    for i in 0..n {
+        if !unit_kept[survey.units[i]] {
+            match action {
+                Action::Drop => b.drop_item(i, tier),
+                _ => b.summarize(i, tier),
+            }
+            count += 1;
+        }
+    }
+    count
+}
+
+/// The checkpoint budget for covering `covered_tokens` tokens: the scaled summary limit, at most half of
+/// what it covers, at least [`MIN_SUMMARY_TOKENS`]; or the known summary size when re-planning.
+pub fn summary_budget(req: &Request<'_>, covered_tokens: usize) -> usize {
+    if let Some(known) = req.summary_tokens {
+        return known;
+    }
+    let half = (covered_tokens as f64 * SUMMARY_COVER_RATIO) as usize;
+    req.budget.limits.summary.min(half).max(MIN_SUMMARY_TOKENS)
+}
+
+/// Tokens of items currently marked summarised.
+pub fn covered_tokens(b: &PlanBuilder<'_>) -> usize {
+    let survey = b.survey();
+    (0..survey.tokens.len()).filter(|&i| *b.action(i) == Action::SummarizeInto).map(|i| survey.tokens[i]).sum()
+}

@@ -1,0 +1,173 @@
+//! The `tiered` strategy (default): tier 0 truncates oversized tool outputs, tier 1 replaces old tool
+//! outputs by reference stubs (only when that frees the configured minimum, so a prompt-cache
+//! invalidation is worth it), tier 2 summarises the remainder into one checkpoint, tier 3 shrinks the
+//! recent turns and then the recent tool pairs down to one each, and tier 4 is the typed
+//! [`StrategyError::InsufficientBudget`]. The estimate is recomputed after each tier and planning stops
+//! at the first tier that reaches the target.
+
+use super::common::{builder, covered_tokens, remove_units, summary_budget, truncate_tool_outputs};
+use super::{Breakdown, Request, StrategyError};
+use crate::model::ItemBody;
+use crate::partition::{is_checkpoint, Class, Partition, Recency, Survey};
+use crate::plan::{is_reference, Action, Placement, Plan, PlanBuilder, Tier};
+use crate::policy::StrategyName;
+
+/// Plans `request` with the tiered pipeline.
+pub fn plan(req: &Request<'_>) -> Result<Plan, StrategyError> {
+    let survey = Survey::of(req.conversation, req.policy, req.counter);
+    let target = req.budget.target;
+    if survey.total() <= target {
+        let mut b = builder(req, StrategyName::Tiered, &survey);
+        b.note("already below the target: nothing to do");
+        return Ok(b.finish());
+    }
+    let start = Recency::of(req.policy);
+    let mut best: Option<(Plan, Partition)> = None;
+    for recency in tier3_steps(start) {
+        let (plan, partition) = attempt(req, &survey, start, recency);
+        let est = plan.estimated_after();
+        if est <= target {
+            return Ok(plan);
+        }
+        if best.as_ref().is_none_or(|(p, _)| est < p.estimated_after()) {
+            best = Some((plan, partition));
+        }
+    }
+    let Some((mut plan, partition)) = best else {
+        return Ok(builder(req, StrategyName::Tiered, &survey).finish());
+    };
+    let floor = plan.estimated_after();
+    if floor <= req.budget.usable {
+        plan.notes.push(format!("target {target} not reached; {floor} tokens fit the usable budget of {}", req.budget.usable));
+        return Ok(plan);
+    }
+    Err(StrategyError::InsufficientBudget { floor, budget: req.budget.usable, breakdown: breakdown(&plan, &partition, &survey) })
+}
+
+/// The recency settings tier 3 tries, in order: the policy's, then fewer recent turns down to 1, then
+/// fewer tool pairs down to 1.
+fn tier3_steps(start: Recency) -> Vec<Recency> {
+    let mut steps = vec![start];
+    let mut r = start;
+    while r.turns > 1 {
+        r.turns -= 1;
+        steps.push(r);
+    }
+    while r.tool_pairs > 1 {
+        r.tool_pairs -= 1;
+        steps.push(r);
+    }
+    steps
+}
+
+fn attempt(req: &Request<'_>, survey: &Survey, start: Recency, recency: Recency) -> (Plan, Partition) {
+    let conv = req.conversation;
+    let target = req.budget.target;
+    let partition = Partition::of(conv, survey, &req.budget.limits, recency);
+    let mut b = builder(req, StrategyName::Tiered, survey);
+    if recency != start {
+        b.record(
+            Tier::ShrinkRecent,
+            0,
+            format!(
+                "recent turns {} -> {}, tool pairs {} -> {}",
+                start.turns, recency.turns, start.tool_pairs, recency.tool_pairs
+            ),
+        );
+    }
+
+    // Tier 0.
+    let truncated = truncate_tool_outputs(&mut b, req);
+    if truncated > 0 {
+        b.record(Tier::Truncate, truncated, "oversized tool outputs truncated (head + tail)");
+    }
+    if b.estimate() <= target {
+        return (b.finish(), partition);
+    }
+
+    // Tier 1.
+    tier1(&mut b, req, &partition);
+    if b.estimate() <= target {
+        return (b.finish(), partition);
+    }
+
+    // Tier 2.
+    tier2(&mut b, req, &partition);
+    (b.finish(), partition)
+}
+
+fn tier1(b: &mut PlanBuilder<'_>, req: &Request<'_>, partition: &Partition) {
+    let conv = req.conversation;
+    let target = req.budget.target;
+    let min = req.budget.limits.tier1_min_savings;
+    let mut trial = b.clone();
+    let mut saved = 0usize;
+    let mut count = 0usize;
+    for (i, item) in conv.items.iter().enumerate() {
+        if partition.classes[i] != Class::Eligible || !matches!(item.body(), ItemBody::ToolResult(_)) || is_reference(item) {
+            continue;
+        }
+        let s = trial.reference(i, Tier::Reference);
+        if s > 0 {
+            saved += s;
+            count += 1;
+            if saved >= min && trial.estimate() <= target {
+                break;
+            }
+        }
+    }
+    if saved >= min && count > 0 {
+        *b = trial;
+        b.record(Tier::Reference, count, format!("old tool outputs referenced, {saved} tokens freed"));
+    } else if count > 0 {
+        b.note(format!("tier 1 skipped: references would free {saved} tokens, below the minimum of {min}"));
+    }
+}
+
+fn tier2(b: &mut PlanBuilder<'_>, req: &Request<'_>, partition: &Partition) {
+    let conv = req.conversation;
+    let keep: Vec<bool> = partition.classes.iter().map(Class::requires_presence).collect();
+    let before: Vec<Action> = (0..keep.len()).map(|i| b.action(i).clone()).collect();
+    let count = remove_units(b, &keep, &Action::SummarizeInto, Tier::Summarize);
+    let new_content = (0..keep.len()).any(|i| *b.action(i) == Action::SummarizeInto && !is_checkpoint(&conv.items[i]));
+    if !new_content {
+        // Only previous checkpoints would be covered: re-summarising them alone gains nothing.
+        for (i, a) in before.iter().enumerate() {
+            if *b.action(i) == Action::SummarizeInto && *a != Action::SummarizeInto {
+                b.keep(i);
+            }
+        }
+        return;
+    }
+    let mut truncated = 0;
+    for (i, class) in partition.classes.iter().enumerate() {
+        if let Class::User(Some(n)) = class {
+            if b.action(i).is_present() && b.truncate(i, *n, Tier::Summarize) > 0 {
+                truncated += 1;
+            }
+        }
+    }
+    let max_tokens = summary_budget(req, covered_tokens(b));
+    b.place_checkpoint(max_tokens, Tier::Summarize, Placement::FirstCovered);
+    let note = if truncated > 0 {
+        format!("remainder summarised into one checkpoint; boundary user message truncated; summary <= {max_tokens} tokens")
+    } else {
+        format!("remainder summarised into one checkpoint; summary <= {max_tokens} tokens")
+    };
+    b.record(Tier::Summarize, count, note);
+}
+
+fn breakdown(plan: &Plan, partition: &Partition, survey: &Survey) -> Breakdown {
+    let mut out = Breakdown { overhead: plan.overhead, ..Breakdown::default() };
+    out.checkpoint = plan.checkpoint.as_ref().map_or(0, |c| c.estimated_tokens);
+    for p in &plan.items {
+        let t = p.tokens_after;
+        match &partition.classes[p.index] {
+            _ if survey.pins[p.index].is_some() => out.pinned += t,
+            Class::Recent | Class::RecentTool => out.recent += t,
+            Class::User(_) => out.user_messages += t,
+            _ => out.other += t,
+        }
+    }
+    out
+}

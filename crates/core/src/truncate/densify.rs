@@ -1,0 +1,82 @@
+//! Lossless densification of tool output: what the model reads is the same, in fewer tokens.
+//!
+//! Steps, in order: a whole-output JSON document is re-serialised compactly (key order kept); other
+//! text is rendered line by line as a terminal would show it (ANSI escapes stripped, carriage-return
+//! progress overwrites and erase-in-line applied), trailing whitespace trimmed, runs of identical
+//! lines collapsed into one line with a count, and trailing blank lines dropped.
+
+use super::terminal::render_line;
+
+/// Identical consecutive lines are collapsed from this many on (two copies cost less than a count).
+const MIN_REPEAT_RUN: usize = 3;
+
+/// Densifies `text` (see the module documentation). Returns the input unchanged when no step applies.
+pub fn densify(text: &str) -> String {
+    if let Some(json) = compact_json(text) {
+        return json;
+    }
+    let mut rendered: Vec<String> = text
+        .split('\n')
+        .map(|line| {
+            let shown = render_line(line);
+            shown.trim_end().to_owned()
+        })
+        .collect();
+    while rendered.last().is_some_and(String::is_empty) {
+        rendered.pop();
+    }
+    let mut out: Vec<String> = Vec::with_capacity(rendered.len());
+    let mut i = 0;
+    while i < rendered.len() {
+        let line = &rendered[i];
+        let mut run = 1;
+        while i + run < rendered.len() && rendered[i + run] == *line {
+            run += 1;
+        }
+        if run >= MIN_REPEAT_RUN {
+            if line.is_empty() {
+                out.push(format!("({run} blank lines)"));
+            } else {
+                out.push(format!("{line} (repeated {run} times)"));
+            }
+        } else {
+            out.extend(std::iter::repeat_n(line.clone(), run));
+        }
+        i += run;
+    }
+    out.join("\n")
+}
+
+/// Numbers with more significant digits than an `f64` holds would not survive a JSON round trip.
+const MAX_EXACT_DIGITS: usize = 15;
+
+/// True when `text` has a run of more than [`MAX_EXACT_DIGITS`] digits (such JSON is left as it is).
+fn has_long_digit_run(text: &str) -> bool {
+    let mut run = 0usize;
+    for b in text.bytes() {
+        if b.is_ascii_digit() {
+            run += 1;
+            if run > MAX_EXACT_DIGITS {
+                return true;
+            }
+        } else {
+            run = 0;
+        }
+    }
+    false
+}
+
+/// The compact form of `text` when the whole of it (ignoring surrounding whitespace) is a JSON object
+/// or array and the compact form is shorter.
+fn compact_json(text: &str) -> Option<String> {
+    let trimmed = text.trim();
+    if !(trimmed.starts_with('{') || trimmed.starts_with('[')) {
+        return None;
+    }
+    if has_long_digit_run(trimmed) {
+        return None;
+    }
+    let value: serde_json::Value = serde_json::from_str(trimmed).ok()?;
+    let compact = serde_json::to_string(&value).ok()?;
+    (compact.len() < text.len()).then_some(compact)
+}

@@ -1,0 +1,113 @@
+//! Exit status of a command, read from the text of its output ("Exit code: 1", "exit status 2",
+//! "returncode: 0", `"exit_code": 0`, "exited with code 1", "[Command finished with exit code 0]").
+
+/// Phrases after which an exit code follows (lower case).
+const NEEDLES: &[&str] = &[
+    "exit code",
+    "exit status",
+    "exit_code",
+    "exitcode",
+    "returncode",
+    "return code",
+    "exited with code",
+    "exited with status",
+];
+
+/// How many bytes at the start and at the end of an output are searched: harnesses put the status in
+/// a header (Codex) or a footer (OpenHands, shells); the middle is program output.
+const WINDOW_BYTES: usize = 400;
+
+/// The exit code reported in `text`, looking in its first and last [`WINDOW_BYTES`] bytes (the head
+/// first), or `None` when no status is reported.
+pub fn exit_code(text: &str) -> Option<i32> {
+    let head_end = floor_boundary(text, WINDOW_BYTES.min(text.len()));
+    if let Some(code) = find_code(&text[..head_end]) {
+        return Some(code);
+    }
+    if text.len() > head_end {
+        let tail_start = ceil_boundary(text, text.len().saturating_sub(WINDOW_BYTES).max(head_end));
+        return find_code(&text[tail_start..]);
+    }
+    None
+}
+
+fn floor_boundary(s: &str, mut i: usize) -> usize {
+    while i > 0 && !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+fn ceil_boundary(s: &str, mut i: usize) -> usize {
+    while i < s.len() && !s.is_char_boundary(i) {
+        i += 1;
+    }
+    i
+}
+
+/// The last code found in `window` (the footer status wins over an echoed command in a footer window).
+fn find_code(window: &str) -> Option<i32> {
+    let lower = window.to_ascii_lowercase();
+    let mut found = None;
+    for needle in NEEDLES {
+        let mut from = 0;
+        while let Some(pos) = lower[from..].find(needle) {
+            let at = from + pos + needle.len();
+            if let Some(code) = parse_after(&lower[at..]) {
+                if found.is_none_or(|(p, _)| from + pos >= p) {
+                    found = Some((from + pos, code));
+                }
+            }
+            from = at;
+        }
+    }
+    found.map(|(_, code)| code)
+}
+
+/// Parses `[ :="'=]*-?digits` at the start of `rest`.
+fn parse_after(rest: &str) -> Option<i32> {
+    let rest = rest.trim_start_matches([' ', ':', '=', '"', '\'', '\t']);
+    let (neg, digits) = match rest.strip_prefix('-') {
+        Some(r) => (true, r),
+        None => (false, rest),
+    };
+    let end = digits
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(digits.len());
+    if end == 0 || end > 6 {
+        return None;
+    }
+    let value: i32 = digits[..end].parse().ok()?;
+    Some(if neg { -value } else { value })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::exit_code;
+
+    #[test]
+    fn reads_common_shapes() {
+        assert_eq!(
+            exit_code("Exit code: 1\nWall time: 0.2 seconds\nOutput:\nboom"),
+            Some(1)
+        );
+        assert_eq!(
+            exit_code(
+                "{\"output\":\"ok\",\"metadata\":{\"exit_code\":0,\"duration_seconds\":0.1}}"
+            ),
+            Some(0)
+        );
+        assert_eq!(
+            exit_code("...\n[Command finished with exit code 2]"),
+            Some(2)
+        );
+        assert_eq!(
+            exit_code("error: process didn't exit successfully (exit status: 101)"),
+            Some(101)
+        );
+        assert_eq!(exit_code("returncode=-9"), Some(-9));
+        assert_eq!(exit_code("all fine"), None);
+        let long = format!("Exit code: 3\n{}\n", "x".repeat(5000));
+        assert_eq!(exit_code(&long), Some(3));
+    }
+}

@@ -1,0 +1,254 @@
+//! Integration tests of fact extraction over readable fixtures and several tool vocabularies.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+#[path = "fixtures/checkpoint/dsl.rs"]
+mod dsl;
+
+use compact_core::facts::{extract, CommandStatus, StepStatus};
+use compact_core::model::ItemId;
+
+fn ids(v: &[ItemId]) -> Vec<&str> {
+    v.iter().map(ItemId::as_str).collect()
+}
+
+fn session() -> compact_core::model::Conversation {
+    dsl::parse(include_str!("fixtures/checkpoint/session.txt"))
+}
+
+#[test]
+fn claude_code_session_facts() {
+    let conv = session();
+    let f = extract(&conv.items);
+
+    assert_eq!(f.user_requests.len(), 2);
+    assert!(f.user_requests[0]
+        .text
+        .starts_with("The /login endpoint returns 500"));
+    assert_eq!(ids(&f.user_requests[1].sources), ["i24"]);
+
+    let constraints: Vec<&str> = f.constraints.iter().map(|c| c.text.as_str()).collect();
+    assert!(
+        constraints.contains(&"Don't change the public API of the auth crate."),
+        "{constraints:?}"
+    );
+    assert!(
+        constraints
+            .iter()
+            .any(|c| c.contains("only touch files under crates/auth/tests")),
+        "{constraints:?}"
+    );
+
+    let read: Vec<&str> = f.files_read.iter().map(|x| x.path.as_str()).collect();
+    assert_eq!(
+        read,
+        [
+            "crates/auth/src/handlers/login.rs",
+            "crates/auth/src/session.rs"
+        ]
+    );
+    let modified: Vec<&str> = f.files_modified.iter().map(|x| x.path.as_str()).collect();
+    assert_eq!(
+        modified,
+        [
+            "crates/auth/src/handlers/login.rs",
+            "crates/auth/tests/login_malformed.rs"
+        ]
+    );
+    assert_eq!(ids(&f.files_modified[0].sources), ["i10", "i17"]);
+
+    let statuses: Vec<CommandStatus> = f.commands.iter().map(|c| c.status).collect();
+    assert_eq!(
+        statuses,
+        [
+            CommandStatus::Exit(101),
+            CommandStatus::Exit(101),
+            CommandStatus::Exit(0),
+            CommandStatus::NoResult
+        ]
+    );
+    assert_eq!(ids(&f.commands[0].sources), ["i7", "i8"]);
+
+    assert_eq!(f.errors.len(), 2);
+    assert!(
+        f.errors[0].line.contains("FAILED") || f.errors[0].line.contains("panicked"),
+        "{:?}",
+        f.errors[0]
+    );
+    assert!(
+        f.errors[1].line.starts_with("error[E0004]"),
+        "{:?}",
+        f.errors[1]
+    );
+    assert_eq!(f.errors[1].action, "cargo test -p auth 2>&1 | tail -5");
+
+    let decisions: Vec<&str> = f.decisions.iter().map(|d| d.text.as_str()).collect();
+    assert!(
+        decisions
+            .iter()
+            .any(|d| d.contains("instead of unwrapping")),
+        "{decisions:?}"
+    );
+    assert!(
+        decisions.iter().any(|d| d.starts_with("Going with a 400")),
+        "{decisions:?}"
+    );
+
+    let plan = f.plan.as_ref().unwrap();
+    assert_eq!(ids(&plan.sources), ["i21"]);
+    assert!(plan.steps.iter().all(|s| s.status == StepStatus::Done));
+    assert!(!f.completions.is_empty());
+}
+
+#[test]
+fn codex_vocabulary() {
+    let conv = dsl::parse(
+        r##"
+@user
+Update the README and bump the version.
+@call a1 shell
+{"command": ["bash", "-lc", "cat README.md && sed -n '1,20p' Cargo.toml"], "workdir": "/repo"}
+@result a1
+{"output": "# demo\n[package]\nversion = \"0.1.0\"\n", "metadata": {"exit_code": 0, "duration_seconds": 0.1}}
+@call a2 apply_patch
+*** Begin Patch
+*** Update File: README.md
+@@
+-# demo
++# demo 0.2
+*** Add File: CHANGELOG.md
++## 0.2.0
+*** End Patch
+@result a2
+Success. Updated the following files:
+M README.md
+A CHANGELOG.md
+@call a3 exec_command
+{"cmd": "cargo build --locked"}
+@result a3
+Exit code: 1
+Wall time: 3.2 seconds
+Output:
+error: the lock file needs to be updated but --locked was passed to prevent this
+@call a4 update_plan
+{"explanation": "Docs first, then release.", "plan": [{"step": "Update README", "status": "completed"}, {"step": "Bump version", "status": "in_progress"}]}
+@result a4
+Plan updated
+"##,
+    );
+    let f = extract(&conv.items);
+    let read: Vec<&str> = f.files_read.iter().map(|x| x.path.as_str()).collect();
+    assert_eq!(read, ["README.md", "Cargo.toml"]);
+    let modified: Vec<&str> = f.files_modified.iter().map(|x| x.path.as_str()).collect();
+    assert_eq!(modified, ["README.md", "CHANGELOG.md"]);
+    assert_eq!(
+        f.commands[0].command,
+        "cat README.md && sed -n '1,20p' Cargo.toml"
+    );
+    assert_eq!(f.commands[0].status, CommandStatus::Exit(0));
+    assert_eq!(f.commands[1].status, CommandStatus::Exit(1));
+    assert_eq!(f.errors.len(), 1);
+    assert!(
+        f.errors[0].line.starts_with("error: the lock file"),
+        "{:?}",
+        f.errors[0]
+    );
+    let plan = f.plan.unwrap();
+    assert_eq!(
+        plan.explanation.as_deref(),
+        Some("Docs first, then release.")
+    );
+    assert_eq!(plan.steps[1].status, StepStatus::InProgress);
+}
+
+#[test]
+fn swe_agent_and_openhands_vocabulary() {
+    let conv = dsl::parse(
+        r#"
+@user
+Fix the off-by-one in utils.py
+@call s1 open
+{"path": "src/utils.py"}
+@result s1
+[File: src/utils.py (40 lines total)]
+@call s2 str_replace_editor
+{"command": "view", "path": "/workspace/tests/test_utils.py"}
+@result s2
+Here's the result of running `cat -n` on /workspace/tests/test_utils.py
+@call s3 str_replace_editor
+{"command": "str_replace", "path": "/workspace/src/utils.py", "old_str": "i + 1", "new_str": "i"}
+@result s3
+The file /workspace/src/utils.py has been edited.
+@call s4 execute_bash
+{"command": "python -m pytest tests -q"}
+@result s4
+E   AssertionError: assert 3 == 4
+FAILED tests/test_utils.py::test_range - AssertionError
+[Command finished with exit code 1]
+@call s5 create
+{"filename": "reproduce.py"}
+@result s5
+[File: reproduce.py (1 lines total)]
+@call s6 bash
+{"command": "python reproduce.py"}
+@result s6 error
+Traceback (most recent call last):
+  File "reproduce.py", line 1, in <module>
+NameError: name 'rng' is not defined
+"#,
+    );
+    let f = extract(&conv.items);
+    let read: Vec<&str> = f.files_read.iter().map(|x| x.path.as_str()).collect();
+    assert_eq!(read, ["src/utils.py", "/workspace/tests/test_utils.py"]);
+    let modified: Vec<&str> = f.files_modified.iter().map(|x| x.path.as_str()).collect();
+    assert_eq!(modified, ["/workspace/src/utils.py", "reproduce.py"]);
+    assert_eq!(f.commands[0].status, CommandStatus::Exit(1));
+    assert_eq!(f.commands[1].status, CommandStatus::Failed);
+    assert_eq!(f.errors.len(), 2);
+    assert_eq!(f.errors[0].line, "E   AssertionError: assert 3 == 4");
+    assert_eq!(f.errors[1].line, "Traceback (most recent call last):");
+}
+
+#[test]
+fn extraction_is_deterministic_and_handles_empty_input() {
+    let conv = session();
+    assert_eq!(extract(&conv.items), extract(&conv.items));
+    let empty = extract(&[]);
+    assert!(empty.user_requests.is_empty() && empty.plan.is_none());
+}
+
+#[test]
+fn harness_noise_is_not_a_request_or_an_error() {
+    let conv = dsl::parse(
+        r#"
+@user
+<environment_context>
+  <cwd>/repo</cwd>
+</environment_context>
+@user
+/add src/app.ts
+@user
+Find where the retry limit is set. Prefer the config file over code.
+@call g1 shell
+{"command": ["bash", "-lc", "rg -n RETRY_LIMIT src"]}
+@result g1
+{"output": "", "metadata": {"exit_code": 1, "duration_seconds": 0.0}}
+@call g2 shell
+{"command": "rg -n retry_limit config"}
+@result g2
+Exit code: 1
+Output:
+rg: config: No such file or directory (os error 2)
+"#,
+    );
+    let f = extract(&conv.items);
+    assert_eq!(f.user_requests.len(), 1, "{:?}", f.user_requests);
+    assert_eq!(f.constraints[0].text, "Prefer the config file over code.");
+    assert_eq!(f.commands[0].status, CommandStatus::Exit(1));
+    // rg finding nothing is an answer, not a failure; rg failing to open a path is.
+    assert_eq!(f.errors.len(), 1, "{:?}", f.errors);
+    assert!(
+        f.errors[0].line.starts_with("rg: config: No such file"),
+        "{:?}",
+        f.errors[0]
+    );
+}

@@ -1,0 +1,105 @@
+//! Property tests over generated conversations: for every strategy, the applied plan normalises with
+//! zero diagnostics, keeps pinned items unchanged, pairs every tool call, fits the budget (or fails
+//! with the typed error), and is deterministic; nothing is compacted below the trigger.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+#[path = "fixtures/strategy/parse.rs"]
+mod fixture;
+
+use compact_core::budget::Budget;
+use compact_core::model::{Conversation, ItemBody};
+use compact_core::normalize::{normalize, ProviderRules};
+use compact_core::policy::{decide, Decision, Policy, StrategyName};
+use compact_core::strategy::{plan, StrategyError};
+use compact_core::tokens::{Encoding, TokenCounter};
+use proptest::prelude::*;
+
+fn counter() -> TokenCounter {
+    TokenCounter::new(Encoding::O200kBase)
+}
+
+/// A summary text of about `tokens` tokens (the worst case a summariser may return).
+fn filler(tokens: usize) -> String {
+    "note ".repeat(tokens.saturating_sub(8))
+}
+
+fn generated(seed: u64, turns: usize, scale: usize, protect: u64) -> Conversation {
+    let mut conv = fixture::session(seed, turns, scale);
+    let mut rng = fixture::Rng(seed ^ 0x9e37_79b9);
+    for item in conv.items.iter_mut().skip(1) {
+        if protect > 0 && rng.below(protect) == 0 && matches!(item.body(), ItemBody::Message(_)) {
+            item.meta.protected = true;
+        }
+    }
+    normalize(&conv, &ProviderRules::OpenAiChat).conversation
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, .. ProptestConfig::default() })]
+
+    #[test]
+    fn plans_keep_invariants(
+        seed in 1u64..10_000,
+        turns in 2usize..14,
+        scale in 1usize..30,
+        protect in 0u64..12,
+        window_share in 0.2f64..1.2,
+        strategy in prop::sample::select(StrategyName::ALL.to_vec()),
+    ) {
+        let c = counter();
+        let conv = generated(seed, turns, scale, protect);
+        let total = c.total(&conv);
+        let window = ((total as f64 * window_share) as usize).max(2_048);
+        let policy = Policy::for_window(window);
+        let budget = Budget::new(&policy);
+        let first = plan(strategy, &conv, &budget, &policy, &c);
+        let second = plan(strategy, &conv, &budget, &policy, &c);
+        prop_assert_eq!(&first, &second, "same input, same output");
+        let p = match first {
+            Ok(p) => p,
+            Err(StrategyError::InsufficientBudget { floor, budget: b, .. }) => {
+                prop_assert!(strategy == StrategyName::Tiered && floor > b);
+                return Ok(());
+            }
+            Err(e) => return Err(TestCaseError::fail(format!("{e}"))),
+        };
+        let text = p.checkpoint.as_ref().map(|s| s.fixed_text.clone().unwrap_or_else(|| filler(s.max_tokens)));
+        let out = p.apply(&conv, text.as_deref()).unwrap();
+        for rules in [ProviderRules::OpenAiChat, ProviderRules::Anthropic, ProviderRules::OpenAiResponses] {
+            let d = normalize(&out, &rules).diagnostics;
+            prop_assert!(d.is_empty(), "{:?} {:?}", rules, d);
+        }
+        prop_assert_eq!(out.pairing().orphan_count(), 0);
+        // Pinned items survive unchanged.
+        let latest_protected = conv.items.iter().rposition(|i| i.as_tool_call().is_some_and(|t| policy.is_tool_protected(&t.name)));
+        for (idx, item) in conv.items.iter().enumerate() {
+            let pinned = item.meta.protected
+                || matches!(item.body(), ItemBody::Message(m) if policy.is_role_pinned(m.role))
+                || Some(idx) == latest_protected;
+            if pinned {
+                let found = out.find(item.meta.id.as_str());
+                prop_assert!(found.is_some_and(|f| f.body() == item.body()), "pinned {} changed", item.meta.id);
+            }
+        }
+        let after = c.total(&out);
+        if strategy == StrategyName::Tiered {
+            prop_assert!(after <= budget.usable, "tiered output {} over usable {}", after, budget.usable);
+            prop_assert!(after <= total);
+            prop_assert!(p.estimated_after() + 8 >= after, "estimate {} below actual {}", p.estimated_after(), after);
+        }
+    }
+
+    #[test]
+    fn nothing_below_the_trigger(seed in 1u64..10_000, turns in 1usize..6) {
+        let c = counter();
+        let conv = generated(seed, turns, 3, 0);
+        let total = c.total(&conv);
+        let policy = Policy::for_window((total * 4).max(4_096));
+        let budget = Budget::new(&policy);
+        prop_assert_eq!(decide(total, &budget, &policy), Decision::None);
+        if total <= budget.target {
+            let p = plan(StrategyName::Tiered, &conv, &budget, &policy, &c).unwrap();
+            prop_assert!(p.is_noop());
+        }
+    }
+}

@@ -1,0 +1,248 @@
+//! Integration tests of tier-0 truncation: densification cases, the head/tail cut, and properties.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use compact_core::model::{Item, ItemBody, ItemId, Part, ToolCallKind, ToolResult};
+use compact_core::tokens::{Encoding, TokenCounter};
+use compact_core::truncate::{
+    densify, truncate_item, truncate_output, TruncationMode, TruncationPolicy,
+};
+use proptest::prelude::*;
+
+fn counter() -> TokenCounter {
+    TokenCounter::new(Encoding::O200kBase)
+}
+
+fn id() -> ItemId {
+    ItemId::new("i42")
+}
+
+#[test]
+fn densify_strips_ansi_and_progress_overwrites() {
+    let raw = "\u{1b}[1m\u{1b}[32m   Compiling\u{1b}[0m foo v0.1.0\nDownloading  10%\rDownloading  55%\rDownloading 100%\n";
+    assert_eq!(densify(raw), "   Compiling foo v0.1.0\nDownloading 100%");
+}
+
+#[test]
+fn densify_collapses_repeated_lines_and_trims() {
+    let raw = "start   \nwarning: retrying\nwarning: retrying\nwarning: retrying\nwarning: retrying\nend\n\n\n";
+    assert_eq!(
+        densify(raw),
+        "start\nwarning: retrying (repeated 4 times)\nend"
+    );
+    // Two copies stay as they are: a count would cost more.
+    assert_eq!(densify("a\na\nb"), "a\na\nb");
+    assert_eq!(densify("x\n\n\n\n\ny"), "x\n(4 blank lines)\ny");
+}
+
+#[test]
+fn densify_compacts_whole_json_only() {
+    let pretty = "{\n  \"name\": \"compact\",\n  \"items\": [\n    1,\n    2\n  ]\n}\n";
+    assert_eq!(densify(pretty), "{\"name\":\"compact\",\"items\":[1,2]}");
+    // JSON embedded in other text is left as text.
+    let mixed = "result:\n{\n  \"a\": 1\n}";
+    assert_eq!(densify(mixed), mixed);
+    // Numbers an f64 cannot hold exactly are not round-tripped.
+    let big = "{\n  \"id\": 123456789012345678901234\n}";
+    assert_eq!(densify(big), big);
+}
+
+#[test]
+fn under_budget_is_unchanged() {
+    let text = "\u{1b}[31mred\u{1b}[0m but short\n";
+    let out = truncate_output(text, &TruncationPolicy::default(), &counter(), &id());
+    assert!(!out.changed);
+    assert_eq!(out.text, text);
+    let none = truncate_output(
+        &"x ".repeat(100_000),
+        &TruncationPolicy::none(),
+        &counter(),
+        &id(),
+    );
+    assert!(!none.changed);
+}
+
+#[test]
+fn densify_alone_can_be_enough() {
+    let text = "progress 1%\r".repeat(2_000) + "done\n";
+    let out = truncate_output(&text, &TruncationPolicy::tokens(100), &counter(), &id());
+    assert!(out.changed && out.densified && !out.truncated);
+    assert!(out.text.starts_with("done"));
+}
+
+fn pytest_log() -> String {
+    let mut s = String::from(
+        "============================= test session starts ==============================\n",
+    );
+    s.push_str("platform linux -- Python 3.12.1, pytest-8.0.0\ncollected 400 items\n\n");
+    for i in 0..400 {
+        s.push_str(&format!(
+            "tests/test_api.py::test_case_{i:03} PASSED                                  [{:3}%]\n",
+            i / 4
+        ));
+        if i == 217 {
+            s.push_str("tests/test_api.py::test_login_expired FAILED\n");
+            s.push_str("E   AssertionError: expected status 401, got 500\n");
+        }
+    }
+    s.push_str(
+        "=========================== short test summary info ============================\n",
+    );
+    s.push_str("FAILED tests/test_api.py::test_login_expired - AssertionError: expected status 401, got 500\n");
+    s.push_str(
+        "======================== 1 failed, 400 passed in 12.34s ========================\n",
+    );
+    s
+}
+
+#[test]
+fn long_log_keeps_head_tail_errors_and_a_marker() {
+    let log = pytest_log();
+    let policy = TruncationPolicy::tokens(400);
+    let c = counter();
+    let out = truncate_output(&log, &policy, &c, &id());
+    assert!(out.truncated);
+    assert!(c.count_text(&out.text) <= 480, "within 400 x 1.2");
+    assert!(out
+        .text
+        .starts_with("============================= test session starts"));
+    assert!(out
+        .text
+        .ends_with("1 failed, 400 passed in 12.34s ========================"));
+    assert!(
+        out.text.contains("test_login_expired FAILED"),
+        "error line from the middle kept:\n{}",
+        out.text
+    );
+    assert!(out
+        .text
+        .contains("E   AssertionError: expected status 401, got 500"));
+    let marker = out.text.lines().find(|l| l.starts_with("[… ")).unwrap();
+    assert!(
+        marker.contains("tokens /") && marker.contains("lines truncated"),
+        "{marker}"
+    );
+    assert!(marker.contains("compactctl recall i42"), "{marker}");
+    assert!(marker.contains("2 error lines"), "{marker}");
+    assert!(out.removed_lines > 300);
+    assert!(out.removed_tokens > 2_000);
+    assert_eq!(out.kept_error_lines, 2);
+    // Deterministic.
+    assert_eq!(truncate_output(&log, &policy, &c, &id()), out);
+}
+
+#[test]
+fn head_fraction_and_error_lines_are_configurable() {
+    let log = pytest_log();
+    let policy = TruncationPolicy {
+        head_fraction: 0.0,
+        keep_error_lines: false,
+        ..TruncationPolicy::tokens(300)
+    };
+    let out = truncate_output(&log, &policy, &counter(), &id());
+    assert!(out.text.starts_with("[… "), "no head:\n{}", out.text);
+    assert_eq!(out.kept_error_lines, 0);
+    assert!(!out.text.contains("E   AssertionError"));
+}
+
+#[test]
+fn bytes_mode_and_single_huge_line() {
+    let line = "é".repeat(50_000);
+    let policy = TruncationPolicy {
+        mode: TruncationMode::Bytes(1_000),
+        ..TruncationPolicy::default()
+    };
+    let out = truncate_output(&line, &policy, &counter(), &id());
+    assert!(out.text.len() <= 1_200);
+    assert!(out.text.starts_with('é') && out.text.ends_with('é'));
+    let tokens = truncate_output(&line, &TruncationPolicy::tokens(200), &counter(), &id());
+    assert!(counter().count_text(&tokens.text) <= 240);
+}
+
+#[test]
+fn tiny_budget_still_fits() {
+    let text = "line\n".repeat(10_000);
+    for n in [0, 1, 3, 10, 20] {
+        let out = truncate_output(&text, &TruncationPolicy::tokens(n), &counter(), &id());
+        assert!(
+            counter().count_text(&out.text) <= n * 6 / 5,
+            "budget {n}: {:?}",
+            out.text
+        );
+    }
+}
+
+#[test]
+fn truncate_item_keeps_id_and_leaves_small_items() {
+    let mut item = Item::new(ItemBody::ToolResult(ToolResult {
+        call_id: "c1".into(),
+        tool_name: Some("Bash".into()),
+        parts: vec![Part::text(pytest_log())],
+        is_error: false,
+        kind: ToolCallKind::Function,
+        content_was_string: true,
+        extra: Default::default(),
+    }));
+    item.meta.id = ItemId::new("i7");
+    let out = truncate_item(&item, &TruncationPolicy::tokens(300), &counter()).unwrap();
+    assert_eq!(out.meta.id.as_str(), "i7");
+    let text = out.as_tool_result().unwrap().parts[0]
+        .as_text()
+        .unwrap()
+        .to_owned();
+    assert!(text.contains("compactctl recall i7"));
+    assert!(
+        truncate_item(&out, &TruncationPolicy::tokens(300), &counter()).is_none(),
+        "already within budget"
+    );
+    assert!(truncate_item(
+        &Item::text(compact_core::model::Role::User, "x"),
+        &TruncationPolicy::tokens(1),
+        &counter()
+    )
+    .is_none());
+}
+
+fn arb_output() -> impl Strategy<Value = String> {
+    let line = prop_oneof![
+        "[a-z ]{0,40}",
+        "error: [a-z]{1,20}",
+        "[0-9]{1,8}",
+        "[\u{4e00}-\u{4e50}]{1,20}",
+        Just("\u{1b}[31mred\u{1b}[0m".to_owned()),
+        Just("50%\r100%".to_owned()),
+        Just("x".repeat(1500)),
+    ];
+    prop::collection::vec(line, 0..120).prop_map(|lines| lines.join("\n"))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 120, ..ProptestConfig::default() })]
+
+    #[test]
+    fn result_is_within_budget_and_keeps_ends(text in arb_output(), budget in 0usize..400, head in 0u8..=10) {
+        let c = counter();
+        let policy = TruncationPolicy { head_fraction: f64::from(head) / 10.0, ..TruncationPolicy::tokens(budget) };
+        let limit = budget * 6 / 5;
+        let out = truncate_output(&text, &policy, &c, &id());
+        prop_assert!(c.count_text(&out.text) <= limit);
+        if c.count_text(&text) <= limit {
+            prop_assert!(!out.changed);
+            prop_assert_eq!(&out.text, &text);
+        }
+        if out.truncated {
+            let dense = densify(&text);
+            let first = dense.lines().next().unwrap_or("");
+            let last = dense.lines().last().unwrap_or("");
+            // The kept head is a prefix of the densified text, the kept tail a suffix.
+            let marker_at = out.text.find("[… ").unwrap_or(0);
+            let head_text = out.text[..marker_at].trim_end_matches('\n');
+            prop_assert!(dense.starts_with(head_text));
+            // When a whole line's worth of room was given to each side, the first and last lines survive.
+            if budget >= 300 && head == 5 && c.count_text(first) < 20 && c.count_text(last) < 20 {
+                prop_assert!(out.text.starts_with(first));
+                prop_assert!(out.text.ends_with(last));
+            }
+        }
+        prop_assert_eq!(truncate_output(&text, &policy, &c, &id()), out);
+    }
+}

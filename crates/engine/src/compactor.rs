@@ -1,0 +1,257 @@
+//! [`Compactor`]: plans with a strategy, asks the summariser for the checkpoint text, applies the plan,
+//! re-estimates (re-planning with the real summary size when it came out larger than planned) and
+//! verifies. Every attempt must shrink the conversation: no progress is a typed error, never a loop.
+
+use crate::deterministic::DeterministicSummarizer;
+use crate::error::CompactError;
+use crate::report::Report;
+use crate::summarizer::{Summarizer, SummaryRequest, SummaryUsage};
+use compact_core::budget::Budget;
+use compact_core::model::{Conversation, Format};
+use compact_core::normalize::{normalize, ProviderRules};
+use compact_core::plan::Plan;
+use compact_core::policy::{Policy, StrategyName, SummarizerFailure};
+use compact_core::strategy::{self, Request};
+use compact_core::tokens::TokenCounter;
+use std::sync::Arc;
+
+/// Plans per compaction: the first, and re-plans with the real summary size. Bounded so a summariser
+/// that ignores its budget cannot cause a loop.
+pub const MAX_PLANS: u32 = 3;
+
+/// The result of a compaction.
+#[derive(Debug, Clone)]
+pub struct Compaction {
+    /// The compacted conversation (normalised).
+    pub conversation: Conversation,
+    /// The plan that was applied.
+    pub plan: Plan,
+    /// What it did.
+    pub report: Report,
+}
+
+/// A plan without summarising or applying it (`compactctl plan` / `diff`).
+#[derive(Debug, Clone)]
+pub struct DryRun {
+    /// The normalised input the plan refers to (plan indices index into it).
+    pub conversation: Conversation,
+    /// The plan.
+    pub plan: Plan,
+    /// Normalisation repairs made to the input.
+    pub input_repairs: usize,
+}
+
+/// Compacts conversations under one policy, strategy and summariser. Immutable once built.
+#[derive(Clone)]
+pub struct Compactor {
+    policy: Policy,
+    budget: Budget,
+    strategy: StrategyName,
+    summarizer: Arc<dyn Summarizer>,
+    fallback: Arc<dyn Summarizer>,
+    counter: TokenCounter,
+    rules: Option<ProviderRules>,
+}
+
+impl std::fmt::Debug for Compactor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Compactor")
+            .field("strategy", &self.strategy)
+            .field("summarizer", &self.summarizer.name())
+            .field("budget", &self.budget)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Compactor {
+    /// A compactor for a validated `policy` (its strategy, its window), summarising with `summarizer`.
+    pub fn new(policy: Policy, summarizer: Arc<dyn Summarizer>, counter: TokenCounter) -> Result<Self, CompactError> {
+        policy.validate()?;
+        let budget = Budget::new(&policy);
+        Ok(Compactor {
+            strategy: policy.strategy,
+            policy,
+            budget,
+            summarizer,
+            fallback: Arc::new(DeterministicSummarizer::default()),
+            counter,
+            rules: None,
+        })
+    }
+
+    /// The same compactor with another strategy.
+    pub fn with_strategy(mut self, strategy: StrategyName) -> Self {
+        self.strategy = strategy;
+        self
+    }
+
+    /// The same compactor normalising for `rules` (default: the rules of each conversation's format).
+    pub fn with_rules(mut self, rules: ProviderRules) -> Self {
+        self.rules = Some(rules);
+        self
+    }
+
+    /// The policy.
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// The budget.
+    pub fn budget(&self) -> &Budget {
+        &self.budget
+    }
+
+    /// The strategy.
+    pub fn strategy(&self) -> StrategyName {
+        self.strategy
+    }
+
+    /// The token counter.
+    pub fn counter(&self) -> &TokenCounter {
+        &self.counter
+    }
+
+    /// The normalisation rules for `conv`.
+    pub fn rules_for(&self, conv: &Conversation) -> ProviderRules {
+        self.rules.unwrap_or_else(|| ProviderRules::for_format(conv.format.unwrap_or(Format::OpenAiChat)))
+    }
+
+    /// Plans without summarising or applying (dry run).
+    pub fn plan(&self, conv: &Conversation) -> Result<DryRun, CompactError> {
+        let normalized = normalize(conv, &self.rules_for(conv));
+        let request = Request::new(&normalized.conversation, &self.budget, &self.policy, &self.counter);
+        let plan = strategy::run(self.strategy, &request)?;
+        Ok(DryRun { input_repairs: normalized.diagnostics.len(), conversation: normalized.conversation, plan })
+    }
+
+    /// Compacts `conv` (whatever its size: the trigger is [`Compactor::preflight`]'s business). The
+    /// result is smaller than the input and within the usable budget, or an error; `conv` is never
+    /// changed.
+    pub async fn compact(&self, conv: &Conversation) -> Result<Compaction, CompactError> {
+        let rules = self.rules_for(conv);
+        let normalized = normalize(conv, &rules);
+        let base = normalized.conversation;
+        let tokens_before = self.counter.total(conv);
+        let mut warnings: Vec<String> = Vec::new();
+        if !normalized.diagnostics.is_empty() {
+            warnings.push(format!("input needed {} normalisation repairs", normalized.diagnostics.len()));
+        }
+        let mut summary_tokens: Option<usize> = None;
+        let mut usage = SummaryUsage::default();
+        let mut produced_by: Option<String> = None;
+        let mut cached: Option<(Vec<compact_core::model::ItemId>, String)> = None;
+        let mut last_after = tokens_before;
+        for attempt in 1..=MAX_PLANS {
+            let request = Request { summary_tokens, ..Request::new(&base, &self.budget, &self.policy, &self.counter) };
+            let plan = strategy::run(self.strategy, &request)?;
+            if plan.is_noop() {
+                return Err(CompactError::NoProgress { before: tokens_before, after: plan.estimated_after() });
+            }
+            let text = match &plan.checkpoint {
+                None => None,
+                Some(slot) => {
+                    if let Some(fixed) = &slot.fixed_text {
+                        produced_by = Some(self.strategy.as_str().to_owned());
+                        Some(fixed.clone())
+                    } else if let Some((_, text)) = cached.as_ref().filter(|(covers, _)| *covers == slot.covers) {
+                        Some(text.clone())
+                    } else {
+                        let text = self.summarize(&base, &plan, &mut usage, &mut produced_by, &mut warnings).await?;
+                        cached = Some((slot.covers.clone(), text.clone()));
+                        Some(text)
+                    }
+                }
+            };
+            let text_tokens = text.as_deref().map(|t| self.counter.count_text(t));
+            let planned = plan.checkpoint.as_ref().map_or(0, |c| c.max_tokens);
+            if let Some(actual) = text_tokens.filter(|&t| t > planned) {
+                if attempt < MAX_PLANS && plan.checkpoint.as_ref().is_some_and(|c| c.fixed_text.is_none()) {
+                    warnings.push(format!("summary of {actual} tokens exceeded the planned {planned}: re-planned"));
+                    summary_tokens = Some(actual);
+                    continue;
+                }
+            }
+            let applied = plan.apply(&base, text.as_deref())?;
+            let check = normalize(&applied, &rules);
+            let out = if check.diagnostics.is_empty() {
+                applied
+            } else {
+                warnings.push(format!("output needed {} normalisation repairs", check.diagnostics.len()));
+                check.conversation
+            };
+            let tokens_after = self.counter.total(&out);
+            last_after = tokens_after;
+            if tokens_after >= tokens_before {
+                return Err(CompactError::NoProgress { before: tokens_before, after: tokens_after });
+            }
+            if tokens_after > self.budget.usable {
+                if attempt < MAX_PLANS {
+                    summary_tokens = text_tokens.map(|t| t.max(planned) + tokens_after - self.budget.usable);
+                    continue;
+                }
+                return Err(CompactError::StillOverBudget { after: tokens_after, usable: self.budget.usable });
+            }
+            warnings.extend(plan.notes.iter().cloned());
+            let report = Report {
+                tokens_before,
+                tokens_after,
+                items_before: conv.items.len(),
+                items_after: out.items.len(),
+                strategy: self.strategy,
+                tiers_applied: plan.tiers_applied(),
+                summarizer: produced_by,
+                summary_usage: usage,
+                summary_tokens: text_tokens,
+                usable: self.budget.usable,
+                target: self.budget.target,
+                plans: attempt,
+                input_repairs: normalized.diagnostics.len(),
+                warnings,
+            };
+            return Ok(Compaction { conversation: out, plan, report });
+        }
+        Err(CompactError::StillOverBudget { after: last_after, usable: self.budget.usable })
+    }
+
+    async fn summarize(
+        &self,
+        base: &Conversation,
+        plan: &Plan,
+        usage: &mut SummaryUsage,
+        produced_by: &mut Option<String>,
+        warnings: &mut Vec<String>,
+    ) -> Result<String, CompactError> {
+        let items = plan.summary_items(base);
+        let previous = plan.previous_checkpoint(base);
+        let max_tokens = plan.checkpoint.as_ref().map_or(0, |c| c.max_tokens);
+        let request = |_: ()| SummaryRequest {
+            items: &items,
+            previous: previous.as_ref(),
+            max_tokens,
+            counter: self.counter,
+            also_preserve: None,
+        };
+        let failure = match self.summarizer.summarize(request(())).await {
+            Ok(s) if !s.text.trim().is_empty() => Ok(s),
+            Ok(_) => Err(crate::SummarizeError::Empty("the summary was empty".to_owned())),
+            Err(e) => Err(e),
+        };
+        let summary = match failure {
+            Ok(s) => s,
+            Err(e) if self.policy.on_summarizer_failure == SummarizerFailure::Fail => return Err(CompactError::Summarizer(e)),
+            Err(e) => {
+                warnings.push(format!(
+                    "summariser `{}` failed ({e}); used the deterministic checkpoint instead",
+                    self.summarizer.name()
+                ));
+                self.fallback.summarize(request(())).await?
+            }
+        };
+        usage.calls += summary.usage.calls;
+        usage.input_tokens += summary.usage.input_tokens;
+        usage.output_tokens += summary.usage.output_tokens;
+        warnings.extend(summary.warnings.iter().cloned());
+        *produced_by = Some(summary.produced_by.clone());
+        Ok(summary.text)
+    }
+}

@@ -1,0 +1,56 @@
+//! [`Compactor::preflight`]: before each model call, count, decide (none / remind / compact) and, when
+//! compaction is due, compact. A failed compaction of a request that still fits is not an error: the
+//! request goes out unchanged with a warning.
+
+use crate::compactor::Compactor;
+use crate::error::CompactError;
+use crate::report::Report;
+use compact_core::model::Conversation;
+use compact_core::normalize::normalize;
+use compact_core::policy::{decide, Decision};
+
+/// What preflight decided and what to send.
+#[derive(Debug, Clone)]
+pub struct Preflight {
+    /// The decision taken on the input's count.
+    pub decision: Decision,
+    /// What to send: the compacted conversation, or the (normalised) input.
+    pub conversation: Conversation,
+    /// The compaction report, when a compaction happened.
+    pub report: Option<Report>,
+    /// Non-fatal problems (e.g. compaction made no progress but the request fits).
+    pub warnings: Vec<String>,
+}
+
+impl Compactor {
+    /// Counts `conv`, decides, and compacts when the decision says so. Errors only when the request
+    /// cannot be sent (over the usable budget and not compactable) or the summariser failed under a
+    /// `fail` policy.
+    pub async fn preflight(&self, conv: &Conversation) -> Result<Preflight, CompactError> {
+        let count = self.counter().total(conv);
+        let decision = decide(count, self.budget(), self.policy());
+        let unchanged = |warnings: Vec<String>| Preflight {
+            decision,
+            conversation: normalize(conv, &self.rules_for(conv)).conversation,
+            report: None,
+            warnings,
+        };
+        if !matches!(decision, Decision::Compact(_)) {
+            return Ok(unchanged(Vec::new()));
+        }
+        match self.compact(conv).await {
+            Ok(done) => Ok(Preflight {
+                decision,
+                conversation: done.conversation,
+                warnings: done.report.warnings.clone(),
+                report: Some(done.report),
+            }),
+            Err(e @ (CompactError::NoProgress { .. } | CompactError::InsufficientBudget { .. } | CompactError::StillOverBudget { .. }))
+                if self.budget().fits(count) =>
+            {
+                Ok(unchanged(vec![format!("compaction skipped: {e}; the request fits and is sent unchanged")]))
+            }
+            Err(e) => Err(e),
+        }
+    }
+}

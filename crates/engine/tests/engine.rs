@@ -1,0 +1,180 @@
+//! Engine tests: the compactor's progress guarantee, summariser fallbacks, the 40% acceptance on a
+//! prepared fixture, and a synthetic session of more than three windows with zero calls over the window.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+#[path = "../../core/tests/fixtures/strategy/parse.rs"]
+mod fixture;
+
+use compact_core::model::{Conversation, ItemBody};
+use compact_core::normalize::{normalize, ProviderRules};
+use compact_core::policy::{Decision, Policy, StrategyName, SummarizerFailure};
+use compact_core::tokens::{Encoding, TokenCounter};
+use compact_engine::{
+    block_on, BoxFuture, CompactError, Compactor, DeterministicSummarizer, SummarizeError, Summarizer, SummaryRequest,
+    Summary,
+};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+
+fn counter() -> TokenCounter {
+    TokenCounter::new(Encoding::O200kBase)
+}
+
+fn compactor(policy: Policy) -> Compactor {
+    Compactor::new(policy, Arc::new(DeterministicSummarizer), counter()).unwrap()
+}
+
+fn prepared() -> Conversation {
+    let src = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../core/tests/fixtures/engine/prepared.conv")).unwrap();
+    fixture::parse(&src)
+}
+
+/// A summariser that always fails.
+struct Failing;
+impl Summarizer for Failing {
+    fn name(&self) -> &str {
+        "failing"
+    }
+    fn summarize<'a>(&'a self, _: SummaryRequest<'a>) -> BoxFuture<'a, Result<Summary, SummarizeError>> {
+        Box::pin(async { Err(SummarizeError::Transport("connection reset".into())) })
+    }
+}
+
+/// A summariser that ignores its budget (returns far more than asked) and counts its calls.
+struct Verbose(AtomicU32);
+impl Summarizer for Verbose {
+    fn name(&self) -> &str {
+        "verbose"
+    }
+    fn summarize<'a>(&'a self, r: SummaryRequest<'a>) -> BoxFuture<'a, Result<Summary, SummarizeError>> {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        let text = "summary word ".repeat(r.max_tokens * 3);
+        Box::pin(async move { Ok(Summary { text, produced_by: "verbose".into(), ..Summary::default() }) })
+    }
+}
+
+#[test]
+fn manual_compaction_of_prepared_fixture_saves_40_percent() {
+    let conv = prepared();
+    let before = counter().total(&conv);
+    let c = compactor(Policy::for_window(before));
+    let done = block_on(c.compact(&conv)).unwrap();
+    let r = &done.report;
+    assert_eq!(r.tokens_before, before);
+    assert!(r.tokens_after * 10 <= before * 6, "{} -> {} is less than 40%", before, r.tokens_after);
+    assert!(normalize(&done.conversation, &ProviderRules::Anthropic).diagnostics.is_empty());
+    assert_eq!(r.strategy, StrategyName::Tiered);
+    assert!(!r.tiers_applied.is_empty());
+    let json = r.to_json();
+    for key in ["tokens_before", "tokens_after", "items_before", "items_after", "strategy", "tiers_applied"] {
+        assert!(json.get(key).is_some(), "{key}");
+    }
+    // The protected todo call and the system prompt survive.
+    assert!(done.conversation.items.iter().any(|i| i.as_tool_call().is_some_and(|t| t.name == "manage_todo_list")));
+    assert_eq!(done.conversation.items[0].body(), conv.items[0].body());
+}
+
+#[test]
+fn every_strategy_compacts_the_prepared_fixture() {
+    let conv = prepared();
+    let before = counter().total(&conv);
+    for &s in StrategyName::ALL {
+        let c = compactor(Policy::for_window(before)).with_strategy(s);
+        match block_on(c.compact(&conv)) {
+            Ok(done) => {
+                assert!(done.report.tokens_after < before, "{s}");
+                assert!(normalize(&done.conversation, &ProviderRules::OpenAiChat).diagnostics.is_empty(), "{s}");
+            }
+            Err(CompactError::NoProgress { .. }) => {}
+            Err(e) => panic!("{s}: {e}"),
+        }
+    }
+}
+
+#[test]
+fn failed_summariser_falls_back_or_leaves_history_alone() {
+    let conv = fixture::session(13, 30, 20);
+    let before = counter().total(&conv);
+    let c = Compactor::new(Policy::for_window(before / 2), Arc::new(Failing), counter()).unwrap();
+    let done = block_on(c.compact(&conv)).unwrap();
+    assert_eq!(done.report.summarizer.as_deref(), Some("deterministic"));
+    assert!(done.report.warnings.iter().any(|w| w.contains("failing")), "{:?}", done.report.warnings);
+
+    let strict = Policy { on_summarizer_failure: SummarizerFailure::Fail, ..Policy::for_window(before / 2) };
+    let c = Compactor::new(strict, Arc::new(Failing), counter()).unwrap();
+    let copy = conv.clone();
+    assert!(matches!(block_on(c.compact(&conv)), Err(CompactError::Summarizer(_))));
+    assert_eq!(conv, copy);
+}
+
+#[test]
+fn oversized_summaries_are_replanned_a_bounded_number_of_times() {
+    let conv = fixture::session(11, 30, 20);
+    let before = counter().total(&conv);
+    let verbose = Arc::new(Verbose(AtomicU32::new(0)));
+    let c = Compactor::new(Policy::for_window(before / 2), verbose.clone(), counter()).unwrap();
+    let outcome = block_on(c.compact(&conv));
+    assert!(verbose.0.load(Ordering::SeqCst) <= compact_engine_max_plans());
+    match outcome {
+        Ok(done) => assert!(done.report.tokens_after <= c.budget().usable),
+        Err(CompactError::StillOverBudget { .. } | CompactError::InsufficientBudget { .. } | CompactError::NoProgress { .. }) => {}
+        Err(e) => panic!("{e}"),
+    }
+}
+
+fn compact_engine_max_plans() -> u32 {
+    3
+}
+
+#[test]
+fn no_progress_is_an_error_not_a_loop() {
+    let conv = prepared();
+    let before = counter().total(&conv);
+    let c = compactor(Policy::for_window(before));
+    let once = block_on(c.compact(&conv)).unwrap().conversation;
+    // Compacting the compacted conversation again (already below target) changes nothing: typed error.
+    match block_on(c.compact(&once)) {
+        Err(CompactError::NoProgress { before, after }) => assert!(after >= before.min(after)),
+        Ok(done) => assert!(done.report.tokens_after < done.report.tokens_before),
+        Err(e) => panic!("{e}"),
+    }
+    // Preflight below the trigger does nothing.
+    let p = block_on(c.preflight(&once)).unwrap();
+    assert_eq!(p.decision, Decision::None);
+    assert!(p.report.is_none());
+}
+
+#[test]
+fn long_session_never_sends_over_the_window() {
+    let window = 16_000;
+    let policy = Policy { keep_recent_turns: 3, ..Policy::for_window(window) };
+    let c = compactor(policy);
+    let usable = c.budget().usable;
+    let mut rng = fixture::Rng(42);
+    let mut conv = fixture::session(5, 0, 1);
+    let mut produced = 0usize;
+    let mut compactions = 0;
+    let mut turn = 0;
+    while produced < 3 * window {
+        let before = counter().total(&conv);
+        fixture::push_turn(&mut conv, &mut rng, turn, 12);
+        produced += counter().total(&conv).saturating_sub(before);
+        turn += 1;
+        let p = block_on(c.preflight(&conv)).unwrap();
+        let sent = counter().total(&p.conversation);
+        assert!(sent <= usable, "turn {turn}: sent {sent} > usable {usable}");
+        assert!(normalize(&p.conversation, &ProviderRules::OpenAiChat).diagnostics.is_empty());
+        if let Some(r) = &p.report {
+            compactions += 1;
+            if sent > c.budget().trigger {
+                let dry = c.plan(&conv).unwrap();
+                panic!("compaction left {sent} above the trigger: {r:?}\n{}", dry.plan);
+            }
+        }
+        conv = p.conversation;
+    }
+    assert!(compactions >= 2, "only {compactions} compactions over {turn} turns");
+    // One checkpoint at most: checkpoints are folded, never stacked.
+    let checkpoints = conv.items.iter().filter(|i| matches!(i.body(), ItemBody::Checkpoint(_))).count();
+    assert!(checkpoints <= 1, "{checkpoints} checkpoints");
+}

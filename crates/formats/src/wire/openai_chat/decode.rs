@@ -1,0 +1,203 @@
+//! Decoding Chat Completions requests and messages into items.
+
+use super::parts::decode_content;
+use crate::error::DecodeError;
+use crate::wire::common::{envelope, new_item, push_parts};
+use crate::wire::json::{elem, nest, type_name, Fields};
+use crate::wire::request::decode_tools;
+use compact_core::model::{
+    Arguments, Conversation, Format, Item, ItemBody, Message, Role, ToolCall, ToolCallKind,
+    ToolResult,
+};
+use serde_json::Value;
+
+const FORMAT: Format = Format::OpenAiChat;
+
+/// Decodes a whole request.
+pub(crate) fn decode_request(req: &Value) -> Result<Conversation, DecodeError> {
+    let mut f = Fields::of(req, "")?;
+    let mut conv = Conversation {
+        format: Some(FORMAT),
+        ..Conversation::default()
+    };
+    let messages = f.req("messages")?;
+    let Value::Array(messages) = messages else {
+        return Err(DecodeError::new(
+            f.at("messages"),
+            format!("expected an array, got {}", type_name(&messages)),
+        ));
+    };
+    let mut items = Vec::new();
+    for (i, m) in messages.iter().enumerate() {
+        let index = u32::try_from(i).unwrap_or(u32::MAX);
+        decode_message(m, index, &elem("/messages", i), &mut items)?;
+    }
+    match f.take("tools") {
+        Some(Value::Array(tools)) if !tools.is_empty() => conv.tools = decode_tools(&tools),
+        Some(other) => f.put("tools", other),
+        None => {}
+    }
+    conv.extra = f.rest();
+    for item in items {
+        conv.push(item);
+    }
+    Ok(conv)
+}
+
+/// Decodes one Chat message (the `index`-th of its request, found at `path`) into items appended to
+/// `out`, all sharing one envelope.
+pub fn decode_message(
+    msg: &Value,
+    index: u32,
+    path: &str,
+    out: &mut Vec<Item>,
+) -> Result<(), DecodeError> {
+    let mut f = Fields::of(msg, path)?;
+    let role_name = f.req_str("role")?;
+    let mut bodies: Vec<ItemBody> = Vec::new();
+    let was_string;
+    match role_name.as_str() {
+        "system" | "developer" | "user" => {
+            let role = match role_name.as_str() {
+                "system" => Role::System,
+                "developer" => Role::Developer,
+                _ => Role::User,
+            };
+            let content = decode_content(&mut f)?;
+            was_string = content.as_ref().is_none_or(|c| c.1);
+            push_parts(&mut bodies, role, content.map(|c| c.0).unwrap_or_default());
+            if bodies.is_empty() {
+                bodies.push(ItemBody::Message(Message {
+                    role,
+                    parts: Vec::new(),
+                }));
+            }
+        }
+        "assistant" => {
+            let content = decode_content(&mut f)?;
+            was_string = content.as_ref().is_none_or(|c| c.1);
+            if let Some((parts, _)) = content {
+                bodies.push(ItemBody::Message(Message {
+                    role: Role::Assistant,
+                    parts,
+                }));
+            }
+            match f.take("tool_calls") {
+                Some(Value::Array(calls)) if !calls.is_empty() => {
+                    let cpath = f.at("tool_calls");
+                    for (i, c) in calls.iter().enumerate() {
+                        bodies.push(ItemBody::ToolCall(decode_tool_call(c, &elem(&cpath, i))?));
+                    }
+                }
+                Some(Value::Array(empty)) => f.put("tool_calls", Value::Array(empty)),
+                Some(Value::Null) => f.put("tool_calls", Value::Null),
+                Some(other) => {
+                    return Err(DecodeError::new(
+                        f.at("tool_calls"),
+                        format!("expected an array, got {}", type_name(&other)),
+                    ))
+                }
+                None => {}
+            }
+            if let Some(fc) = f.take_non_null("function_call") {
+                let mut c = Fields::of(&fc, &f.at("function_call"))?;
+                let name = c.req_str("name")?;
+                let arguments = arguments(&mut c)?;
+                bodies.push(ItemBody::ToolCall(ToolCall {
+                    call_id: String::new(),
+                    name,
+                    arguments,
+                    kind: ToolCallKind::Function,
+                    extra: c.rest(),
+                }));
+            }
+            if bodies.is_empty() {
+                bodies.push(ItemBody::Message(Message {
+                    role: Role::Assistant,
+                    parts: Vec::new(),
+                }));
+            }
+        }
+        "tool" | "function" => {
+            let (call_id, tool_name) = if role_name == "tool" {
+                (f.req_str("tool_call_id")?, None)
+            } else {
+                (String::new(), Some(f.req_str("name")?))
+            };
+            let content = decode_content(&mut f)?;
+            was_string = content.as_ref().is_none_or(|c| c.1);
+            bodies.push(ItemBody::ToolResult(ToolResult {
+                call_id,
+                tool_name,
+                parts: content.map(|c| c.0).unwrap_or_default(),
+                is_error: false,
+                kind: ToolCallKind::Function,
+                content_was_string: was_string,
+                extra: Default::default(),
+            }));
+        }
+        other => {
+            return Err(DecodeError::new(
+                f.at("role"),
+                format!(
+                "expected one of system, developer, user, assistant, tool, function; got `{other}`"
+            ),
+            ))
+        }
+    }
+    let env = envelope(FORMAT, index, f.rest(), was_string);
+    out.extend(bodies.into_iter().map(|b| new_item(b, &env, FORMAT)));
+    Ok(())
+}
+
+/// `arguments` of a function call: a string (normally JSON text) or, from lenient clients, any JSON.
+fn arguments(f: &mut Fields) -> Result<Arguments, DecodeError> {
+    match f.req("arguments")? {
+        Value::String(s) => Ok(Arguments::Text(s)),
+        other => Ok(Arguments::Json(other)),
+    }
+}
+
+/// One `tool_calls` entry. Its `type` stays in extra (it is optional in practice).
+fn decode_tool_call(v: &Value, path: &str) -> Result<ToolCall, DecodeError> {
+    let mut f = Fields::of(v, path)?;
+    let call_id = f.req_str("id")?;
+    let ty = match f.peek("type") {
+        None => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(other) => {
+            return Err(DecodeError::new(
+                f.at("type"),
+                format!("expected a string, got {}", type_name(other)),
+            ))
+        }
+    };
+    if ty.as_deref() == Some("custom") {
+        let inner = f.req("custom")?;
+        let mut c = Fields::of(&inner, &f.at("custom"))?;
+        let name = c.req_str("name")?;
+        let input = c.req_str("input")?;
+        let mut extra = f.rest();
+        nest(&mut extra, "custom", c.rest());
+        return Ok(ToolCall {
+            call_id,
+            name,
+            arguments: Arguments::Text(input),
+            kind: ToolCallKind::Custom,
+            extra,
+        });
+    }
+    let inner = f.req("function")?;
+    let mut c = Fields::of(&inner, &f.at("function"))?;
+    let name = c.req_str("name")?;
+    let arguments = arguments(&mut c)?;
+    let mut extra = f.rest();
+    nest(&mut extra, "function", c.rest());
+    Ok(ToolCall {
+        call_id,
+        name,
+        arguments,
+        kind: ToolCallKind::Function,
+        extra,
+    })
+}

@@ -1,0 +1,394 @@
+//! Provider wire code for the summariser's own calls: request bodies and response parsing (JSON and
+//! SSE) for OpenAI-compatible Chat Completions and Anthropic Messages.
+
+use crate::error::{excerpt, LlmError};
+use crate::overflow::classify_stream_event;
+use serde_json::{json, Value};
+
+/// Which API a summariser speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ProviderKind {
+    /// OpenAI-compatible Chat Completions (OpenAI, Azure, vLLM, Ollama, llama.cpp server, LiteLLM...).
+    OpenAi,
+    /// Anthropic Messages.
+    Anthropic,
+}
+
+impl ProviderKind {
+    /// Name used on the command line and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            ProviderKind::OpenAi => "openai",
+            ProviderKind::Anthropic => "anthropic",
+        }
+    }
+}
+
+impl std::str::FromStr for ProviderKind {
+    type Err = LlmError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "openai" => Ok(ProviderKind::OpenAi),
+            "anthropic" => Ok(ProviderKind::Anthropic),
+            other => Err(LlmError::Config(format!(
+                "unknown summariser provider `{other}` (expected openai or anthropic)"
+            ))),
+        }
+    }
+}
+
+/// Which field carries the output cap in Chat requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OutputCapField {
+    /// `max_tokens` (understood by every OpenAI-compatible server).
+    #[default]
+    MaxTokens,
+    /// `max_completion_tokens` (required by OpenAI's reasoning models).
+    MaxCompletionTokens,
+}
+
+/// Whether responses are streamed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum StreamMode {
+    /// One JSON body.
+    #[default]
+    Off,
+    /// Server-sent events (a cut stream is detected and retried).
+    On,
+}
+
+/// Generation settings of a call.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Sampling {
+    /// Temperature (`None`: the provider's default, for models that reject the field).
+    pub temperature: Option<f32>,
+    /// Seed (OpenAI-compatible servers only; Anthropic has none).
+    pub seed: Option<u64>,
+    /// Output cap field for Chat.
+    pub cap_field: OutputCapField,
+    /// Streaming.
+    pub stream: StreamMode,
+}
+
+/// A completed model call.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Completion {
+    /// The text.
+    pub text: String,
+    /// Input tokens reported by the provider.
+    pub input_tokens: Option<u64>,
+    /// Output tokens reported by the provider.
+    pub output_tokens: Option<u64>,
+    /// Generation stopped at the output cap.
+    pub truncated: bool,
+    /// The provider flagged a refusal.
+    pub refused: bool,
+}
+
+/// The request body for one system + user exchange.
+pub fn request_body(
+    kind: ProviderKind,
+    model: &str,
+    system: &str,
+    user: &str,
+    max_output: u64,
+    s: &Sampling,
+) -> Value {
+    let stream = s.stream == StreamMode::On;
+    match kind {
+        ProviderKind::OpenAi => {
+            let mut body = json!({
+                "model": model,
+                "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
+            });
+            let cap = match s.cap_field {
+                OutputCapField::MaxTokens => "max_tokens",
+                OutputCapField::MaxCompletionTokens => "max_completion_tokens",
+            };
+            body[cap] = json!(max_output);
+            if let Some(t) = s.temperature {
+                body["temperature"] = json!(t);
+            }
+            if let Some(seed) = s.seed {
+                body["seed"] = json!(seed);
+            }
+            if stream {
+                body["stream"] = json!(true);
+                body["stream_options"] = json!({"include_usage": true});
+            }
+            body
+        }
+        ProviderKind::Anthropic => {
+            let mut body = json!({
+                "model": model,
+                "max_tokens": max_output,
+                "system": system,
+                "messages": [{"role": "user", "content": user}],
+            });
+            if let Some(t) = s.temperature {
+                body["temperature"] = json!(t);
+            }
+            if stream {
+                body["stream"] = json!(true);
+            }
+            body
+        }
+    }
+}
+
+/// Parses a successful response body.
+pub fn parse_response(
+    kind: ProviderKind,
+    stream: StreamMode,
+    body: &str,
+) -> Result<Completion, LlmError> {
+    match (kind, stream) {
+        (ProviderKind::OpenAi, StreamMode::Off) => parse_chat(body),
+        (ProviderKind::Anthropic, StreamMode::Off) => parse_messages(body),
+        (ProviderKind::OpenAi, StreamMode::On) => parse_chat_stream(body),
+        (ProviderKind::Anthropic, StreamMode::On) => parse_messages_stream(body),
+    }
+}
+
+fn json_of(body: &str) -> Result<Value, LlmError> {
+    serde_json::from_str(body)
+        .map_err(|e| LlmError::Malformed(format!("{e} in `{}`", excerpt(body))))
+}
+
+fn parse_chat(body: &str) -> Result<Completion, LlmError> {
+    let v = json_of(body)?;
+    let choice = v
+        .get("choices")
+        .and_then(Value::as_array)
+        .and_then(|c| c.first())
+        .ok_or_else(|| LlmError::Malformed(format!("no choices in `{}`", excerpt(body))))?;
+    let message = choice
+        .get("message")
+        .ok_or_else(|| LlmError::Malformed("choice without message".into()))?;
+    let usage = v.get("usage");
+    Ok(Completion {
+        text: message
+            .get("content")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned(),
+        input_tokens: usage
+            .and_then(|u| u.get("prompt_tokens"))
+            .and_then(Value::as_u64),
+        output_tokens: usage
+            .and_then(|u| u.get("completion_tokens"))
+            .and_then(Value::as_u64),
+        truncated: choice.get("finish_reason").and_then(Value::as_str) == Some("length"),
+        refused: message.get("refusal").is_some_and(|r| !r.is_null())
+            || choice.get("finish_reason").and_then(Value::as_str) == Some("content_filter"),
+    })
+}
+
+fn parse_messages(body: &str) -> Result<Completion, LlmError> {
+    let v = json_of(body)?;
+    let content = v
+        .get("content")
+        .and_then(Value::as_array)
+        .ok_or_else(|| LlmError::Malformed(format!("no content in `{}`", excerpt(body))))?;
+    let text: Vec<&str> = content
+        .iter()
+        .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+        .filter_map(|b| b.get("text").and_then(Value::as_str))
+        .collect();
+    let usage = v.get("usage");
+    let stop = v.get("stop_reason").and_then(Value::as_str);
+    Ok(Completion {
+        text: text.concat(),
+        input_tokens: usage.map(anthropic_input),
+        output_tokens: usage
+            .and_then(|u| u.get("output_tokens"))
+            .and_then(Value::as_u64),
+        truncated: stop == Some("max_tokens"),
+        refused: stop == Some("refusal"),
+    })
+}
+
+/// Anthropic splits input into uncached, cache-read and cache-write tokens: the call's input is the sum.
+fn anthropic_input(u: &Value) -> u64 {
+    [
+        "input_tokens",
+        "cache_read_input_tokens",
+        "cache_creation_input_tokens",
+    ]
+    .iter()
+    .filter_map(|k| u.get(*k).and_then(Value::as_u64))
+    .sum()
+}
+
+/// One server-sent event.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SseEvent {
+    /// The `event:` name, if any.
+    pub event: Option<String>,
+    /// The joined `data:` lines.
+    pub data: String,
+}
+
+/// Splits an SSE body into events (comments and empty events skipped).
+pub fn sse_events(body: &str) -> Vec<SseEvent> {
+    let normalized = body.replace("\r\n", "\n");
+    let mut out = Vec::new();
+    for block in normalized.split("\n\n") {
+        let mut ev = SseEvent::default();
+        let mut data: Vec<&str> = Vec::new();
+        for line in block.lines() {
+            if let Some(rest) = line.strip_prefix("event:") {
+                ev.event = Some(rest.trim().to_owned());
+            } else if let Some(rest) = line.strip_prefix("data:") {
+                data.push(rest.strip_prefix(' ').unwrap_or(rest));
+            }
+        }
+        if !data.is_empty() {
+            ev.data = data.join("\n");
+            out.push(ev);
+        }
+    }
+    out
+}
+
+/// An error object inside a stream: an overflow, or a status-like error.
+fn stream_error(ev: &SseEvent, v: &Value) -> LlmError {
+    if let Some(o) = classify_stream_event(ev.event.as_deref(), &ev.data) {
+        return LlmError::Overflow(o);
+    }
+    let kind = v
+        .get("error")
+        .and_then(|e| e.get("type"))
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    // Anthropic's mid-stream `overloaded_error` corresponds to HTTP 529; other errors to 500.
+    let status = if kind == "overloaded_error" { 529 } else { 500 };
+    LlmError::Status {
+        status,
+        body: excerpt(&ev.data),
+    }
+}
+
+fn parse_chat_stream(body: &str) -> Result<Completion, LlmError> {
+    let mut out = Completion::default();
+    let mut done = false;
+    for ev in sse_events(body) {
+        if ev.data.trim() == "[DONE]" {
+            done = true;
+            break;
+        }
+        let v = json_of(&ev.data)?;
+        if v.get("error").is_some() {
+            return Err(stream_error(&ev, &v));
+        }
+        if let Some(choice) = v
+            .get("choices")
+            .and_then(Value::as_array)
+            .and_then(|c| c.first())
+        {
+            let delta = choice.get("delta");
+            if let Some(t) = delta.and_then(|d| d.get("content")).and_then(Value::as_str) {
+                out.text.push_str(t);
+            }
+            if delta
+                .and_then(|d| d.get("refusal"))
+                .is_some_and(|r| !r.is_null())
+            {
+                out.refused = true;
+            }
+            match choice.get("finish_reason").and_then(Value::as_str) {
+                Some("length") => out.truncated = true,
+                Some("content_filter") => out.refused = true,
+                _ => {}
+            }
+        }
+        if let Some(u) = v.get("usage").filter(|u| !u.is_null()) {
+            out.input_tokens = u.get("prompt_tokens").and_then(Value::as_u64);
+            out.output_tokens = u.get("completion_tokens").and_then(Value::as_u64);
+        }
+    }
+    if !done {
+        return Err(LlmError::StreamCut(
+            "chat stream ended without [DONE]".into(),
+        ));
+    }
+    Ok(out)
+}
+
+fn parse_messages_stream(body: &str) -> Result<Completion, LlmError> {
+    let mut out = Completion::default();
+    let mut done = false;
+    for ev in sse_events(body) {
+        let v = json_of(&ev.data)?;
+        match v.get("type").and_then(Value::as_str).unwrap_or("") {
+            "error" => return Err(stream_error(&ev, &v)),
+            "message_start" => {
+                out.input_tokens = v
+                    .get("message")
+                    .and_then(|m| m.get("usage"))
+                    .map(anthropic_input);
+            }
+            "content_block_delta" => {
+                if let Some(t) = v
+                    .get("delta")
+                    .filter(|d| d.get("type").and_then(Value::as_str) == Some("text_delta"))
+                    .and_then(|d| d.get("text"))
+                    .and_then(Value::as_str)
+                {
+                    out.text.push_str(t);
+                }
+            }
+            "message_delta" => {
+                match v
+                    .get("delta")
+                    .and_then(|d| d.get("stop_reason"))
+                    .and_then(Value::as_str)
+                {
+                    Some("max_tokens") => out.truncated = true,
+                    Some("refusal") => out.refused = true,
+                    _ => {}
+                }
+                out.output_tokens = v
+                    .get("usage")
+                    .and_then(|u| u.get("output_tokens"))
+                    .and_then(Value::as_u64);
+            }
+            "message_stop" => {
+                done = true;
+                break;
+            }
+            _ => {}
+        }
+    }
+    if !done {
+        return Err(LlmError::StreamCut(
+            "message stream ended without message_stop".into(),
+        ));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sse_split() {
+        let evs = sse_events("event: a\ndata: {\"x\":1}\n\n: comment\n\ndata: [DONE]\n\n");
+        assert_eq!(evs.len(), 2);
+        assert_eq!(evs[0].event.as_deref(), Some("a"));
+        assert_eq!(evs[1].data, "[DONE]");
+    }
+
+    #[test]
+    fn chat_without_choices_is_malformed() {
+        assert!(matches!(
+            parse_chat("{\"id\":1}"),
+            Err(LlmError::Malformed(_))
+        ));
+        assert!(matches!(
+            parse_chat("{\"id\": \"x\", \"choices\": [{"),
+            Err(LlmError::Malformed(_))
+        ));
+    }
+}

@@ -1,0 +1,7 @@
+//! Integration tests of compact-llm (one binary): the overflow classifier table, plan-mode
+//! validation, and end-to-end summarisation against the in-process simulator.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod overflow;
+mod plan;
+mod summarize;

@@ -1,0 +1,64 @@
+//! Replays real agent transcripts through Compact's preflight, call by call, and measures what each
+//! compaction strategy does to a session: calls over the window, compactions, tokens sent, cost with
+//! prompt caching, retention of key facts, and preflight latency.
+//!
+//! A replay walks a transcript in order. Before each run of assistant-side items (the points where the
+//! agent called the model) it hands the history *as a live session would hold it* to a
+//! [`Preflighter`]: the previous compacted view with the agent's real new items appended. What the
+//! preflighter returns is the request that call would send; it becomes the held history for the next
+//! call. Nothing is recounted from scratch: items carry memoised token counts, and per-item fingerprints
+//! and probe hits are computed once, when an item enters the held history.
+//!
+//! ```
+//! use compact_core::model::{Conversation, Item, Role};
+//! use compact_core::tokens::{Encoding, TokenCounter};
+//! use compact_replay::{replay_session, NoCompaction, Pricing, ProbeSet, ReplayOptions};
+//!
+//! let mut conv = Conversation::default();
+//! conv.push(Item::text(Role::User, "Fix the failing test in src/lib.rs"));
+//! conv.push(Item::text(Role::Assistant, "Looking at it."));
+//! let options = ReplayOptions {
+//!     window: 32_000,
+//!     counter: TokenCounter::new(Encoding::O200kBase),
+//!     pricing: Pricing::default(),
+//! };
+//! let probes = ProbeSet::derive(&conv);
+//! let run = replay_session(&conv, &probes, &mut NoCompaction, &options);
+//! assert_eq!(run.calls.len(), 1);
+//! assert_eq!(run.overflows(), 0);
+//! ```
+
+mod cache;
+mod calls;
+mod engine;
+mod error;
+mod fingerprint;
+mod load;
+mod parallel;
+mod preflighter;
+mod pricing;
+mod probes;
+pub mod render;
+mod report;
+mod retention;
+mod session;
+mod setup;
+mod stats;
+
+pub use cache::{PrefixCache, RequestShape};
+pub use calls::{call_points, is_assistant_side, run_end};
+pub use engine::{strategy, strategy_names};
+pub use error::ReplayError;
+pub use fingerprint::fingerprint;
+pub use load::{load_job, undo_source_compactions, LoadNotes};
+pub use parallel::{run_matrix, Job, ProgressSink};
+pub use preflighter::{
+    Compaction, NoCompaction, Outcome, Preflighter, Refusal, StrategyFactory, NONE_STRATEGY,
+};
+pub use pricing::{Pricing, DEFAULT_MIN_CACHED_PREFIX};
+pub use probes::{Probe, ProbeKind, ProbeSet};
+pub use report::{Aggregate, Report, SessionReport, StrategyTotals};
+pub use retention::{Retention, RetentionTracker};
+pub use session::{replay_session, CallRecord, ReplayOptions, SessionRun};
+pub use setup::{setup, Setup, DEFAULT_MODEL};
+pub use stats::percentile;

@@ -1,0 +1,96 @@
+//! The [`Preflighter`] boundary: what a replay asks of a strategy at each model call, and the `none`
+//! baseline that never compacts.
+
+use compact_core::model::Conversation;
+
+/// A compaction that ran during a preflight.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Compaction {
+    /// The tiers (or steps) the strategy applied, in order, e.g. `["tier1", "tier2"]`.
+    pub tiers: Vec<String>,
+}
+
+/// What a preflight produced: the request to send, which is also the history held for the next call.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Outcome {
+    /// The conversation the call sends.
+    pub conversation: Conversation,
+    /// `Some` when the preflight rewrote the history. When `None`, `conversation` must be exactly the
+    /// history passed in (the replay keeps per-item data for it instead of recomputing it).
+    pub compaction: Option<Compaction>,
+}
+
+/// A preflight that could not bring the history within budget. The live session would still have sent
+/// the history it held, so the replay sends `conversation` and counts the failure.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Refusal {
+    /// The history, handed back unchanged.
+    pub conversation: Conversation,
+    /// Why (e.g. the engine's `InsufficientBudget` message).
+    pub reason: String,
+}
+
+/// One strategy as a live session would run it: called before every model call with the history it
+/// holds. Implementations may keep state between calls (one instance serves one session).
+pub trait Preflighter: Send {
+    /// Runs the preflight on `held`, taking it by value so that no call has to clone the history.
+    fn preflight(&mut self, held: Conversation) -> Result<Outcome, Refusal>;
+}
+
+/// The baseline: never compacts, so its overflows are the honest count of calls over the window.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NoCompaction;
+
+impl Preflighter for NoCompaction {
+    fn preflight(&mut self, held: Conversation) -> Result<Outcome, Refusal> {
+        Ok(Outcome {
+            conversation: held,
+            compaction: None,
+        })
+    }
+}
+
+/// A named strategy that starts a fresh [`Preflighter`] for each session.
+pub struct StrategyFactory {
+    name: String,
+    start: Box<dyn Fn() -> Box<dyn Preflighter> + Send + Sync>,
+}
+
+impl StrategyFactory {
+    /// A strategy called `name` whose sessions start with `start()`.
+    pub fn new(
+        name: impl Into<String>,
+        start: impl Fn() -> Box<dyn Preflighter> + Send + Sync + 'static,
+    ) -> Self {
+        StrategyFactory {
+            name: name.into(),
+            start: Box::new(start),
+        }
+    }
+
+    /// The `none` baseline.
+    pub fn none() -> Self {
+        StrategyFactory::new(NONE_STRATEGY, || Box::new(NoCompaction))
+    }
+
+    /// The strategy's name as reported.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// A preflighter for a new session.
+    pub fn start(&self) -> Box<dyn Preflighter> {
+        (self.start)()
+    }
+}
+
+impl std::fmt::Debug for StrategyFactory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StrategyFactory")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Name of the no-compaction baseline.
+pub const NONE_STRATEGY: &str = "none";

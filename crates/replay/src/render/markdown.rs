@@ -1,0 +1,52 @@
+//! Markdown rendering: the aggregate comparison, then one line per session.
+
+use super::{human_tokens, percent, row, HEADERS};
+use crate::report::Report;
+
+/// The comparison as a Markdown table, followed by a per-session table of overflows and retention.
+pub fn markdown(report: &Report) -> String {
+    let mut out = format!(
+        "Window {} tokens, model `{}` (`{}`), {} session(s).\n\n",
+        report.window,
+        report.model,
+        report.encoding,
+        report.sessions.len()
+    );
+    out.push_str(&format!("| {} |\n", HEADERS.join(" | ")));
+    out.push_str(&format!("|{}\n", "---|".repeat(HEADERS.len())));
+    for t in &report.aggregate {
+        out.push_str(&format!("| {} |\n", row(t).join(" | ")));
+    }
+    if report.sessions.len() > 1 {
+        let names: Vec<&str> = report
+            .aggregate
+            .iter()
+            .map(|t| t.strategy.as_str())
+            .collect();
+        out.push_str("\nPer session (peak tokens / overflows / retained at the last call):\n\n");
+        out.push_str(&format!("| session | calls | {} |\n", names.join(" | ")));
+        out.push_str(&format!("|{}\n", "---|".repeat(names.len() + 2)));
+        for s in &report.sessions {
+            let calls = s.strategies.first().map_or(0, |t| t.calls);
+            let cells: Vec<String> = s
+                .strategies
+                .iter()
+                .map(|t| {
+                    format!(
+                        "{} / {} / {}",
+                        human_tokens(t.peak_tokens as u64),
+                        t.overflows,
+                        percent(t.final_retention.overall())
+                    )
+                })
+                .collect();
+            out.push_str(&format!(
+                "| {} | {} | {} |\n",
+                s.name.replace('|', "\\|"),
+                calls,
+                cells.join(" | ")
+            ));
+        }
+    }
+    out
+}

@@ -1,0 +1,51 @@
+//! Output of a replay: a terminal table, Markdown, an SVG plot of tokens per call, and a progress bar.
+
+mod format;
+mod markdown;
+mod progress;
+mod svg;
+mod table;
+
+pub use format::{human_tokens, percent};
+pub use markdown::markdown;
+pub use progress::ProgressBar;
+pub use svg::{svg, PlotOptions};
+pub use table::table;
+
+use crate::report::StrategyTotals;
+
+/// Column headers shared by the table and Markdown renderings.
+pub(crate) const HEADERS: [&str; 13] = [
+    "strategy",
+    "calls",
+    "overflows",
+    "compactions",
+    "refused",
+    "peak",
+    "input",
+    "cached",
+    "cost $",
+    "retained",
+    "failures kept",
+    "p50 µs",
+    "p99 µs",
+];
+
+/// One row of the comparison, as text cells in [`HEADERS`] order.
+pub(crate) fn row(t: &StrategyTotals) -> Vec<String> {
+    vec![
+        t.strategy.clone(),
+        t.calls.to_string(),
+        t.overflows.to_string(),
+        t.compactions.to_string(),
+        t.refusals.to_string(),
+        human_tokens(t.peak_tokens as u64),
+        human_tokens(t.input_tokens),
+        percent(Some(t.cache_hit_ratio())),
+        format!("{:.2}", t.cost),
+        percent(t.final_retention.overall()),
+        percent(t.final_retention.of(crate::ProbeKind::FailedCommand)),
+        t.preflight_us_p50.to_string(),
+        t.preflight_us_p99.to_string(),
+    ]
+}

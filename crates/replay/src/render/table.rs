@@ -1,0 +1,43 @@
+//! The terminal table: one row per strategy, columns aligned.
+
+use super::{row, HEADERS};
+use crate::report::Report;
+
+/// The aggregate comparison as an aligned text table, preceded by a one-line summary.
+pub fn table(report: &Report) -> String {
+    let mut rows: Vec<Vec<String>> = vec![HEADERS.iter().map(|h| (*h).to_owned()).collect()];
+    rows.extend(report.aggregate.iter().map(row));
+    let widths: Vec<usize> = (0..HEADERS.len())
+        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+        .collect();
+    let mut out = format!(
+        "{} session(s), window {} tokens, model {} ({})\n",
+        report.sessions.len(),
+        report.window,
+        report.model,
+        report.encoding
+    );
+    for (i, r) in rows.iter().enumerate() {
+        let cells: Vec<String> = r
+            .iter()
+            .zip(&widths)
+            .enumerate()
+            .map(|(c, (cell, &w))| {
+                let pad = w - cell.chars().count();
+                if c == 0 {
+                    format!("{cell}{}", " ".repeat(pad))
+                } else {
+                    format!("{}{cell}", " ".repeat(pad))
+                }
+            })
+            .collect();
+        out.push_str(cells.join("  ").trim_end());
+        out.push('\n');
+        if i == 0 {
+            let total: usize = widths.iter().sum::<usize>() + 2 * (widths.len() - 1);
+            out.push_str(&"-".repeat(total));
+            out.push('\n');
+        }
+    }
+    out
+}

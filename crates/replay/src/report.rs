@@ -1,0 +1,273 @@
+//! Reports: per-session and aggregate figures per strategy, and their JSON form.
+
+use crate::parallel::Job;
+use crate::probes::ProbeKind;
+use crate::retention::Retention;
+use crate::session::SessionRun;
+use crate::stats::percentile;
+use serde_json::{json, Map, Value};
+
+/// Figures of one strategy over one or more sessions.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StrategyTotals {
+    /// Strategy name.
+    pub strategy: String,
+    /// Sessions replayed.
+    pub sessions: usize,
+    /// Model calls.
+    pub calls: usize,
+    /// Calls over the window.
+    pub overflows: usize,
+    /// Calls at which a compaction ran.
+    pub compactions: usize,
+    /// Calls whose preflight failed (the request went out as held).
+    pub refusals: usize,
+    /// Largest request, in tokens.
+    pub peak_tokens: usize,
+    /// Request tokens, summed over calls.
+    pub input_tokens: u64,
+    /// Of those, served by the prompt cache.
+    pub cached_tokens: u64,
+    /// Output tokens (the agent's real replies).
+    pub output_tokens: u64,
+    /// Cost in USD.
+    pub cost: f64,
+    /// Probes at each session's last call, pooled over sessions.
+    pub final_retention: Retention,
+    /// Probes at every call, pooled.
+    pub call_retention: Retention,
+    /// Median preflight time, µs.
+    pub preflight_us_p50: u64,
+    /// 99th percentile preflight time, µs.
+    pub preflight_us_p99: u64,
+    /// Slowest preflight, µs.
+    pub preflight_us_max: u64,
+    /// Tiers applied, with how many compactions used each.
+    pub tiers: Vec<(String, usize)>,
+    /// The first few distinct reasons preflights failed, for diagnosis.
+    pub refusal_reasons: Vec<String>,
+}
+
+/// At most this many distinct refusal reasons are kept per strategy (enough to diagnose, short enough
+/// to read).
+const MAX_REFUSAL_REASONS: usize = 3;
+
+impl StrategyTotals {
+    /// Totals of `runs` under `strategy`.
+    pub fn from_runs<'a>(strategy: &str, runs: impl IntoIterator<Item = &'a SessionRun>) -> Self {
+        let mut out = StrategyTotals {
+            strategy: strategy.to_owned(),
+            ..StrategyTotals::default()
+        };
+        let mut times = Vec::new();
+        for run in runs {
+            out.sessions += 1;
+            out.calls += run.calls.len();
+            out.overflows += run.overflows();
+            out.compactions += run.compactions();
+            out.refusals += run.refusals();
+            out.peak_tokens = out.peak_tokens.max(run.peak_tokens());
+            out.input_tokens += run.input_tokens();
+            out.cached_tokens += run.cached_tokens();
+            out.output_tokens += run.output_tokens();
+            out.cost += run.cost();
+            out.final_retention.add(&run.final_retention());
+            out.call_retention.add(&run.pooled_retention());
+            for call in &run.calls {
+                times.push(call.preflight_us);
+                if let Some(reason) = &call.refusal {
+                    if out.refusal_reasons.len() < MAX_REFUSAL_REASONS
+                        && !out.refusal_reasons.contains(reason)
+                    {
+                        out.refusal_reasons.push(reason.clone());
+                    }
+                }
+                for tier in call.compaction.iter().flat_map(|c| &c.tiers) {
+                    match out.tiers.iter_mut().find(|(t, _)| t == tier) {
+                        Some(entry) => entry.1 += 1,
+                        None => out.tiers.push((tier.clone(), 1)),
+                    }
+                }
+            }
+        }
+        out.preflight_us_p50 = percentile(&mut times, 50.0);
+        out.preflight_us_p99 = percentile(&mut times, 99.0);
+        out.preflight_us_max = times.last().copied().unwrap_or(0);
+        out
+    }
+
+    /// Cached share of input tokens (0 when nothing was sent).
+    pub fn cache_hit_ratio(&self) -> f64 {
+        if self.input_tokens == 0 {
+            0.0
+        } else {
+            self.cached_tokens as f64 / self.input_tokens as f64
+        }
+    }
+
+    /// The JSON object of these figures.
+    pub fn to_json(&self) -> Value {
+        let by_kind: Map<String, Value> = ProbeKind::ALL
+            .iter()
+            .map(|&k| (k.as_str().to_owned(), json!(self.final_retention.of(k))))
+            .collect();
+        let tiers: Map<String, Value> = self
+            .tiers
+            .iter()
+            .map(|(t, n)| (t.clone(), json!(n)))
+            .collect();
+        json!({
+            "strategy": self.strategy,
+            "sessions": self.sessions,
+            "calls": self.calls,
+            "overflows": self.overflows,
+            "compactions": self.compactions,
+            "refusals": self.refusals,
+            "peak_tokens": self.peak_tokens,
+            "input_tokens": self.input_tokens,
+            "cached_tokens": self.cached_tokens,
+            "output_tokens": self.output_tokens,
+            "cache_hit_ratio": self.cache_hit_ratio(),
+            "cost": self.cost,
+            "retention": self.final_retention.overall(),
+            "retention_failed_approaches": self.final_retention.of(ProbeKind::FailedCommand),
+            "retention_by_kind": by_kind,
+            "retention_per_call": self.call_retention.overall(),
+            "retention_failed_approaches_per_call": self.call_retention.of(ProbeKind::FailedCommand),
+            "preflight_us_p50": self.preflight_us_p50,
+            "preflight_us_p99": self.preflight_us_p99,
+            "preflight_us_max": self.preflight_us_max,
+            "tiers": tiers,
+            "refusal_reasons": self.refusal_reasons,
+        })
+    }
+}
+
+/// One session's figures under every strategy.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionReport {
+    /// Display name.
+    pub name: String,
+    /// Transcript format.
+    pub format: String,
+    /// Items in the transcript.
+    pub items: usize,
+    /// Probes derived, per [`ProbeKind::index`].
+    pub probes: [usize; 5],
+    /// Figures per strategy, in the order of the comparison.
+    pub strategies: Vec<StrategyTotals>,
+    /// Request tokens per call, per strategy (for plots).
+    pub tokens_per_call: Vec<Vec<usize>>,
+}
+
+/// A whole replay: every session and the aggregate per strategy.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Report {
+    /// Window replayed at.
+    pub window: usize,
+    /// Model whose tokenizer and prices were used.
+    pub model: String,
+    /// Tokenizer name.
+    pub encoding: String,
+    /// Sessions, in input order.
+    pub sessions: Vec<SessionReport>,
+    /// Figures per strategy over all sessions.
+    pub aggregate: Aggregate,
+}
+
+/// Figures per strategy over all sessions, in the order of the comparison.
+pub type Aggregate = Vec<StrategyTotals>;
+
+impl Report {
+    /// Builds the report of `runs` (indexed `[job][strategy]`, as [`crate::run_matrix`] returns them).
+    pub fn build(
+        model: &str,
+        encoding: &str,
+        window: usize,
+        jobs: &[Job],
+        names: &[String],
+        runs: &[Vec<SessionRun>],
+    ) -> Report {
+        let sessions = jobs
+            .iter()
+            .zip(runs)
+            .map(|(job, row)| {
+                let mut probes = [0usize; 5];
+                job.probes
+                    .probes()
+                    .iter()
+                    .for_each(|p| probes[p.kind.index()] += 1);
+                SessionReport {
+                    name: job.name.clone(),
+                    format: job.format.clone(),
+                    items: job.conversation.items.len(),
+                    probes,
+                    strategies: names
+                        .iter()
+                        .zip(row)
+                        .map(|(n, r)| StrategyTotals::from_runs(n, [r]))
+                        .collect(),
+                    tokens_per_call: row
+                        .iter()
+                        .map(|r| r.calls.iter().map(|c| c.tokens).collect())
+                        .collect(),
+                }
+            })
+            .collect();
+        let aggregate = names
+            .iter()
+            .enumerate()
+            .map(|(s, name)| {
+                StrategyTotals::from_runs(name, runs.iter().filter_map(|row| row.get(s)))
+            })
+            .collect();
+        Report {
+            window,
+            model: model.to_owned(),
+            encoding: encoding.to_owned(),
+            sessions,
+            aggregate,
+        }
+    }
+
+    /// The report as JSON: `window`, `model`, `encoding`, `strategies` (aggregate, one object per
+    /// strategy) and `sessions` (each with its own per-strategy objects and tokens per call).
+    pub fn to_json(&self) -> Value {
+        let sessions: Vec<Value> = self
+            .sessions
+            .iter()
+            .map(|s| {
+                let probes: Map<String, Value> = ProbeKind::ALL
+                    .iter()
+                    .map(|&k| (k.as_str().to_owned(), json!(s.probes[k.index()])))
+                    .collect();
+                let strategies: Vec<Value> = s
+                    .strategies
+                    .iter()
+                    .zip(&s.tokens_per_call)
+                    .map(|(t, tokens)| {
+                        let mut v = t.to_json();
+                        if let Value::Object(map) = &mut v {
+                            map.insert("tokens_per_call".into(), json!(tokens));
+                        }
+                        v
+                    })
+                    .collect();
+                json!({
+                    "name": s.name,
+                    "format": s.format,
+                    "items": s.items,
+                    "probes": probes,
+                    "strategies": strategies,
+                })
+            })
+            .collect();
+        json!({
+            "window": self.window,
+            "model": self.model,
+            "encoding": self.encoding,
+            "strategies": self.aggregate.iter().map(StrategyTotals::to_json).collect::<Vec<_>>(),
+            "sessions": sessions,
+        })
+    }
+}

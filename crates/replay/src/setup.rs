@@ -1,0 +1,84 @@
+//! Resolving a replay's settings once: the configuration file (if any), the environment and the
+//! command line's window and model give the policy, the token counter and the prices.
+
+use crate::pricing::Pricing;
+use crate::session::ReplayOptions;
+use crate::ReplayError;
+use compact_config::{Config, Overrides};
+use compact_core::policy::Policy;
+use compact_core::registry::ModelInfo;
+use std::path::Path;
+
+/// The model assumed when neither the command line nor the configuration names one.
+pub const DEFAULT_MODEL: &str = "gpt-5";
+
+/// Everything a replay needs besides the transcripts and the strategy names.
+#[derive(Debug, Clone)]
+pub struct Setup {
+    /// The compaction policy (its window is the replay's).
+    pub policy: Policy,
+    /// Window, counter and prices.
+    pub options: ReplayOptions,
+    /// The model's canonical name.
+    pub model: String,
+    /// Where the prices came from (`registry`, or `none` when the model has no API price).
+    pub pricing_source: &'static str,
+}
+
+/// Resolves the configuration (`config`, else `COMPACT_CONFIG`, else defaults), with the window and
+/// model of the command line winning over it.
+pub fn setup(
+    config: Option<&Path>,
+    window: usize,
+    model: Option<&str>,
+) -> Result<Setup, ReplayError> {
+    if window == 0 {
+        return Err(ReplayError::EmptyWindow);
+    }
+    let flags = Overrides {
+        model: model.map(str::to_owned),
+        max_context_tokens: Some(window),
+        ..Overrides::default()
+    };
+    let config = Config::load(config, &flags).map_err(|e| ReplayError::Config(e.to_string()))?;
+    let info: ModelInfo = match config.model() {
+        Some(info) => info.clone(),
+        None => match config.policy().model.as_deref().or(model) {
+            Some(name) => return Err(ReplayError::UnknownModel(name.to_owned())),
+            None => config
+                .registry()
+                .lookup(DEFAULT_MODEL)
+                .cloned()
+                .ok_or_else(|| ReplayError::UnknownModel(DEFAULT_MODEL.to_owned()))?,
+        },
+    };
+    let (pricing, pricing_source) = match info.pricing {
+        Some(p) => {
+            let pricing = Pricing::from(p);
+            pricing.validate(&info.name)?;
+            (pricing, "registry")
+        }
+        None => (
+            Pricing {
+                input: 0.0,
+                cached_input: 0.0,
+                cache_write: 0.0,
+                output: 0.0,
+                ..Pricing::default()
+            },
+            "none",
+        ),
+    };
+    let mut policy = config.policy().clone();
+    policy.max_context_tokens = window;
+    Ok(Setup {
+        options: ReplayOptions {
+            window,
+            counter: info.counter(),
+            pricing,
+        },
+        policy,
+        model: info.name.clone(),
+        pricing_source,
+    })
+}

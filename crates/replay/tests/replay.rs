@@ -1,0 +1,546 @@
+//! Integration tests of the replay: call points, overflows, carried-forward compactions, prompt-cache
+//! accounting, retention, reports and the SVG plot, on small synthetic transcripts written here.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use compact_core::model::{
+    Arguments, Checkpoint, Conversation, Item, ItemBody, Part, Role, ToolCall, ToolCallKind,
+    ToolResult,
+};
+use compact_core::tokens::{Encoding, TokenCounter};
+use compact_replay::{
+    replay_session, run_matrix, Compaction, Job, NoCompaction, Outcome, Preflighter, Pricing,
+    ProbeKind, ProbeSet, Refusal, ReplayOptions, Report, StrategyFactory,
+};
+
+fn counter() -> TokenCounter {
+    TokenCounter::new(Encoding::O200kBase)
+}
+
+fn options(window: usize) -> ReplayOptions {
+    ReplayOptions {
+        window,
+        counter: counter(),
+        pricing: Pricing {
+            input: 1.0,
+            cached_input: 0.1,
+            cache_write: 1.25,
+            output: 4.0,
+            min_cached_prefix: 0,
+        },
+    }
+}
+
+fn call(id: &str, name: &str, args: &str) -> Item {
+    Item::new(ItemBody::ToolCall(ToolCall {
+        call_id: id.into(),
+        name: name.into(),
+        arguments: Arguments::Text(args.into()),
+        kind: ToolCallKind::Function,
+        extra: Default::default(),
+    }))
+    .with_id(format!("call-{id}"))
+}
+
+fn result(id: &str, text: &str, is_error: bool) -> Item {
+    Item::new(ItemBody::ToolResult(ToolResult {
+        call_id: id.into(),
+        tool_name: None,
+        parts: vec![Part::text(text)],
+        is_error,
+        kind: ToolCallKind::Function,
+        content_was_string: true,
+        extra: Default::default(),
+    }))
+    .with_id(format!("result-{id}"))
+}
+
+/// A coding session of `turns` tool rounds: each round is an assistant message plus a shell call and
+/// its (bulky) output. One round edits a file with `apply_patch`, one fails with an error line, one
+/// updates the plan.
+fn session(turns: usize, output_lines: usize) -> Conversation {
+    let mut conv = Conversation::default();
+    conv.push(Item::text(Role::System, "You are a careful coding agent.").with_id("sys"));
+    conv.push(
+        Item::text(
+            Role::User,
+            "Add retry support to the HTTP client in src/net/client.rs\nYou must keep the public API unchanged.",
+        )
+        .with_id("u0"),
+    );
+    for t in 0..turns {
+        conv.push(
+            Item::text(Role::Assistant, format!("Round {t}: inspecting the code."))
+                .with_id(format!("a{t}")),
+        );
+        let id = format!("c{t}");
+        match t {
+            1 => {
+                conv.push(call(
+                    &id,
+                    "apply_patch",
+                    "{\"input\":\"*** Begin Patch\\n*** Update File: src/net/retry.rs\\n+fn backoff() {}\\n*** End Patch\"}",
+                ));
+                conv.push(result(
+                    &id,
+                    "Success. Updated the following files:\nM src/net/retry.rs",
+                    false,
+                ));
+            }
+            2 => {
+                conv.push(call(&id, "shell", "{\"command\":[\"cargo\",\"test\"]}"));
+                conv.push(result(
+                    &id,
+                    "Exit code: 101\nerror[E0425]: cannot find function `jitter_backoff`",
+                    true,
+                ));
+            }
+            3 => {
+                conv.push(call(
+                    &id,
+                    "update_plan",
+                    "{\"plan\":[{\"step\":\"Wire retries into send_request\",\"status\":\"in_progress\"}]}",
+                ));
+                conv.push(result(&id, "Plan updated", false));
+            }
+            _ => {
+                conv.push(call(
+                    &id,
+                    "shell",
+                    &format!("{{\"command\":[\"cat\",\"src/file{t}.rs\"]}}"),
+                ));
+                let body: String = (0..output_lines)
+                    .map(|l| format!("line {l} of file {t}: let value_{l} = compute({l});\n"))
+                    .collect();
+                conv.push(result(&id, &body, false));
+            }
+        }
+    }
+    conv.push(Item::text(Role::Assistant, "Done.").with_id("final"));
+    conv
+}
+
+/// Keeps the system prompt, the first user message, a checkpoint naming what it dropped, and the
+/// newest items, whenever the history exceeds `trigger` tokens; aims at `target`.
+struct DropOldest {
+    trigger: usize,
+    target: usize,
+}
+
+impl Preflighter for DropOldest {
+    fn preflight(&mut self, mut held: Conversation) -> Result<Outcome, Refusal> {
+        let c = counter();
+        if c.total(&held) <= self.trigger {
+            return Ok(Outcome {
+                conversation: held,
+                compaction: None,
+            });
+        }
+        let head: Vec<Item> = held.items.drain(..2).collect();
+        held.items
+            .retain(|i| !matches!(i.body(), ItemBody::Checkpoint(_)));
+        let mut dropped = Vec::new();
+        while c.total(&held) > self.target && held.items.len() > 1 {
+            dropped.push(held.items.remove(0));
+        }
+        // Keep tool pairs whole: a leading result without its call goes too.
+        while held
+            .items
+            .first()
+            .is_some_and(|i| i.as_tool_result().is_some())
+        {
+            dropped.push(held.items.remove(0));
+        }
+        let text = format!("Dropped {} items.", dropped.len());
+        let mut items = head;
+        items.push(
+            Item::new(ItemBody::Checkpoint(Checkpoint {
+                text,
+                generation: 1,
+                ..Checkpoint::default()
+            }))
+            .with_id("cp"),
+        );
+        items.append(&mut held.items);
+        held.items = items;
+        Ok(Outcome {
+            conversation: held,
+            compaction: Some(Compaction {
+                tiers: vec!["drop".into()],
+            }),
+        })
+    }
+}
+
+#[test]
+fn one_call_per_assistant_run() {
+    let conv = session(12, 5);
+    let run = replay_session(
+        &conv,
+        &ProbeSet::derive(&conv),
+        &mut NoCompaction,
+        &options(1_000_000),
+    );
+    // 12 rounds (message + call are one run) plus the final message.
+    assert_eq!(run.calls.len(), 13);
+    assert_eq!(run.overflows(), 0);
+    assert_eq!(run.compactions(), 0);
+}
+
+#[test]
+fn baseline_counts_overflows_honestly() {
+    let conv = session(20, 40);
+    let window = 6_000;
+    let run = replay_session(
+        &conv,
+        &ProbeSet::derive(&conv),
+        &mut NoCompaction,
+        &options(window),
+    );
+    // Independent recount: the full history before each call, counted from scratch.
+    let mut expected = 0;
+    for record in &run.calls {
+        let prefix = Conversation {
+            items: conv.items[..record.at].to_vec(),
+            ..Conversation::default()
+        };
+        let fresh: Vec<Item> = prefix
+            .items
+            .iter()
+            .map(|i| Item::new(i.body().clone()))
+            .collect();
+        let total = counter().total(&Conversation {
+            items: fresh,
+            ..Conversation::default()
+        });
+        assert_eq!(record.tokens, total, "call at {}", record.at);
+        expected += usize::from(total > window);
+    }
+    assert!(expected > 5, "the fixture must overflow the window");
+    assert_eq!(run.overflows(), expected);
+}
+
+#[test]
+fn compactions_are_carried_forward() {
+    let conv = session(40, 40);
+    let window = 8_000;
+    let mut strategy = DropOldest {
+        trigger: 6_000,
+        target: 4_000,
+    };
+    let run = replay_session(
+        &conv,
+        &ProbeSet::derive(&conv),
+        &mut strategy,
+        &options(window),
+    );
+    assert_eq!(run.overflows(), 0);
+    assert!(run.compactions() > 0);
+    // Hysteresis carried forward: a compaction is followed by calls that need none.
+    assert!(
+        run.compactions() * 3 < run.calls.len(),
+        "{} of {}",
+        run.compactions(),
+        run.calls.len()
+    );
+    assert!(run.peak_tokens() <= 6_000 + 2_000);
+}
+
+#[test]
+fn cache_accounting_matches_hand_computation() {
+    // Calls at a1 (history: s, u), a2 (history + a1, r1... ) with a rewrite at the third call.
+    let mut conv = Conversation::default();
+    conv.push(Item::text(Role::System, "system prompt").with_id("s"));
+    conv.push(Item::text(Role::User, "first request").with_id("u"));
+    conv.push(Item::text(Role::Assistant, "first answer").with_id("a1"));
+    conv.push(Item::text(Role::User, "second request").with_id("u2"));
+    conv.push(Item::text(Role::Assistant, "second answer").with_id("a2"));
+    conv.push(Item::text(Role::User, "third request").with_id("u3"));
+    conv.push(Item::text(Role::Assistant, "third answer").with_id("a3"));
+
+    /// Rewrites the first user message at the third call.
+    struct RewriteAtThird(usize);
+    impl Preflighter for RewriteAtThird {
+        fn preflight(&mut self, mut held: Conversation) -> Result<Outcome, Refusal> {
+            self.0 += 1;
+            if self.0 == 3 {
+                held.items[1].set_body(Item::text(Role::User, "FIRST REQUEST").body().clone());
+                return Ok(Outcome {
+                    conversation: held,
+                    compaction: Some(Compaction::default()),
+                });
+            }
+            Ok(Outcome {
+                conversation: held,
+                compaction: None,
+            })
+        }
+    }
+
+    let c = counter();
+    let tok = |id: &str| c.count_item(conv.find(id).unwrap());
+    let per_request = c.framing().per_request as usize;
+    let opts = options(100_000);
+    let run = replay_session(
+        &conv,
+        &ProbeSet::derive(&conv),
+        &mut RewriteAtThird(0),
+        &opts,
+    );
+    assert_eq!(run.calls.len(), 3);
+    let [first, second, third] = [&run.calls[0], &run.calls[1], &run.calls[2]];
+    assert_eq!(first.tokens, per_request + tok("s") + tok("u"));
+    assert_eq!(first.cached_tokens, 0);
+    assert_eq!(second.tokens, first.tokens + tok("a1") + tok("u2"));
+    assert_eq!(second.cached_tokens, tok("s") + tok("u"));
+    // The rewrite of `u` leaves only `s` shared.
+    assert_eq!(third.cached_tokens, tok("s"));
+    let rewritten = c.count_item(&Item::text(Role::User, "FIRST REQUEST"));
+    assert_eq!(
+        third.tokens,
+        per_request + tok("s") + rewritten + tok("a1") + tok("u2") + tok("a2") + tok("u3")
+    );
+    // Cost: cached at 0.1, the rest written at 1.25, output at 4 (USD per million).
+    let expected_cost = (third.cached_tokens as f64 * 0.1
+        + (third.tokens - third.cached_tokens) as f64 * 1.25
+        + tok("a3") as f64 * 4.0)
+        / 1e6;
+    assert!((third.cost - expected_cost).abs() < 1e-12);
+    assert_eq!(third.output_tokens, tok("a3"));
+}
+
+#[test]
+fn probes_are_derived_from_the_transcript() {
+    let conv = session(6, 3);
+    let probes = ProbeSet::derive(&conv);
+    let texts = |kind: ProbeKind| -> Vec<String> {
+        probes
+            .probes()
+            .iter()
+            .filter(|p| p.kind == kind)
+            .map(|p| p.text.clone())
+            .collect()
+    };
+    assert_eq!(texts(ProbeKind::FileModified), vec!["src/net/retry.rs"]);
+    assert_eq!(
+        texts(ProbeKind::FailedCommand),
+        vec!["error[E0425]: cannot find function `jitter_backoff`"]
+    );
+    assert_eq!(
+        texts(ProbeKind::UserRequest),
+        vec!["Add retry support to the HTTP client in src/net/client.rs"]
+    );
+    assert_eq!(
+        texts(ProbeKind::Constraint),
+        vec!["You must keep the public API unchanged."]
+    );
+    assert_eq!(
+        texts(ProbeKind::PlanStep),
+        vec!["Wire retries into send_request"]
+    );
+}
+
+#[test]
+fn retention_follows_what_the_model_sees() {
+    let conv = session(30, 40);
+    let probes = ProbeSet::derive(&conv);
+    let baseline = replay_session(&conv, &probes, &mut NoCompaction, &options(1_000_000));
+    let last = baseline.final_retention();
+    assert_eq!(last.overall(), Some(1.0));
+    assert_eq!(last.expected.iter().sum::<u32>(), 5);
+    // Before the failing round, the failure is not expected yet.
+    let early = &baseline.calls[2];
+    assert_eq!(early.retention.of(ProbeKind::FailedCommand), None);
+
+    // Dropping old items loses the failure, the edit and the plan but keeps the pinned user message.
+    let mut strategy = DropOldest {
+        trigger: 6_000,
+        target: 4_000,
+    };
+    let run = replay_session(&conv, &probes, &mut strategy, &options(8_000));
+    let last = run.final_retention();
+    assert_eq!(last.of(ProbeKind::FailedCommand), Some(0.0));
+    assert_eq!(last.of(ProbeKind::FileModified), Some(0.0));
+    assert_eq!(last.of(ProbeKind::UserRequest), Some(1.0));
+    assert_eq!(last.of(ProbeKind::Constraint), Some(1.0));
+    assert_eq!(last.overall(), Some(2.0 / 5.0));
+}
+
+#[test]
+fn probes_in_a_checkpoint_count_as_present() {
+    let conv = session(30, 40);
+    let probes = ProbeSet::derive(&conv);
+
+    /// Drops everything but the newest items and writes a checkpoint quoting the failure.
+    struct Quoting;
+    impl Preflighter for Quoting {
+        fn preflight(&mut self, mut held: Conversation) -> Result<Outcome, Refusal> {
+            if held.items.len() < 20 {
+                return Ok(Outcome {
+                    conversation: held,
+                    compaction: None,
+                });
+            }
+            let keep = held.items.split_off(held.items.len() - 4);
+            let text = "Failed: error[E0425]: cannot find function `jitter_backoff`".to_owned();
+            held.items = vec![Item::new(ItemBody::Checkpoint(Checkpoint {
+                text,
+                generation: 1,
+                ..Default::default()
+            }))
+            .with_id("cp")];
+            held.items.extend(keep);
+            Ok(Outcome {
+                conversation: held,
+                compaction: Some(Compaction {
+                    tiers: vec!["summary".into()],
+                }),
+            })
+        }
+    }
+    let run = replay_session(&conv, &probes, &mut Quoting, &options(1_000_000));
+    assert!(run.compactions() > 0);
+    assert_eq!(
+        run.final_retention().of(ProbeKind::FailedCommand),
+        Some(1.0)
+    );
+}
+
+#[test]
+fn refusals_are_recorded_and_the_history_sent_as_held() {
+    struct Refuses;
+    impl Preflighter for Refuses {
+        fn preflight(&mut self, held: Conversation) -> Result<Outcome, Refusal> {
+            Err(Refusal {
+                conversation: held,
+                reason: "insufficient budget".into(),
+            })
+        }
+    }
+    let conv = session(5, 5);
+    let run = replay_session(&conv, &ProbeSet::derive(&conv), &mut Refuses, &options(10));
+    assert_eq!(run.refusals(), run.calls.len());
+    assert_eq!(run.overflows(), run.calls.len());
+}
+
+fn report(window: usize) -> Report {
+    let opts = options(window);
+    let jobs = vec![
+        Job::new("long", "native", session(40, 40), &opts),
+        Job::new("short", "native", session(5, 5), &opts),
+    ];
+    let strategies = vec![
+        StrategyFactory::none(),
+        StrategyFactory::new("drop-oldest", || {
+            Box::new(DropOldest {
+                trigger: 6_000,
+                target: 4_000,
+            })
+        }),
+    ];
+    let names: Vec<String> = strategies.iter().map(|s| s.name().to_owned()).collect();
+    let runs = run_matrix(&jobs, &strategies, &opts, 2, &());
+    Report::build("test-model", "o200k_base", window, &jobs, &names, &runs)
+}
+
+#[test]
+fn json_report_has_every_field() {
+    let json = report(8_000).to_json();
+    let strategies = json["strategies"].as_array().unwrap();
+    assert_eq!(strategies.len(), 2);
+    for s in strategies {
+        for field in [
+            "calls",
+            "overflows",
+            "compactions",
+            "peak_tokens",
+            "input_tokens",
+            "cached_tokens",
+            "cost",
+            "retention",
+            "retention_failed_approaches",
+            "preflight_us_p50",
+            "preflight_us_p99",
+        ] {
+            assert!(s.get(field).is_some(), "missing {field} in {s}");
+        }
+    }
+    assert!(strategies[0]["overflows"].as_u64().unwrap() > 0);
+    assert_eq!(strategies[1]["overflows"].as_u64(), Some(0));
+    assert!(strategies[1]["compactions"].as_u64().unwrap() > 0);
+    let sessions = json["sessions"].as_array().unwrap();
+    assert_eq!(sessions.len(), 2);
+    assert_eq!(
+        sessions[0]["strategies"][0]["tokens_per_call"]
+            .as_array()
+            .unwrap()
+            .len(),
+        41
+    );
+    assert_eq!(json["sessions"][1]["probes"]["files"].as_u64(), Some(1));
+}
+
+#[test]
+fn table_and_markdown_list_every_strategy() {
+    let r = report(8_000);
+    let table = compact_replay::render::table(&r);
+    let md = compact_replay::render::markdown(&r);
+    for name in ["none", "drop-oldest"] {
+        assert!(table.contains(name));
+        assert!(md.contains(&format!("| {name} |")));
+    }
+}
+
+/// A minimal XML well-formedness check: tags nest and close, attributes are quoted, and every `&`
+/// starts an entity.
+fn check_xml(doc: &str) {
+    let mut stack: Vec<String> = Vec::new();
+    let mut rest = doc;
+    while let Some(open) = rest.find('<') {
+        let text = &rest[..open];
+        for (i, _) in text.match_indices('&') {
+            let entity = &text[i..];
+            assert!(
+                ["&amp;", "&lt;", "&gt;", "&quot;", "&apos;"]
+                    .iter()
+                    .any(|e| entity.starts_with(e)),
+                "bare & in {text}"
+            );
+        }
+        let close = rest[open..].find('>').expect("unclosed tag") + open;
+        let tag = &rest[open + 1..close];
+        assert_eq!(
+            tag.matches('"').count() % 2,
+            0,
+            "unbalanced quotes in <{tag}>"
+        );
+        if let Some(name) = tag.strip_prefix('/') {
+            assert_eq!(
+                stack.pop().as_deref(),
+                Some(name.trim()),
+                "mismatched </{name}>"
+            );
+        } else if !tag.ends_with('/') {
+            stack.push(tag.split_whitespace().next().unwrap().to_owned());
+        }
+        rest = &rest[close + 1..];
+    }
+    assert!(stack.is_empty(), "unclosed: {stack:?}");
+}
+
+#[test]
+fn svg_is_well_formed_and_labelled() {
+    let r = report(8_000);
+    let doc = compact_replay::render::svg(&r, compact_replay::render::PlotOptions::default());
+    assert!(doc.starts_with("<svg"));
+    check_xml(&doc);
+    assert_eq!(doc.matches("<polyline").count(), 2);
+    for label in [
+        "window 8.0k",
+        "none (",
+        "drop-oldest (0)",
+        "tokens sent",
+        "model call",
+    ] {
+        assert!(doc.contains(label), "missing {label}");
+    }
+}

@@ -1,0 +1,101 @@
+//! Injected faults: queued by tests or requested per call with the `x-sim-fault` header.
+
+use std::time::Duration;
+
+/// Request header that asks for a fault on this request, e.g. `rate-limit;retry-after=2`,
+/// `server-error`, `slow;ms=300`, `reset`, `malformed-json`, `stream-cut;after=3`, `overflow`.
+pub const FAULT_HEADER: &str = "x-sim-fault";
+
+/// One injected fault.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fault {
+    /// HTTP 429 with a `Retry-After` header (whole seconds, rounded up) and a rate-limit body.
+    RateLimit {
+        /// The advertised wait.
+        retry_after: Duration,
+    },
+    /// HTTP 500 with the provider's internal-error body.
+    ServerError,
+    /// Wait this long before answering (then answer normally).
+    Slow {
+        /// The delay.
+        delay: Duration,
+    },
+    /// Close the connection without answering.
+    Reset,
+    /// HTTP 200 whose body is not valid JSON.
+    MalformedJson,
+    /// Streaming: stop after this many events and break the connection (non-streaming: cut the body).
+    StreamCut {
+        /// Events (or, non-streaming, body bytes / 2) delivered before the cut.
+        after_events: usize,
+    },
+    /// Answer with the endpoint's context-overflow error whatever the request size.
+    Overflow,
+}
+
+/// Why a fault header could not be parsed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("bad {FAULT_HEADER} header `{0}`")]
+pub struct BadFault(pub String);
+
+impl Fault {
+    /// Parses the header syntax `name[;key=value]*`.
+    pub fn parse(spec: &str) -> Result<Fault, BadFault> {
+        let mut parts = spec.split(';').map(str::trim);
+        let name = parts.next().unwrap_or("");
+        let mut num = |key: &str, default: u64| -> Result<u64, BadFault> {
+            for p in parts.by_ref() {
+                if let Some((k, v)) = p.split_once('=') {
+                    if k.trim() == key {
+                        return v.trim().parse().map_err(|_| BadFault(spec.to_owned()));
+                    }
+                }
+            }
+            Ok(default)
+        };
+        Ok(match name {
+            "rate-limit" | "429" => Fault::RateLimit {
+                retry_after: Duration::from_secs(num("retry-after", 1)?),
+            },
+            "server-error" | "500" => Fault::ServerError,
+            "slow" => Fault::Slow {
+                delay: Duration::from_millis(num("ms", 1_000)?),
+            },
+            "reset" => Fault::Reset,
+            "malformed-json" => Fault::MalformedJson,
+            "stream-cut" => Fault::StreamCut {
+                after_events: usize::try_from(num("after", 2)?).unwrap_or(usize::MAX),
+            },
+            "overflow" => Fault::Overflow,
+            _ => return Err(BadFault(spec.to_owned())),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_header_syntax() {
+        assert_eq!(
+            Fault::parse("rate-limit;retry-after=3"),
+            Ok(Fault::RateLimit {
+                retry_after: Duration::from_secs(3)
+            })
+        );
+        assert_eq!(
+            Fault::parse("slow; ms=20"),
+            Ok(Fault::Slow {
+                delay: Duration::from_millis(20)
+            })
+        );
+        assert_eq!(
+            Fault::parse("stream-cut"),
+            Ok(Fault::StreamCut { after_events: 2 })
+        );
+        assert!(Fault::parse("explode").is_err());
+        assert!(Fault::parse("slow;ms=abc").is_err());
+    }
+}

@@ -1,0 +1,417 @@
+//! The HTTP server: accepts connections, routes requests to the endpoints, applies faults, enforces
+//! the window and the body limit, records every request.
+
+use crate::body::ChunkBody;
+use crate::config::SimConfig;
+use crate::count::{common_prefix_tokens, count_chat, count_messages, count_responses, Counted};
+use crate::fault::{Fault, FAULT_HEADER};
+use crate::record::{Api, RecordedRequest};
+use crate::reply::{Reply, Usage};
+use crate::script::{default_reply, ScriptedReply};
+use crate::{anthropic, openai};
+use bytes::Bytes;
+use http_body_util::{BodyExt, Limited};
+use hyper::body::Incoming;
+use hyper::{Request, Response, StatusCode};
+use serde_json::Value;
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// Shared simulator state.
+#[derive(Debug)]
+pub(crate) struct State {
+    pub(crate) config: Mutex<SimConfig>,
+    pub(crate) faults: Mutex<VecDeque<Fault>>,
+    pub(crate) replies: Mutex<VecDeque<ScriptedReply>>,
+    pub(crate) records: Mutex<Vec<RecordedRequest>>,
+    previous: Mutex<HashMap<Api, String>>,
+    seq: AtomicU64,
+}
+
+/// Locks a mutex, recovering the data if a panicking thread poisoned it (test state stays usable).
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl State {
+    pub(crate) fn new(config: SimConfig) -> Self {
+        State {
+            config: Mutex::new(config),
+            faults: Mutex::default(),
+            replies: Mutex::default(),
+            records: Mutex::default(),
+            previous: Mutex::default(),
+            seq: AtomicU64::new(0),
+        }
+    }
+}
+
+/// The connection is dropped without a response (a simulated reset).
+#[derive(Debug, thiserror::Error)]
+#[error("simulated connection reset")]
+pub(crate) struct Reset;
+
+/// How a request is answered.
+struct Answer {
+    status: StatusCode,
+    body: ChunkBody,
+    sse: bool,
+    retry_after: Option<u64>,
+}
+
+impl Answer {
+    fn json(status: StatusCode, body: String) -> Self {
+        Answer {
+            status,
+            body: ChunkBody::full(body),
+            sse: false,
+            retry_after: None,
+        }
+    }
+}
+
+fn api_of(path: &str) -> Api {
+    match path.split('?').next().unwrap_or("") {
+        "/v1/chat/completions" | "/chat/completions" => Api::ChatCompletions,
+        "/v1/responses" | "/responses" => Api::Responses,
+        "/v1/messages" | "/messages" => Api::Messages,
+        "/v1/messages/count_tokens" | "/messages/count_tokens" => Api::CountTokens,
+        _ => Api::Unknown,
+    }
+}
+
+fn is_anthropic(api: Api) -> bool {
+    matches!(api, Api::Messages | Api::CountTokens)
+}
+
+/// Handles one request.
+pub(crate) async fn handle(
+    state: Arc<State>,
+    req: Request<Incoming>,
+) -> Result<Response<ChunkBody>, Reset> {
+    let seq = state.seq.fetch_add(1, Ordering::Relaxed) + 1;
+    let path = req.uri().path().to_owned();
+    let api = api_of(&path);
+    let headers: Vec<(String, String)> = req
+        .headers()
+        .iter()
+        .map(|(k, v)| {
+            (
+                k.as_str().to_owned(),
+                String::from_utf8_lossy(v.as_bytes()).into_owned(),
+            )
+        })
+        .collect();
+    let config = lock(&state.config).clone();
+    let mut record = RecordedRequest {
+        seq,
+        api,
+        path,
+        headers,
+        body: Value::Null,
+        body_bytes: 0,
+        input_tokens: None,
+        max_output: None,
+        stream: false,
+        status: 0,
+        fault: None,
+    };
+    let header_fault = record.header(FAULT_HEADER).map(Fault::parse);
+    let fault = match header_fault {
+        Some(Ok(f)) => Some(f),
+        Some(Err(e)) => {
+            let answer = Answer::json(
+                StatusCode::BAD_REQUEST,
+                anthropic::invalid_request(seq, &e.to_string()),
+            );
+            return Ok(finish(&state, record, answer));
+        }
+        None if api != Api::Unknown => lock(&state.faults).pop_front(),
+        None => None,
+    };
+    record.fault = fault.as_ref().map(|f| format!("{f:?}"));
+
+    let bytes = match Limited::new(req.into_body(), config.max_body_bytes)
+        .collect()
+        .await
+    {
+        Ok(b) => b.to_bytes(),
+        Err(_) => {
+            let body = if is_anthropic(api) {
+                anthropic::request_too_large(seq)
+            } else {
+                serde_json::json!({"error": {"message": "Request body too large.", "type": "invalid_request_error", "param": null, "code": "request_too_large"}}).to_string()
+            };
+            return Ok(finish(
+                &state,
+                record,
+                Answer::json(StatusCode::PAYLOAD_TOO_LARGE, body),
+            ));
+        }
+    };
+    record.body_bytes = bytes.len();
+    if api == Api::Unknown {
+        let body = serde_json::json!({"error": {"message": format!("Unknown path {}", record.path), "type": "invalid_request_error", "param": null, "code": "unknown_url"}});
+        return Ok(finish(
+            &state,
+            record,
+            Answer::json(StatusCode::NOT_FOUND, body.to_string()),
+        ));
+    }
+    let body: Value = match serde_json::from_slice(&bytes) {
+        Ok(v) => v,
+        Err(e) => {
+            let answer = Answer::json(
+                StatusCode::BAD_REQUEST,
+                anthropic::invalid_request(seq, &format!("request body is not JSON: {e}")),
+            );
+            return Ok(finish(&state, record, answer));
+        }
+    };
+    let counted = match api {
+        Api::ChatCompletions => count_chat(&body, config.openai_encoding),
+        Api::Responses => count_responses(&body, config.openai_encoding),
+        _ => count_messages(&body, config.anthropic_encoding),
+    };
+    record.body = body;
+    record.input_tokens = Some(counted.input_tokens);
+    record.max_output = counted.max_output;
+    record.stream = counted.stream;
+
+    if let Some(Fault::Slow { delay }) = &fault {
+        tokio::time::sleep(*delay).await;
+    }
+    if let Some(answer) = fault_answer(seq, api, &counted, fault.as_ref()) {
+        return Ok(finish(&state, record, answer));
+    }
+    if matches!(fault, Some(Fault::Reset)) {
+        record.status = 0;
+        lock(&state.records).push(record);
+        return Err(Reset);
+    }
+    let forced = matches!(fault, Some(Fault::Overflow));
+    if let Some(answer) = overflow_answer(seq, api, &counted, &config, forced) {
+        return Ok(finish(&state, record, answer));
+    }
+    if api == Api::CountTokens {
+        return Ok(finish(
+            &state,
+            record,
+            Answer::json(
+                StatusCode::OK,
+                anthropic::count_tokens(counted.input_tokens),
+            ),
+        ));
+    }
+
+    let script = lock(&state.replies)
+        .pop_front()
+        .unwrap_or_else(|| default_reply(counted.input_tokens, &counted.last_user));
+    let encoding = if is_anthropic(api) {
+        config.anthropic_encoding
+    } else {
+        config.openai_encoding
+    };
+    let reply = Reply::new(script, counted.max_output, encoding);
+    let usage = usage_of(&state, api, &counted, &config, &reply);
+    let mut answer = success(seq, api, &counted, &reply, &usage);
+    if let Some(Fault::StreamCut { after_events }) = fault {
+        answer.body = cut(answer.body, after_events);
+    }
+    Ok(finish(&state, record, answer))
+}
+
+/// Answers for faults that replace the reply.
+fn fault_answer(seq: u64, api: Api, c: &Counted, fault: Option<&Fault>) -> Option<Answer> {
+    match fault? {
+        Fault::RateLimit { retry_after } => {
+            let body = if is_anthropic(api) {
+                anthropic::rate_limit_body(seq)
+            } else {
+                openai::rate_limit_body(&c.model)
+            };
+            let secs = retry_after.as_secs() + u64::from(retry_after.subsec_nanos() > 0);
+            Some(Answer {
+                retry_after: Some(secs),
+                ..Answer::json(StatusCode::TOO_MANY_REQUESTS, body)
+            })
+        }
+        Fault::ServerError => {
+            let body = if is_anthropic(api) {
+                anthropic::server_error_body(seq)
+            } else {
+                openai::server_error_body()
+            };
+            Some(Answer::json(StatusCode::INTERNAL_SERVER_ERROR, body))
+        }
+        Fault::MalformedJson => Some(Answer::json(
+            StatusCode::OK,
+            format!("{{\"id\": \"sim-{seq}\", \"choices\": [{{\"message\": "),
+        )),
+        _ => None,
+    }
+}
+
+/// The overflow answer when the request does not fit (or the fault forces it).
+fn overflow_answer(
+    seq: u64,
+    api: Api,
+    c: &Counted,
+    config: &SimConfig,
+    forced: bool,
+) -> Option<Answer> {
+    let window = if forced {
+        c.input_tokens.saturating_sub(1)
+    } else {
+        config.window
+    };
+    match api {
+        Api::ChatCompletions => openai::chat_overflow(c, window, config.chat_wording)
+            .map(|b| Answer::json(StatusCode::BAD_REQUEST, b)),
+        Api::Responses => {
+            if c.input_tokens + c.max_output.unwrap_or(0) <= window {
+                return None;
+            }
+            if c.stream {
+                let events = openai::response_stream_overflow(seq, &c.model);
+                return Some(Answer {
+                    status: StatusCode::OK,
+                    body: ChunkBody::chunks(events),
+                    sse: true,
+                    retry_after: None,
+                });
+            }
+            Some(Answer::json(
+                StatusCode::BAD_REQUEST,
+                openai::responses_overflow_body(),
+            ))
+        }
+        Api::Messages | Api::CountTokens => {
+            // count_tokens only checks the input.
+            if api == Api::CountTokens {
+                return (c.input_tokens > window).then(|| {
+                    Answer::json(
+                        StatusCode::BAD_REQUEST,
+                        anthropic::prompt_too_long(seq, c.input_tokens, window),
+                    )
+                });
+            }
+            anthropic::overflow(seq, c, window).map(|b| Answer::json(StatusCode::BAD_REQUEST, b))
+        }
+        Api::Unknown => None,
+    }
+}
+
+/// Usage with the cached prefix computed against the previous successful request to the same endpoint.
+fn usage_of(state: &State, api: Api, c: &Counted, config: &SimConfig, reply: &Reply) -> Usage {
+    let (encoding, rule) = if is_anthropic(api) {
+        (config.anthropic_encoding, config.anthropic_cache)
+    } else {
+        (config.openai_encoding, config.openai_cache)
+    };
+    let mut previous = lock(&state.previous);
+    let prefix = previous
+        .get(&api)
+        .map_or(0, |p| common_prefix_tokens(p, &c.rendering, encoding));
+    previous.insert(api, c.rendering.clone());
+    let cached = rule.apply(prefix).min(c.input_tokens);
+    let cache_creation = if is_anthropic(api) && c.has_cache_control {
+        c.input_tokens - cached
+    } else {
+        0
+    };
+    Usage {
+        input: c.input_tokens,
+        cached,
+        cache_creation,
+        output: reply.output_tokens,
+    }
+}
+
+fn success(seq: u64, api: Api, c: &Counted, reply: &Reply, usage: &Usage) -> Answer {
+    let (stream, body) = match (api, c.stream) {
+        (Api::ChatCompletions, true) => (
+            true,
+            ChunkBody::chunks(openai::chat_stream(
+                seq,
+                &c.model,
+                reply,
+                usage,
+                c.include_usage,
+            )),
+        ),
+        (Api::ChatCompletions, false) => (
+            false,
+            ChunkBody::full(openai::chat_completion(seq, &c.model, reply, usage)),
+        ),
+        (Api::Responses, true) => (
+            true,
+            ChunkBody::chunks(openai::response_stream(seq, &c.model, reply, usage)),
+        ),
+        (Api::Responses, false) => (
+            false,
+            ChunkBody::full(openai::response(seq, &c.model, reply, usage)),
+        ),
+        (_, true) => (
+            true,
+            ChunkBody::chunks(anthropic::message_stream(seq, &c.model, reply, usage)),
+        ),
+        (_, false) => (
+            false,
+            ChunkBody::full(anthropic::message(seq, &c.model, reply, usage)),
+        ),
+    };
+    Answer {
+        status: StatusCode::OK,
+        body,
+        sse: stream,
+        retry_after: None,
+    }
+}
+
+/// Keeps the first `after` chunks (non-streaming bodies: the first half of the bytes) and breaks the connection.
+fn cut(mut body: ChunkBody, after: usize) -> ChunkBody {
+    let mut chunks: Vec<Bytes> = Vec::new();
+    while let Some(chunk) = body.take_chunk() {
+        chunks.push(chunk);
+    }
+    if chunks.len() == 1 {
+        let whole = chunks.remove(0);
+        return ChunkBody::cut_after(vec![whole.slice(..whole.len() / 2)]);
+    }
+    chunks.truncate(after);
+    ChunkBody::cut_after(chunks)
+}
+
+fn finish(state: &State, mut record: RecordedRequest, answer: Answer) -> Response<ChunkBody> {
+    record.status = answer.status.as_u16();
+    let anthropic = is_anthropic(record.api);
+    let seq = record.seq;
+    lock(&state.records).push(record);
+    let mut builder = Response::builder().status(answer.status);
+    builder = if answer.sse {
+        builder
+            .header("content-type", "text/event-stream; charset=utf-8")
+            .header("cache-control", "no-cache")
+    } else {
+        builder.header("content-type", "application/json")
+    };
+    builder = builder.header(
+        if anthropic {
+            "request-id"
+        } else {
+            "x-request-id"
+        },
+        format!("req_sim_{seq}"),
+    );
+    if let Some(secs) = answer.retry_after {
+        builder = builder.header("retry-after", secs.to_string());
+    }
+    let status = answer.status;
+    builder.body(answer.body).unwrap_or_else(|_| {
+        let mut r = Response::new(ChunkBody::default());
+        *r.status_mut() = status;
+        r
+    })
+}

@@ -1,0 +1,490 @@
+//! End-to-end tests of the simulator over real sockets: wire shapes, exact overflow errors, usage and
+//! cached tokens, scripted tool calls, streaming, and every fault.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use compact_core::tokens::Encoding;
+use compact_sim::{
+    Api, CacheRule, ChatOverflowWording, Fault, ScriptedReply, SimConfig, Simulator,
+};
+use serde_json::{json, Value};
+use std::net::SocketAddr;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// A raw HTTP/1.1 exchange (Connection: close); `None` when the server closed without answering.
+async fn post(
+    addr: SocketAddr,
+    path: &str,
+    body: &Value,
+    extra: &[(&str, &str)],
+) -> Option<(u16, String, String)> {
+    let body = body.to_string();
+    let mut req = format!("POST {path} HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n", body.len());
+    for (k, v) in extra {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    req.push_str(&body);
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    stream.write_all(req.as_bytes()).await.unwrap();
+    let mut raw = Vec::new();
+    let _ = stream.read_to_end(&mut raw).await;
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let (head, rest) = text.split_once("\r\n\r\n")?;
+    let status = head.split_whitespace().nth(1)?.parse().ok()?;
+    let chunked = head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked");
+    Some((
+        status,
+        head.to_owned(),
+        if chunked {
+            dechunk(rest)
+        } else {
+            rest.to_owned()
+        },
+    ))
+}
+
+fn dechunk(mut s: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, rest)) = s.split_once("\r\n") {
+        let Ok(n) = usize::from_str_radix(size.trim(), 16) else {
+            break;
+        };
+        if n == 0 || rest.len() < n {
+            out.push_str(&rest[..rest.len().min(n)]);
+            break;
+        }
+        out.push_str(&rest[..n]);
+        s = rest[n..].strip_prefix("\r\n").unwrap_or(&rest[n..]);
+    }
+    out
+}
+
+fn chat(content: &str) -> Value {
+    json!({"model": "gpt-4o", "messages": [{"role": "system", "content": "be brief"}, {"role": "user", "content": content}]})
+}
+
+fn exact_cache() -> SimConfig {
+    SimConfig {
+        openai_cache: CacheRule {
+            min_tokens: 0,
+            increment: 1,
+        },
+        anthropic_cache: CacheRule {
+            min_tokens: 0,
+            increment: 1,
+        },
+        ..SimConfig::default()
+    }
+}
+
+#[tokio::test]
+async fn chat_completion_counts_and_records() {
+    let sim = Simulator::spawn(SimConfig::default()).await.unwrap();
+    let (status, head, body) = post(
+        sim.addr(),
+        "/v1/chat/completions",
+        &chat("hello world"),
+        &[],
+    )
+    .await
+    .unwrap();
+    assert_eq!(status, 200);
+    assert!(head.contains("application/json"));
+    let v: Value = serde_json::from_str(&body).unwrap();
+    // system "be brief" (2) + "hello world" (2) + 2 x 3 per message + 3 per request.
+    let expected = (Encoding::O200kBase.count("be brief")
+        + Encoding::O200kBase.count("hello world")
+        + 9) as u64;
+    assert_eq!(v["usage"]["prompt_tokens"], expected);
+    assert_eq!(v["object"], "chat.completion");
+    assert!(v["choices"][0]["message"]["content"]
+        .as_str()
+        .unwrap()
+        .contains("hello world"));
+    let recs = sim.requests();
+    assert_eq!(recs.len(), 1);
+    assert_eq!(recs[0].api, Api::ChatCompletions);
+    assert_eq!(recs[0].input_tokens, Some(expected));
+}
+
+#[tokio::test]
+async fn chat_overflow_errors_are_exact() {
+    let sim = Simulator::spawn(SimConfig::with_window(20)).await.unwrap();
+    let long = "word ".repeat(50);
+    let (status, _, body) = post(sim.addr(), "/v1/chat/completions", &chat(&long), &[])
+        .await
+        .unwrap();
+    assert_eq!(status, 400);
+    let n = sim.requests()[0].input_tokens.unwrap();
+    let want = json!({"error": {"message": format!("This model's maximum context length is 20 tokens. However, your messages resulted in {n} tokens. Please reduce the length of the messages."), "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}});
+    assert_eq!(serde_json::from_str::<Value>(&body).unwrap(), want);
+
+    // Input fits, input + completion does not.
+    let mut req = chat("hi");
+    req["max_tokens"] = json!(100);
+    let (status, _, body) = post(sim.addr(), "/v1/chat/completions", &req, &[])
+        .await
+        .unwrap();
+    assert_eq!(status, 400);
+    let n = sim.requests()[1].input_tokens.unwrap();
+    let msg = format!("This model's maximum context length is 20 tokens. However, you requested {} tokens ({n} in the messages, 100 in the completion). Please reduce the length of the messages or completion.", n + 100);
+    assert_eq!(
+        serde_json::from_str::<Value>(&body).unwrap()["error"]["message"],
+        msg
+    );
+
+    let gpt5 = Simulator::spawn(SimConfig {
+        window: 20,
+        chat_wording: ChatOverflowWording::ConfiguredLimit,
+        ..SimConfig::default()
+    })
+    .await
+    .unwrap();
+    let (_, _, body) = post(gpt5.addr(), "/v1/chat/completions", &chat(&long), &[])
+        .await
+        .unwrap();
+    assert!(body.contains(
+        "Input tokens exceed the configured limit of 20 tokens. Your messages resulted in"
+    ));
+    assert!(compact_core::tokens::Encoding::O200kBase.count(&body) > 0);
+}
+
+#[tokio::test]
+async fn responses_overflow_http_and_stream() {
+    let sim = Simulator::spawn(SimConfig::with_window(10)).await.unwrap();
+    let req = json!({"model": "gpt-5", "input": "word ".repeat(40)});
+    let (status, _, body) = post(sim.addr(), "/v1/responses", &req, &[]).await.unwrap();
+    assert_eq!(status, 400);
+    let v: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["error"]["code"], "context_length_exceeded");
+    assert_eq!(v["error"]["param"], "input");
+    assert_eq!(v["error"]["message"], "Your input exceeds the context window of this model. Please adjust your input and try again.");
+
+    let mut streaming = req.clone();
+    streaming["stream"] = json!(true);
+    let (status, head, body) = post(sim.addr(), "/v1/responses", &streaming, &[])
+        .await
+        .unwrap();
+    assert_eq!(status, 200);
+    assert!(head.contains("text/event-stream"));
+    let events: Vec<&str> = body
+        .lines()
+        .filter_map(|l| l.strip_prefix("event: "))
+        .collect();
+    assert_eq!(events, vec!["response.created", "error", "response.failed"]);
+    let failed = body
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .next_back()
+        .unwrap();
+    let failed: Value = serde_json::from_str(failed).unwrap();
+    assert_eq!(
+        failed["response"]["error"]["code"],
+        "context_length_exceeded"
+    );
+    assert_eq!(failed["response"]["status"], "failed");
+}
+
+#[tokio::test]
+async fn anthropic_errors_and_count_tokens() {
+    let sim = Simulator::spawn(SimConfig {
+        window: 30,
+        max_body_bytes: 4_000,
+        ..SimConfig::default()
+    })
+    .await
+    .unwrap();
+    let long = json!({"model": "claude", "max_tokens": 5, "messages": [{"role": "user", "content": "word ".repeat(60)}]});
+    let (status, _, body) = post(sim.addr(), "/v1/messages", &long, &[]).await.unwrap();
+    assert_eq!(status, 400);
+    let n = sim.requests()[0].input_tokens.unwrap();
+    let v: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["type"], "error");
+    assert_eq!(v["error"]["type"], "invalid_request_error");
+    assert_eq!(
+        v["error"]["message"],
+        format!("prompt is too long: {n} tokens > 30 maximum")
+    );
+
+    let short = json!({"model": "claude", "max_tokens": 100, "messages": [{"role": "user", "content": "hi"}]});
+    let (status, _, body) = post(sim.addr(), "/v1/messages", &short, &[]).await.unwrap();
+    assert_eq!(status, 400);
+    let n = sim.requests()[1].input_tokens.unwrap();
+    let v: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["error"]["message"], format!("input length and `max_tokens` exceed context limit: {n} + 100 > 30, decrease input length or `max_tokens` and try again"));
+
+    let huge = json!({"model": "claude", "max_tokens": 5, "messages": [{"role": "user", "content": "x".repeat(5_000)}]});
+    let (status, _, body) = post(sim.addr(), "/v1/messages", &huge, &[]).await.unwrap();
+    assert_eq!(status, 413);
+    assert_eq!(
+        serde_json::from_str::<Value>(&body).unwrap()["error"]["type"],
+        "request_too_large"
+    );
+
+    let (status, _, body) = post(sim.addr(), "/v1/messages/count_tokens", &short, &[])
+        .await
+        .unwrap();
+    assert_eq!(status, 200);
+    let n = sim.requests()[3].input_tokens.unwrap();
+    assert_eq!(
+        serde_json::from_str::<Value>(&body).unwrap(),
+        json!({"input_tokens": n})
+    );
+}
+
+#[tokio::test]
+async fn cached_tokens_are_the_common_prefix() {
+    let sim = Simulator::spawn(exact_cache()).await.unwrap();
+    let first = json!({"model": "gpt-4o", "messages": [{"role": "system", "content": "stable system prompt ".repeat(20)}, {"role": "user", "content": "first question"}]});
+    let (_, _, body) = post(sim.addr(), "/v1/chat/completions", &first, &[])
+        .await
+        .unwrap();
+    let v: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
+    let mut second = first.clone();
+    second["messages"][1]["content"] = json!("second question");
+    let (_, _, body) = post(sim.addr(), "/v1/chat/completions", &second, &[])
+        .await
+        .unwrap();
+    let v: Value = serde_json::from_str(&body).unwrap();
+    let cached = v["usage"]["prompt_tokens_details"]["cached_tokens"]
+        .as_u64()
+        .unwrap();
+    let system_tokens = Encoding::O200kBase.count(&"stable system prompt ".repeat(20)) as u64;
+    assert!(
+        cached >= system_tokens && cached < v["usage"]["prompt_tokens"].as_u64().unwrap(),
+        "cached {cached}"
+    );
+
+    // Anthropic with cache_control: the new part is written to the cache, the old part read.
+    let a1 = json!({"model": "claude", "max_tokens": 50, "system": [{"type": "text", "text": "tools and rules ".repeat(30), "cache_control": {"type": "ephemeral"}}], "messages": [{"role": "user", "content": "q1"}]});
+    let (_, _, body) = post(sim.addr(), "/v1/messages", &a1, &[]).await.unwrap();
+    let u = serde_json::from_str::<Value>(&body).unwrap()["usage"].clone();
+    assert_eq!(u["cache_read_input_tokens"], 0);
+    assert!(u["cache_creation_input_tokens"].as_u64().unwrap() > 0);
+    let mut a2 = a1.clone();
+    a2["messages"][0]["content"] = json!("q2");
+    let (_, _, body) = post(sim.addr(), "/v1/messages", &a2, &[]).await.unwrap();
+    let u = serde_json::from_str::<Value>(&body).unwrap()["usage"].clone();
+    assert!(u["cache_read_input_tokens"].as_u64().unwrap() > 30);
+    let total = u["input_tokens"].as_u64().unwrap()
+        + u["cache_read_input_tokens"].as_u64().unwrap()
+        + u["cache_creation_input_tokens"].as_u64().unwrap();
+    assert_eq!(Some(total), sim.requests()[3].input_tokens);
+}
+
+#[tokio::test]
+async fn default_cache_rule_needs_1024_tokens() {
+    let sim = Simulator::spawn(SimConfig::default()).await.unwrap();
+    for q in ["a", "b"] {
+        let req = json!({"model": "m", "messages": [{"role": "user", "content": format!("short prefix {q}")}]});
+        let (_, _, body) = post(sim.addr(), "/v1/chat/completions", &req, &[])
+            .await
+            .unwrap();
+        assert_eq!(
+            serde_json::from_str::<Value>(&body).unwrap()["usage"]["prompt_tokens_details"]
+                ["cached_tokens"],
+            0
+        );
+    }
+}
+
+#[tokio::test]
+async fn scripted_tool_calls_on_every_api() {
+    let sim = Simulator::spawn(SimConfig::default()).await.unwrap();
+    let reply = ScriptedReply::text("Reading it.")
+        .with_tool_call("read_file", json!({"path": "src/lib.rs"}));
+    sim.push_reply(reply.clone());
+    let (_, _, body) = post(sim.addr(), "/v1/chat/completions", &chat("read"), &[])
+        .await
+        .unwrap();
+    let v: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["choices"][0]["finish_reason"], "tool_calls");
+    let call = &v["choices"][0]["message"]["tool_calls"][0];
+    assert_eq!(call["function"]["name"], "read_file");
+    assert_eq!(
+        serde_json::from_str::<Value>(call["function"]["arguments"].as_str().unwrap()).unwrap(),
+        json!({"path": "src/lib.rs"})
+    );
+
+    sim.push_reply(reply.clone());
+    let req = json!({"model": "claude", "max_tokens": 100, "messages": [{"role": "user", "content": "read"}]});
+    let (_, _, body) = post(sim.addr(), "/v1/messages", &req, &[]).await.unwrap();
+    let v: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["stop_reason"], "tool_use");
+    assert_eq!(v["content"][1]["type"], "tool_use");
+    assert_eq!(v["content"][1]["input"], json!({"path": "src/lib.rs"}));
+
+    sim.push_reply(reply);
+    let (_, _, body) = post(
+        sim.addr(),
+        "/v1/responses",
+        &json!({"model": "m", "input": "read"}),
+        &[],
+    )
+    .await
+    .unwrap();
+    let v: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["output"][1]["type"], "function_call");
+    assert_eq!(v["output"][1]["name"], "read_file");
+}
+
+#[tokio::test]
+async fn streams_have_the_real_event_shapes() {
+    let sim = Simulator::spawn(SimConfig::default()).await.unwrap();
+    sim.push_reply(ScriptedReply::text(
+        "The quick brown fox jumps over the lazy dog.",
+    ));
+    let mut req = chat("go");
+    req["stream"] = json!(true);
+    req["stream_options"] = json!({"include_usage": true});
+    let (_, head, body) = post(sim.addr(), "/v1/chat/completions", &req, &[])
+        .await
+        .unwrap();
+    assert!(head.contains("text/event-stream"));
+    let datas: Vec<&str> = body
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .collect();
+    assert_eq!(*datas.last().unwrap(), "[DONE]");
+    let text: String = datas
+        .iter()
+        .filter_map(|d| serde_json::from_str::<Value>(d).ok())
+        .filter_map(|v| {
+            v["choices"][0]["delta"]["content"]
+                .as_str()
+                .map(str::to_owned)
+        })
+        .collect();
+    assert_eq!(text, "The quick brown fox jumps over the lazy dog.");
+    let usage: Value = serde_json::from_str(datas[datas.len() - 2]).unwrap();
+    assert!(usage["usage"]["prompt_tokens"].as_u64().unwrap() > 0);
+
+    let areq = json!({"model": "claude", "max_tokens": 100, "stream": true, "messages": [{"role": "user", "content": "go"}]});
+    let (_, _, body) = post(sim.addr(), "/v1/messages", &areq, &[]).await.unwrap();
+    let events: Vec<&str> = body
+        .lines()
+        .filter_map(|l| l.strip_prefix("event: "))
+        .collect();
+    assert_eq!(events.first(), Some(&"message_start"));
+    assert_eq!(events.last(), Some(&"message_stop"));
+    assert!(events.contains(&"content_block_delta") && events.contains(&"message_delta"));
+
+    let rreq = json!({"model": "m", "input": "go", "stream": true});
+    let (_, _, body) = post(sim.addr(), "/v1/responses", &rreq, &[]).await.unwrap();
+    let events: Vec<&str> = body
+        .lines()
+        .filter_map(|l| l.strip_prefix("event: "))
+        .collect();
+    assert_eq!(events[..2], ["response.created", "response.in_progress"]);
+    assert_eq!(events.last(), Some(&"response.completed"));
+}
+
+#[tokio::test]
+async fn faults_queue_and_header() {
+    let sim = Simulator::spawn(SimConfig::default()).await.unwrap();
+    sim.push_fault(Fault::RateLimit {
+        retry_after: Duration::from_secs(2),
+    });
+    let (status, head, body) = post(sim.addr(), "/v1/chat/completions", &chat("x"), &[])
+        .await
+        .unwrap();
+    assert_eq!(status, 429);
+    assert!(head.to_ascii_lowercase().contains("retry-after: 2"));
+    assert!(compact_llm_free_rate_limit(&body));
+
+    sim.push_fault(Fault::ServerError);
+    assert_eq!(
+        post(
+            sim.addr(),
+            "/v1/messages",
+            &json!({"model": "c", "max_tokens": 5, "messages": []}),
+            &[]
+        )
+        .await
+        .unwrap()
+        .0,
+        500
+    );
+
+    sim.push_fault(Fault::Reset);
+    assert!(post(sim.addr(), "/v1/chat/completions", &chat("x"), &[])
+        .await
+        .is_none());
+
+    sim.push_fault(Fault::MalformedJson);
+    let (status, _, body) = post(sim.addr(), "/v1/chat/completions", &chat("x"), &[])
+        .await
+        .unwrap();
+    assert_eq!(status, 200);
+    assert!(serde_json::from_str::<Value>(&body).is_err());
+
+    let mut req = chat("a long enough reply please");
+    req["stream"] = json!(true);
+    sim.push_reply(ScriptedReply::text(
+        "one two three four five six seven eight nine ten eleven twelve",
+    ));
+    sim.push_fault(Fault::StreamCut { after_events: 2 });
+    let (status, _, body) = post(sim.addr(), "/v1/chat/completions", &req, &[])
+        .await
+        .unwrap();
+    assert_eq!(status, 200);
+    assert!(!body.contains("[DONE]"));
+    assert_eq!(body.matches("data: ").count(), 2);
+
+    let (status, _, _) = post(
+        sim.addr(),
+        "/v1/chat/completions",
+        &chat("x"),
+        &[("x-sim-fault", "500")],
+    )
+    .await
+    .unwrap();
+    assert_eq!(status, 500);
+    let (status, _, body) = post(
+        sim.addr(),
+        "/v1/chat/completions",
+        &chat("x"),
+        &[("x-sim-fault", "overflow")],
+    )
+    .await
+    .unwrap();
+    assert_eq!(status, 400);
+    assert!(body.contains("context_length_exceeded"));
+    let (status, _, _) = post(
+        sim.addr(),
+        "/v1/chat/completions",
+        &chat("x"),
+        &[("x-sim-fault", "bogus")],
+    )
+    .await
+    .unwrap();
+    assert_eq!(status, 400);
+
+    let recs = sim.requests();
+    assert_eq!(recs.len(), 8);
+    assert_eq!(recs[2].status, 0, "reset is recorded with status 0");
+    assert!(recs[0].fault.as_deref().unwrap().contains("RateLimit"));
+}
+
+fn compact_llm_free_rate_limit(body: &str) -> bool {
+    serde_json::from_str::<Value>(body).unwrap()["error"]["code"] == "rate_limit_exceeded"
+}
+
+#[tokio::test]
+async fn slow_fault_delays_the_answer() {
+    let sim = Simulator::spawn(SimConfig::default()).await.unwrap();
+    sim.push_fault(Fault::Slow {
+        delay: Duration::from_millis(300),
+    });
+    let started = std::time::Instant::now();
+    let (status, _, _) = post(sim.addr(), "/v1/chat/completions", &chat("x"), &[])
+        .await
+        .unwrap();
+    assert_eq!(status, 200);
+    assert!(started.elapsed() >= Duration::from_millis(300));
+}
