@@ -3,8 +3,10 @@
 use crate::exit::BadInput;
 use crate::resolve::{self, ModelChoice};
 use clap::Args;
-use compact_core::policy::{Policy, StrategyName};
+use compact_config::{Config, Overrides, SummarizerKind, SummarizerSettings};
 use compact_engine::{Compactor, DeterministicSummarizer, Summarizer};
+use compact_llm::{ProviderKind, SummarizerConfig};
+use std::path::Path;
 use std::sync::Arc;
 
 /// Flags shared by `compact`, `plan` and `diff`.
@@ -21,33 +23,77 @@ pub struct EngineArgs {
     /// Configuration file (YAML).
     #[arg(long)]
     pub config: Option<String>,
+    /// Summariser: deterministic (no model, the default), openai (any OpenAI-compatible server) or
+    /// anthropic. The API key is read from OPENAI_API_KEY / ANTHROPIC_API_KEY.
+    #[arg(long)]
+    pub summarizer: Option<String>,
+    /// Model the summariser calls (default: the provider's cheap default).
+    #[arg(long = "summarizer-model")]
+    pub summarizer_model: Option<String>,
+    /// Base URL of the summariser's API (e.g. http://127.0.0.1:8000/v1 for vLLM).
+    #[arg(long = "base-url")]
+    pub base_url: Option<String>,
+    /// Summary template: checkpoint, task_state, brief, decision_log, code_delta, step_ledger,
+    /// requirements_ledger, extractive_brief, checkpoint_handoff, plan.
+    #[arg(long)]
+    pub template: Option<String>,
 }
 
-/// Resolves the policy and builds the compactor with the deterministic summariser.
+/// The configuration: the file (`--config` or `COMPACT_CONFIG`), then `COMPACT_*` variables, then
+/// these flags, resolved and validated once.
+pub fn config(args: &EngineArgs) -> anyhow::Result<Config> {
+    let flags = Overrides {
+        model: args.model.model.clone(),
+        max_context_tokens: args.window,
+        strategy: args.strategy.clone(),
+        summarizer_kind: args.summarizer.clone(),
+        summarizer_model: args.summarizer_model.clone(),
+        summarizer_base_url: args.base_url.clone(),
+        summarizer_template: args.template.clone(),
+        ..Overrides::default()
+    };
+    Config::load(args.config.as_deref().map(Path::new), &flags).map_err(|e| BadInput(e.to_string()).into())
+}
+
+/// Resolves the configuration and builds the compactor with the summariser it selects.
 pub fn compactor(args: &EngineArgs) -> anyhow::Result<Compactor> {
-    compactor_with(args, Arc::new(DeterministicSummarizer::default()))
+    let config = config(args)?;
+    let counter = match &args.model.encoding {
+        Some(_) => resolve::counter(&args.model)?,
+        None => config.counter(),
+    };
+    let summarizer = summarizer(config.summarizer())?;
+    Compactor::new(config.policy().clone(), summarizer, counter).map_err(|e| BadInput(e.to_string()).into())
 }
 
-/// Resolves the policy and builds the compactor with `summarizer`.
-pub fn compactor_with(args: &EngineArgs, summarizer: Arc<dyn Summarizer>) -> anyhow::Result<Compactor> {
-    let counter = resolve::counter(&args.model)?;
-    let policy = policy(args)?;
-    Compactor::new(policy, summarizer, counter).map_err(|e| BadInput(e.to_string()).into())
-}
-
-fn policy(args: &EngineArgs) -> anyhow::Result<Policy> {
-    let mut policy = Policy::default();
-    if let Some(model) = &args.model.model {
-        if let Some(info) = compact_core::registry::ModelRegistry::builtin().lookup(model) {
-            policy.max_context_tokens = info.context_window as usize;
+/// The summariser the settings select. LLM summarisers are built without their own fallback: the
+/// compactor's policy (`on_summarizer_failure`) decides what a failure does.
+pub fn summarizer(settings: &SummarizerSettings) -> anyhow::Result<Arc<dyn Summarizer>> {
+    let kind = match settings.kind {
+        SummarizerKind::Deterministic => {
+            if settings.model.is_some() || settings.base_url.is_some() || settings.template.is_some() {
+                return Err(BadInput(
+                    "--summarizer-model, --base-url and --template need --summarizer openai or anthropic".into(),
+                )
+                .into());
+            }
+            return Ok(Arc::new(DeterministicSummarizer));
         }
-        policy.model = Some(model.clone());
+        SummarizerKind::OpenAi => ProviderKind::OpenAi,
+        SummarizerKind::Anthropic => ProviderKind::Anthropic,
+    };
+    let mut llm = SummarizerConfig::new(kind);
+    if let Some(model) = &settings.model {
+        llm.model = model.clone();
     }
-    if let Some(window) = args.window {
-        policy.max_context_tokens = window;
+    if let Some(url) = &settings.base_url {
+        llm.base_url = url.clone();
     }
-    if let Some(name) = &args.strategy {
-        policy.strategy = name.parse::<StrategyName>().map_err(|e| BadInput(format!("--strategy: {e}")))?;
+    if let Some(env) = &settings.api_key_env {
+        llm.api_key_env = env.clone();
     }
-    Ok(policy)
+    if let Some(template) = &settings.template {
+        llm.template = template.parse().map_err(|e| BadInput(format!("--template: {e}")))?;
+    }
+    compact_llm::build_without_fallback(llm).map_err(|e| BadInput(format!("--summarizer: {e}")).into())
 }

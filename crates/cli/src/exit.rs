@@ -43,5 +43,8 @@ pub fn code_for(err: &anyhow::Error) -> u8 {
 }
 
 fn is_insufficient_budget(err: &(dyn std::error::Error + 'static)) -> bool {
-    err.to_string().contains("insufficient budget")
+    matches!(
+        err.downcast_ref::<compact_engine::CompactError>(),
+        Some(compact_engine::CompactError::InsufficientBudget { .. })
+    )
 }

@@ -72,15 +72,25 @@ pub const VARIABLES: [&str; 29] = [
 ];
 
 fn num<T: FromStr>(var: &str, value: &str) -> Result<Option<T>, ConfigError> {
-    value.trim().parse::<T>().map(Some).map_err(|_| ConfigError::Env {
-        var: var.to_owned(),
-        value: value.to_owned(),
-        reason: "not a valid number".to_owned(),
-    })
+    value
+        .trim()
+        .parse::<T>()
+        .map(Some)
+        .map_err(|_| ConfigError::Env {
+            var: var.to_owned(),
+            value: value.to_owned(),
+            reason: "not a valid number".to_owned(),
+        })
 }
 
 fn list(value: &str) -> Option<Vec<String>> {
-    Some(value.split(',').map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect())
+    Some(
+        value
+            .split(',')
+            .map(|s| s.trim().to_owned())
+            .filter(|s| !s.is_empty())
+            .collect(),
+    )
 }
 
 /// The overrides layer from `vars` (name, value) pairs, e.g. `std::env::vars()`.
@@ -97,7 +107,11 @@ where
             continue;
         }
         if VARIABLES.contains(&var) && value.trim().is_empty() {
-            return Err(ConfigError::Env { var: var.to_owned(), value: value.to_owned(), reason: "empty value".to_owned() });
+            return Err(ConfigError::Env {
+                var: var.to_owned(),
+                value: value.to_owned(),
+                reason: "empty value".to_owned(),
+            });
         }
         let s = Some(value.trim().to_owned());
         match var {
@@ -118,7 +132,9 @@ where
             "COMPACT_STRATEGY" => o.strategy = s,
             "COMPACT_TOOL_OUTPUT_TRUNCATION" => o.tool_output_mode = s,
             "COMPACT_TOOL_OUTPUT_MAX_TOKENS" => o.tool_output_max_tokens = num(var, value)?,
-            "COMPACT_TOOL_OUTPUT_SERIALIZATION_BUFFER" => o.tool_output_serialization_buffer = num(var, value)?,
+            "COMPACT_TOOL_OUTPUT_SERIALIZATION_BUFFER" => {
+                o.tool_output_serialization_buffer = num(var, value)?
+            }
             "COMPACT_TOOL_OUTPUT_HEAD_FRACTION" => o.tool_output_head_fraction = num(var, value)?,
             "COMPACT_USER_MESSAGE_MAX_TOKENS" => o.user_message_max_tokens = num(var, value)?,
             "COMPACT_OVERFLOW_MAX_RETRIES" => o.overflow_max_retries = num(var, value)?,

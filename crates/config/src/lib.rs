@@ -3,13 +3,46 @@
 //! holding the [`compact_core::policy::Policy`], the model (from the registry, with `models:`
 //! overrides) and plain-data sections for summarisers, telemetry, storage and redaction.
 //!
-//! Defaults are documented in one place: [`compact_core::policy`]. The file's shape is documented in
-//! [`file`](crate#file-shape) below, the variables in [`env`].
+//! Defaults are documented in one place: [`compact_core::policy`]. The file's shape is described below,
+//! the variables in [`mod@env`].
 //!
 //! # File shape
 //!
-//! See the example in the `file` module source; unknown keys are errors naming the key, with the
-//! file, line and column.
+//! Every key is optional; unknown keys are errors naming the key, with the file, line and column.
+//!
+//! ```yaml
+//! model: gpt-4o                 # window and output cap come from the model registry
+//! max_context_tokens: 128000    # or set the window directly
+//! policy:
+//!   mode: auto                  # off | remind | auto
+//!   trigger_pct: 0.85
+//!   soft_trigger_pct: 0.70
+//!   min_tokens_left: 8000
+//!   target_pct: 0.60
+//!   hard_cap_buffer: 1024
+//!   reserved_output_tokens: 20000
+//!   keep_recent_turns: 6
+//!   keep_tool_io_pairs: 4
+//!   roles_never_prune: [system, developer]
+//!   protected_flag: protected
+//!   protected_tools: [manage_todo_list]
+//!   strategy: tiered
+//!   tool_output: { mode: tokens, max_tokens: 5000, serialization_buffer: 1.2, head_fraction: 0.5 }
+//!   user_message_max_tokens: 20000
+//!   overflow_max_retries: 3
+//!   tier1_min_savings_tokens: 20000
+//!   summary_max_tokens: 6000
+//!   on_summarizer_failure: deterministic
+//! summarizer: { kind: openai, model: gpt-4o-mini, base_url: "https://api.openai.com/v1", template: task_state, api_key_env: OPENAI_API_KEY }
+//! models:
+//!   - { name: my-local-model, context_window: 32768, max_output_tokens: 4096, provider: other, encoding: estimate }
+//! telemetry: { exporter: console }
+//! storage: { adapter: fs, path: ./.compact/archive }
+//! redaction: { enabled: true, patterns: ["(?i)api[_-]?key\\s*[:=]\\s*\\S+"] }
+//! ```
+//!
+//! Seed 003 used `policy.strategy` for the summary style (`task_state`, `brief`, `decision_log`): those
+//! names are accepted there and set `summarizer.template` instead.
 //!
 //! ```
 //! use compact_config::{Config, Overrides};

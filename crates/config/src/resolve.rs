@@ -67,7 +67,13 @@ where
 {
     value
         .as_deref()
-        .map(|v| T::from_str(v).map_err(|e| ConfigError::Field { field, value: v.to_owned(), reason: e.to_string() }))
+        .map(|v| {
+            T::from_str(v).map_err(|e| ConfigError::Field {
+                field,
+                value: v.to_owned(),
+                reason: e.to_string(),
+            })
+        })
         .transpose()
 }
 
@@ -92,7 +98,12 @@ fn parse_file(name: &str, text: &str) -> Result<FileConfig, ConfigError> {
     }
     serde_yaml::from_str::<FileConfig>(text).map_err(|e| {
         let (line, column) = e.location().map_or((0, 0), |l| (l.line(), l.column()));
-        ConfigError::Parse { file: name.to_owned(), line, column, message: e.to_string() }
+        ConfigError::Parse {
+            file: name.to_owned(),
+            line,
+            column,
+            message: e.to_string(),
+        }
     })
 }
 
@@ -125,7 +136,11 @@ fn model_override(m: &crate::file::FileModel) -> Result<ModelOverride, ConfigErr
 impl Config {
     /// Resolves a configuration from an optional file (`(name, contents)`), an environment layer and a
     /// flags layer (flags win over environment, environment over file). Pure: reads nothing.
-    pub fn from_sources(file: Option<(&str, &str)>, env: &Overrides, flags: &Overrides) -> Result<Config, ConfigError> {
+    pub fn from_sources(
+        file: Option<(&str, &str)>,
+        env: &Overrides,
+        flags: &Overrides,
+    ) -> Result<Config, ConfigError> {
         let parsed = match file {
             Some((name, text)) => parse_file(name, text)?,
             None => FileConfig::default(),
@@ -134,7 +149,11 @@ impl Config {
         o.merge(env);
         o.merge(flags);
 
-        let overrides = parsed.models.iter().map(model_override).collect::<Result<Vec<_>, _>>()?;
+        let overrides = parsed
+            .models
+            .iter()
+            .map(model_override)
+            .collect::<Result<Vec<_>, _>>()?;
         let registry = ModelRegistry::builtin().with_overrides(overrides)?;
         let model = match &o.model {
             Some(name) => match registry.lookup(name) {
@@ -145,8 +164,10 @@ impl Config {
             None => None,
         };
 
-        let mut p = Policy::default();
-        p.model = o.model.clone();
+        let mut p = Policy {
+            model: o.model.clone(),
+            ..Policy::default()
+        };
         if let Some(m) = &model {
             p.max_context_tokens = m.context_window as usize;
             p.reserved_output_tokens = p.reserved_output_tokens.min(m.max_output_tokens as usize);
@@ -183,7 +204,9 @@ impl Config {
         if let Some(v) = field::<TruncationMode>("policy.tool_output.mode", &o.tool_output_mode)? {
             p.tool_output.mode = v;
         }
-        if let Some(v) = field::<SummarizerFailure>("policy.on_summarizer_failure", &o.on_summarizer_failure)? {
+        if let Some(v) =
+            field::<SummarizerFailure>("policy.on_summarizer_failure", &o.on_summarizer_failure)?
+        {
             p.on_summarizer_failure = v;
         }
         if let Some(roles) = &o.roles_never_prune {
@@ -191,7 +214,11 @@ impl Config {
         }
         p.validate()?;
 
-        let kind = match o.summarizer_kind.as_deref().map(|k| k.trim().to_ascii_lowercase()) {
+        let kind = match o
+            .summarizer_kind
+            .as_deref()
+            .map(|k| k.trim().to_ascii_lowercase())
+        {
             None => SummarizerKind::Deterministic,
             Some(k) if k == "deterministic" => SummarizerKind::Deterministic,
             Some(k) if k == "openai" => SummarizerKind::OpenAi,
@@ -209,7 +236,10 @@ impl Config {
             model: o.summarizer_model.clone(),
             base_url: o.summarizer_base_url.clone(),
             template: o.summarizer_template.clone(),
-            api_key_env: parsed.summarizer.as_ref().and_then(|s| s.api_key_env.clone()),
+            api_key_env: parsed
+                .summarizer
+                .as_ref()
+                .and_then(|s| s.api_key_env.clone()),
         };
         Ok(Config {
             policy: p,
@@ -227,12 +257,17 @@ impl Config {
     pub fn load(path: Option<&Path>, flags: &Overrides) -> Result<Config, ConfigError> {
         let vars: Vec<(String, String)> = std::env::vars().collect();
         let env = crate::env::from_vars(vars.iter().map(|(k, v)| (k.as_str(), v.as_str())))?;
-        let env_path = vars.iter().find(|(k, _)| k == "COMPACT_CONFIG").map(|(_, v)| std::path::PathBuf::from(v));
+        let env_path = vars
+            .iter()
+            .find(|(k, _)| k == "COMPACT_CONFIG")
+            .map(|(_, v)| std::path::PathBuf::from(v));
         let path = path.map(Path::to_path_buf).or(env_path);
         match path {
             Some(path) => {
-                let text =
-                    std::fs::read_to_string(&path).map_err(|source| ConfigError::Read { path: path.clone(), source })?;
+                let text = std::fs::read_to_string(&path).map_err(|source| ConfigError::Read {
+                    path: path.clone(),
+                    source,
+                })?;
                 Config::from_sources(Some((&path.display().to_string(), &text)), &env, flags)
             }
             None => Config::from_sources(None, &env, flags),
@@ -256,7 +291,10 @@ impl Config {
 
     /// The token counter: the model's, or exact `o200k_base` when no model is named.
     pub fn counter(&self) -> TokenCounter {
-        self.model.as_ref().map_or_else(|| TokenCounter::new(Encoding::O200kBase), ModelInfo::counter)
+        self.model.as_ref().map_or_else(
+            || TokenCounter::new(Encoding::O200kBase),
+            ModelInfo::counter,
+        )
     }
 
     /// Summariser settings.

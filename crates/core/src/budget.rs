@@ -68,13 +68,19 @@ impl Budget {
 
     /// The budget of `policy` for another window (e.g. a model chosen per request).
     pub fn for_window(window: usize, policy: &Policy) -> Budget {
-        let reserved_output = policy.reserved_output_tokens.min(share(window, MAX_RESERVED_SHARE));
+        let reserved_output = policy
+            .reserved_output_tokens
+            .min(share(window, MAX_RESERVED_SHARE));
         let buffer = policy.hard_cap_buffer.min(share(window, MAX_BUFFER_SHARE));
         let usable = window.saturating_sub(reserved_output + buffer);
-        let scaled = |limit: usize, fraction: f64| limit.min(share(usable, fraction).max(MIN_SCALED_LIMIT));
+        let scaled =
+            |limit: usize, fraction: f64| limit.min(share(usable, fraction).max(MIN_SCALED_LIMIT));
         let limits = Limits {
             user_messages: scaled(policy.user_message_max_tokens, USER_MESSAGES_SHARE),
-            tool_output: policy.tool_output.effective_max_tokens().map(|m| scaled(m, TOOL_OUTPUT_SHARE)),
+            tool_output: policy
+                .tool_output
+                .effective_max_tokens()
+                .map(|m| scaled(m, TOOL_OUTPUT_SHARE)),
             summary: scaled(policy.summary_max_tokens, SUMMARY_SHARE),
             tier1_min_savings: scaled(policy.tier1_min_savings_tokens, TIER1_MIN_SAVINGS_SHARE),
         };

@@ -129,8 +129,16 @@ impl Survey {
     pub fn of(conv: &Conversation, policy: &Policy, counter: &TokenCounter) -> Survey {
         let items = &conv.items;
         let n = items.len();
-        let tokens: Vec<usize> =
-            items.iter().map(|i| if i.meta.visibility.model { counter.count_item(i) } else { 0 }).collect();
+        let tokens: Vec<usize> = items
+            .iter()
+            .map(|i| {
+                if i.meta.visibility.model {
+                    counter.count_item(i)
+                } else {
+                    0
+                }
+            })
+            .collect();
         let mut turns = Vec::with_capacity(n);
         let mut turn = 0u32;
         for (idx, item) in items.iter().enumerate() {
@@ -150,7 +158,10 @@ impl Survey {
                 _ => false,
             };
             let reasoning_leads = matches!(items[idx - 1].body(), ItemBody::Reasoning(_))
-                && matches!(items[idx].body(), ItemBody::ToolCall(_) | ItemBody::Reasoning(_))
+                && matches!(
+                    items[idx].body(),
+                    ItemBody::ToolCall(_) | ItemBody::Reasoning(_)
+                )
                 || matches!(items[idx - 1].body(), ItemBody::Reasoning(_))
                     && matches!(items[idx].body(), ItemBody::Message(m) if m.role == Role::Assistant);
             if same_envelope || reasoning_leads {
@@ -166,7 +177,9 @@ impl Survey {
                     Some(PinReason::Hidden)
                 } else if item.meta.protected {
                     Some(PinReason::Protected)
-                } else if matches!(item.body(), ItemBody::Message(_)) && policy.is_role_pinned(item.role()) {
+                } else if matches!(item.body(), ItemBody::Message(_))
+                    && policy.is_role_pinned(item.role())
+                {
                     Some(PinReason::Role(item.role()))
                 } else if is_turn_aborted(item) {
                     Some(PinReason::TurnAborted)
@@ -178,7 +191,8 @@ impl Survey {
         let mut tool_units: Vec<Vec<usize>> = Vec::new();
         // Only the latest call of each protected tool is pinned: a newer todo list supersedes the older
         // ones, which would otherwise accumulate without bound.
-        let mut latest: std::collections::HashMap<&str, (usize, usize)> = std::collections::HashMap::new();
+        let mut latest: std::collections::HashMap<&str, (usize, usize)> =
+            std::collections::HashMap::new();
         for &(c, r) in &pairing.pairs {
             tool_units.push(vec![c, r]);
             if let Some(call) = items[c].as_tool_call() {
@@ -205,7 +219,14 @@ impl Survey {
         tool_units.sort_unstable_by_key(|u| u[0]);
         let item_tokens: usize = tokens.iter().sum();
         let overhead = counter.total(conv).saturating_sub(item_tokens);
-        Survey { tokens, turns, units, pins, tool_units, overhead }
+        Survey {
+            tokens,
+            turns,
+            units,
+            pins,
+            tool_units,
+            overhead,
+        }
     }
 
     /// Total tokens of the request.
@@ -226,7 +247,10 @@ pub struct Recency {
 impl Recency {
     /// The policy's counts.
     pub fn of(policy: &Policy) -> Recency {
-        Recency { turns: policy.keep_recent_turns, tool_pairs: policy.keep_tool_io_pairs }
+        Recency {
+            turns: policy.keep_recent_turns,
+            tool_pairs: policy.keep_tool_io_pairs,
+        }
     }
 }
 
@@ -243,7 +267,12 @@ pub struct Partition {
 
 impl Partition {
     /// Classifies the items of `conv` (measured by `survey`).
-    pub fn of(conv: &Conversation, survey: &Survey, limits: &Limits, recency: Recency) -> Partition {
+    pub fn of(
+        conv: &Conversation,
+        survey: &Survey,
+        limits: &Limits,
+        recency: Recency,
+    ) -> Partition {
         let items = &conv.items;
         let n = items.len();
         let mut classes: Vec<Class> = (0..n)
@@ -265,13 +294,15 @@ impl Partition {
 
         // Recent assistant messages within the last N turns.
         let last_turn = survey.turns.last().copied().unwrap_or(0);
-        let first_recent = last_turn.saturating_sub(u32::try_from(recency.turns.saturating_sub(1)).unwrap_or(u32::MAX));
+        let first_recent = last_turn
+            .saturating_sub(u32::try_from(recency.turns.saturating_sub(1)).unwrap_or(u32::MAX));
         let mut left = recency.turns * ASSISTANT_MESSAGES_PER_RECENT_TURN;
         for i in (0..n).rev() {
             if left == 0 || survey.turns[i] < first_recent {
                 break;
             }
-            let assistant_msg = matches!(items[i].body(), ItemBody::Message(m) if m.role == Role::Assistant);
+            let assistant_msg =
+                matches!(items[i].body(), ItemBody::Message(m) if m.role == Role::Assistant);
             if assistant_msg && classes[i] == Class::Eligible {
                 classes[i] = Class::Recent;
                 left -= 1;
@@ -303,6 +334,10 @@ impl Partition {
             }
         }
         let present = (0..n).map(|i| unit_present[survey.units[i]]).collect();
-        Partition { classes, present, recency }
+        Partition {
+            classes,
+            present,
+            recency,
+        }
     }
 }

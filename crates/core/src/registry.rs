@@ -21,7 +21,7 @@ mod builtin;
 mod lookup;
 mod overrides;
 
-use crate::tokens::{Encoding, Framing, TokenCounter};
+use crate::tokens::{Encoding, Framing, MediaModel, TokenCounter};
 pub use overrides::{ModelOverride, RegistryError};
 
 /// Who serves (or published) a model. Decides the default framing.
@@ -57,6 +57,16 @@ impl Provider {
             | Provider::DeepSeek
             | Provider::Mistral
             | Provider::Other => Framing::CHAT_TEMPLATE,
+        }
+    }
+
+    /// The media cost model for images and audio: Anthropic's and Google's own, OpenAI's tiles
+    /// for everyone else (open models served behind OpenAI-compatible APIs).
+    pub fn media(self) -> MediaModel {
+        match self {
+            Provider::Anthropic => MediaModel::Anthropic,
+            Provider::Google => MediaModel::Gemini,
+            _ => MediaModel::OpenAi,
         }
     }
 
@@ -140,9 +150,9 @@ pub struct ModelInfo {
 }
 
 impl ModelInfo {
-    /// A token counter for this model (its encoding and framing).
+    /// A token counter for this model (its encoding, framing and provider's media cost model).
     pub fn counter(&self) -> TokenCounter {
-        TokenCounter::with_framing(self.encoding, self.framing)
+        TokenCounter::with_framing(self.encoding, self.framing).with_media(self.provider.media())
     }
 }
 

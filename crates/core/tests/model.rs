@@ -1,4 +1,5 @@
 //! Integration tests of the conversation model.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use compact_core::model::{Checkpoint, Conversation, Item, Role};
 

@@ -15,7 +15,10 @@ use compact_core::tokens::{Encoding, TokenCounter};
 use std::path::PathBuf;
 
 fn dir() -> PathBuf {
-    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/strategy"))
+    PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/strategy"
+    ))
 }
 
 fn counter() -> TokenCounter {
@@ -28,7 +31,12 @@ fn render(conv: &Conversation) -> String {
     for item in &conv.items {
         let text = item.plain_text().replace('\n', " ⏎ ");
         let clipped: String = text.chars().take(100).collect();
-        out.push_str(&format!("{:<12} {:<12} {}\n", item.meta.id.as_str(), item.kind().as_str(), clipped));
+        out.push_str(&format!(
+            "{:<12} {:<12} {}\n",
+            item.meta.id.as_str(),
+            item.kind().as_str(),
+            clipped
+        ));
     }
     out
 }
@@ -40,34 +48,63 @@ fn snapshot(name: &str, actual: &str) {
         return;
     }
     let expected = std::fs::read_to_string(&path).unwrap();
-    assert_eq!(expected, actual, "snapshot {} differs (UPDATE_SNAPSHOTS=1 to regenerate)", path.display());
+    assert_eq!(
+        expected,
+        actual,
+        "snapshot {} differs (UPDATE_SNAPSHOTS=1 to regenerate)",
+        path.display()
+    );
 }
 
 fn apply(plan: &Plan, conv: &Conversation) -> Conversation {
-    let text = plan.checkpoint.as_ref().map(|c| c.fixed_text.clone().unwrap_or_else(|| "<summary>".to_owned()));
+    let text = plan.checkpoint.as_ref().map(|c| {
+        c.fixed_text
+            .clone()
+            .unwrap_or_else(|| "<summary>".to_owned())
+    });
     plan.apply(conv, text.as_deref()).unwrap()
 }
 
 #[test]
 fn snapshots_per_strategy() {
-    let mut fixtures: Vec<PathBuf> =
-        std::fs::read_dir(dir()).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|e| e == "conv")).collect();
+    let mut fixtures: Vec<PathBuf> = std::fs::read_dir(dir())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "conv"))
+        .collect();
     fixtures.sort();
     assert!(!fixtures.is_empty());
     for path in fixtures {
         let stem = path.file_stem().unwrap().to_string_lossy().to_string();
         let src = std::fs::read_to_string(&path).unwrap();
         let (window, body) = src.split_once('\n').unwrap();
-        let window: usize = window.trim_start_matches("# window ").trim().parse().expect("first line: # window N");
+        let window: usize = window
+            .trim_start_matches("# window ")
+            .trim()
+            .parse()
+            .expect("first line: # window N");
         let conv = fixture::parse(body);
-        let policy = Policy { keep_recent_turns: 2, keep_tool_io_pairs: 2, ..Policy::for_window(window) };
+        let policy = Policy {
+            keep_recent_turns: 2,
+            keep_tool_io_pairs: 2,
+            ..Policy::for_window(window)
+        };
         let budget = Budget::new(&policy);
         for &name in StrategyName::ALL {
             let out = match plan(name, &conv, &budget, &policy, &counter()) {
                 Ok(p) => {
                     let applied = apply(&p, &conv);
-                    assert!(normalize(&applied, &ProviderRules::OpenAiChat).diagnostics.is_empty(), "{stem}/{name}");
-                    format!("{p}\n--- after ({} tokens)\n{}", counter().total(&applied), render(&applied))
+                    assert!(
+                        normalize(&applied, &ProviderRules::OpenAiChat)
+                            .diagnostics
+                            .is_empty(),
+                        "{stem}/{name}"
+                    );
+                    format!(
+                        "{p}\n--- after ({} tokens)\n{}",
+                        counter().total(&applied),
+                        render(&applied)
+                    )
                 }
                 Err(e) => format!("error: {e}\n"),
             };
@@ -99,7 +136,11 @@ fn insufficient_budget_is_typed() {
     let policy = Policy::for_window(2_048);
     let budget = Budget::new(&policy);
     match plan(StrategyName::Tiered, &conv, &budget, &policy, &counter()) {
-        Err(StrategyError::InsufficientBudget { floor, budget: b, breakdown }) => {
+        Err(StrategyError::InsufficientBudget {
+            floor,
+            budget: b,
+            breakdown,
+        }) => {
             assert!(floor > b);
             assert!(breakdown.pinned > b, "{breakdown}");
         }

@@ -2,7 +2,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use compact_core::registry::{ModelOverride, ModelRegistry, Pricing, Provider, RegistryError};
-use compact_core::tokens::{Encoding, Framing};
+use compact_core::tokens::{Encoding, Framing, MediaModel};
 
 fn name_of(reg: &ModelRegistry, query: &str) -> Option<String> {
     reg.lookup(query).map(|m| m.name.clone())
@@ -115,6 +115,11 @@ fn builtin_figures_are_consistent() {
         reg.lookup("gemini-2.5-pro").unwrap().context_window,
         1_048_576
     );
+    assert_eq!(sonnet.counter().media(), MediaModel::Anthropic);
+    let gemini = reg.lookup("gemini-2.5-pro").unwrap().counter();
+    assert_eq!(gemini.media(), MediaModel::Gemini);
+    assert_eq!(gpt4o.counter().media(), MediaModel::OpenAi);
+    assert_eq!(gpt4o.counter().framing(), Framing::OPENAI);
 }
 
 #[test]

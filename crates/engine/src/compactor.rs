@@ -65,7 +65,11 @@ impl std::fmt::Debug for Compactor {
 
 impl Compactor {
     /// A compactor for a validated `policy` (its strategy, its window), summarising with `summarizer`.
-    pub fn new(policy: Policy, summarizer: Arc<dyn Summarizer>, counter: TokenCounter) -> Result<Self, CompactError> {
+    pub fn new(
+        policy: Policy,
+        summarizer: Arc<dyn Summarizer>,
+        counter: TokenCounter,
+    ) -> Result<Self, CompactError> {
         policy.validate()?;
         let budget = Budget::new(&policy);
         Ok(Compactor {
@@ -73,7 +77,7 @@ impl Compactor {
             policy,
             budget,
             summarizer,
-            fallback: Arc::new(DeterministicSummarizer::default()),
+            fallback: Arc::new(DeterministicSummarizer),
             counter,
             rules: None,
         })
@@ -113,15 +117,25 @@ impl Compactor {
 
     /// The normalisation rules for `conv`.
     pub fn rules_for(&self, conv: &Conversation) -> ProviderRules {
-        self.rules.unwrap_or_else(|| ProviderRules::for_format(conv.format.unwrap_or(Format::OpenAiChat)))
+        self.rules
+            .unwrap_or_else(|| ProviderRules::for_format(conv.format.unwrap_or(Format::OpenAiChat)))
     }
 
     /// Plans without summarising or applying (dry run).
     pub fn plan(&self, conv: &Conversation) -> Result<DryRun, CompactError> {
         let normalized = normalize(conv, &self.rules_for(conv));
-        let request = Request::new(&normalized.conversation, &self.budget, &self.policy, &self.counter);
+        let request = Request::new(
+            &normalized.conversation,
+            &self.budget,
+            &self.policy,
+            &self.counter,
+        );
         let plan = strategy::run(self.strategy, &request)?;
-        Ok(DryRun { input_repairs: normalized.diagnostics.len(), conversation: normalized.conversation, plan })
+        Ok(DryRun {
+            input_repairs: normalized.diagnostics.len(),
+            conversation: normalized.conversation,
+            plan,
+        })
     }
 
     /// Compacts `conv` (whatever its size: the trigger is [`Compactor::preflight`]'s business). The
@@ -134,7 +148,10 @@ impl Compactor {
         let tokens_before = self.counter.total(conv);
         let mut warnings: Vec<String> = Vec::new();
         if !normalized.diagnostics.is_empty() {
-            warnings.push(format!("input needed {} normalisation repairs", normalized.diagnostics.len()));
+            warnings.push(format!(
+                "input needed {} normalisation repairs",
+                normalized.diagnostics.len()
+            ));
         }
         let mut summary_tokens: Option<usize> = None;
         let mut usage = SummaryUsage::default();
@@ -142,10 +159,16 @@ impl Compactor {
         let mut cached: Option<(Vec<compact_core::model::ItemId>, String)> = None;
         let mut last_after = tokens_before;
         for attempt in 1..=MAX_PLANS {
-            let request = Request { summary_tokens, ..Request::new(&base, &self.budget, &self.policy, &self.counter) };
+            let request = Request {
+                summary_tokens,
+                ..Request::new(&base, &self.budget, &self.policy, &self.counter)
+            };
             let plan = strategy::run(self.strategy, &request)?;
             if plan.is_noop() {
-                return Err(CompactError::NoProgress { before: tokens_before, after: plan.estimated_after() });
+                return Err(CompactError::NoProgress {
+                    before: tokens_before,
+                    after: plan.estimated_after(),
+                });
             }
             let text = match &plan.checkpoint {
                 None => None,
@@ -153,10 +176,14 @@ impl Compactor {
                     if let Some(fixed) = &slot.fixed_text {
                         produced_by = Some(self.strategy.as_str().to_owned());
                         Some(fixed.clone())
-                    } else if let Some((_, text)) = cached.as_ref().filter(|(covers, _)| *covers == slot.covers) {
+                    } else if let Some((_, text)) =
+                        cached.as_ref().filter(|(covers, _)| *covers == slot.covers)
+                    {
                         Some(text.clone())
                     } else {
-                        let text = self.summarize(&base, &plan, &mut usage, &mut produced_by, &mut warnings).await?;
+                        let text = self
+                            .summarize(&base, &plan, &mut usage, &mut produced_by, &mut warnings)
+                            .await?;
                         cached = Some((slot.covers.clone(), text.clone()));
                         Some(text)
                     }
@@ -165,8 +192,15 @@ impl Compactor {
             let text_tokens = text.as_deref().map(|t| self.counter.count_text(t));
             let planned = plan.checkpoint.as_ref().map_or(0, |c| c.max_tokens);
             if let Some(actual) = text_tokens.filter(|&t| t > planned) {
-                if attempt < MAX_PLANS && plan.checkpoint.as_ref().is_some_and(|c| c.fixed_text.is_none()) {
-                    warnings.push(format!("summary of {actual} tokens exceeded the planned {planned}: re-planned"));
+                if attempt < MAX_PLANS
+                    && plan
+                        .checkpoint
+                        .as_ref()
+                        .is_some_and(|c| c.fixed_text.is_none())
+                {
+                    warnings.push(format!(
+                        "summary of {actual} tokens exceeded the planned {planned}: re-planned"
+                    ));
                     summary_tokens = Some(actual);
                     continue;
                 }
@@ -176,20 +210,30 @@ impl Compactor {
             let out = if check.diagnostics.is_empty() {
                 applied
             } else {
-                warnings.push(format!("output needed {} normalisation repairs", check.diagnostics.len()));
+                warnings.push(format!(
+                    "output needed {} normalisation repairs",
+                    check.diagnostics.len()
+                ));
                 check.conversation
             };
             let tokens_after = self.counter.total(&out);
             last_after = tokens_after;
             if tokens_after >= tokens_before {
-                return Err(CompactError::NoProgress { before: tokens_before, after: tokens_after });
+                return Err(CompactError::NoProgress {
+                    before: tokens_before,
+                    after: tokens_after,
+                });
             }
             if tokens_after > self.budget.usable {
                 if attempt < MAX_PLANS {
-                    summary_tokens = text_tokens.map(|t| t.max(planned) + tokens_after - self.budget.usable);
+                    summary_tokens =
+                        text_tokens.map(|t| t.max(planned) + tokens_after - self.budget.usable);
                     continue;
                 }
-                return Err(CompactError::StillOverBudget { after: tokens_after, usable: self.budget.usable });
+                return Err(CompactError::StillOverBudget {
+                    after: tokens_after,
+                    usable: self.budget.usable,
+                });
             }
             warnings.extend(plan.notes.iter().cloned());
             let report = Report {
@@ -208,9 +252,16 @@ impl Compactor {
                 input_repairs: normalized.diagnostics.len(),
                 warnings,
             };
-            return Ok(Compaction { conversation: out, plan, report });
+            return Ok(Compaction {
+                conversation: out,
+                plan,
+                report,
+            });
         }
-        Err(CompactError::StillOverBudget { after: last_after, usable: self.budget.usable })
+        Err(CompactError::StillOverBudget {
+            after: last_after,
+            usable: self.budget.usable,
+        })
     }
 
     async fn summarize(
@@ -233,12 +284,16 @@ impl Compactor {
         };
         let failure = match self.summarizer.summarize(request(())).await {
             Ok(s) if !s.text.trim().is_empty() => Ok(s),
-            Ok(_) => Err(crate::SummarizeError::Empty("the summary was empty".to_owned())),
+            Ok(_) => Err(crate::SummarizeError::Empty(
+                "the summary was empty".to_owned(),
+            )),
             Err(e) => Err(e),
         };
         let summary = match failure {
             Ok(s) => s,
-            Err(e) if self.policy.on_summarizer_failure == SummarizerFailure::Fail => return Err(CompactError::Summarizer(e)),
+            Err(e) if self.policy.on_summarizer_failure == SummarizerFailure::Fail => {
+                return Err(CompactError::Summarizer(e))
+            }
             Err(e) => {
                 warnings.push(format!(
                     "summariser `{}` failed ({e}); used the deterministic checkpoint instead",

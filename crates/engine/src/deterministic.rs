@@ -1,7 +1,7 @@
 //! [`DeterministicSummarizer`]: the embedded default summariser (no model): the deterministic
 //! checkpoint of [`compact_core::checkpoint::build`], within the requested token budget.
 
-use crate::summarizer::{BoxFuture, Summarizer, SummarizeError, SummaryRequest, Summary};
+use crate::summarizer::{BoxFuture, SummarizeError, Summarizer, Summary, SummaryRequest};
 use compact_core::checkpoint::{build, CheckpointOptions};
 
 /// The deterministic checkpoint as a [`Summarizer`]. Never fails, never calls a model.
@@ -16,11 +16,21 @@ impl Summarizer for DeterministicSummarizer {
         NAME
     }
 
-    fn summarize<'a>(&'a self, request: SummaryRequest<'a>) -> BoxFuture<'a, Result<Summary, SummarizeError>> {
+    fn summarize<'a>(
+        &'a self,
+        request: SummaryRequest<'a>,
+    ) -> BoxFuture<'a, Result<Summary, SummarizeError>> {
         Box::pin(async move {
-            let options = CheckpointOptions { max_tokens: request.max_tokens, counter: request.counter };
+            let options = CheckpointOptions {
+                max_tokens: request.max_tokens,
+                counter: request.counter,
+            };
             let checkpoint = build(request.items, request.previous, &options);
-            Ok(Summary { text: checkpoint.text, produced_by: NAME.to_owned(), ..Summary::default() })
+            Ok(Summary {
+                text: checkpoint.text,
+                produced_by: NAME.to_owned(),
+                ..Summary::default()
+            })
         })
     }
 }

@@ -53,9 +53,15 @@ pub enum CompactError {
 impl From<StrategyError> for CompactError {
     fn from(e: StrategyError) -> Self {
         match e {
-            StrategyError::InsufficientBudget { floor, budget, breakdown } => {
-                CompactError::InsufficientBudget { floor, budget, breakdown }
-            }
+            StrategyError::InsufficientBudget {
+                floor,
+                budget,
+                breakdown,
+            } => CompactError::InsufficientBudget {
+                floor,
+                budget,
+                breakdown,
+            },
             other => CompactError::Strategy(other),
         }
     }

@@ -25,8 +25,8 @@
 //!     Arc::new(DeterministicSummarizer::default()),
 //!     TokenCounter::new(Encoding::O200kBase),
 //! )
-//! .expect("valid policy");
-//! let done = block_on(compactor.compact(&conv)).expect("compacts");
+//! .unwrap();
+//! let done = block_on(compactor.compact(&conv)).unwrap();
 //! assert!(done.report.tokens_after < done.report.tokens_before);
 //! ```
 
@@ -39,9 +39,11 @@ mod report;
 mod summarizer;
 
 pub use block_on::block_on;
-pub use compactor::{Compaction, Compactor, DryRun};
+pub use compactor::{Compaction, Compactor, DryRun, MAX_PLANS};
 pub use deterministic::DeterministicSummarizer;
 pub use error::CompactError;
 pub use preflight::Preflight;
 pub use report::Report;
-pub use summarizer::{BoxFuture, Summarizer, SummarizeError, SummaryRequest, Summary, SummaryUsage};
+pub use summarizer::{
+    BoxFuture, SummarizeError, Summarizer, Summary, SummaryRequest, SummaryUsage,
+};

@@ -45,11 +45,13 @@ impl Compactor {
                 warnings: done.report.warnings.clone(),
                 report: Some(done.report),
             }),
-            Err(e @ (CompactError::NoProgress { .. } | CompactError::InsufficientBudget { .. } | CompactError::StillOverBudget { .. }))
-                if self.budget().fits(count) =>
-            {
-                Ok(unchanged(vec![format!("compaction skipped: {e}; the request fits and is sent unchanged")]))
-            }
+            Err(
+                e @ (CompactError::NoProgress { .. }
+                | CompactError::InsufficientBudget { .. }
+                | CompactError::StillOverBudget { .. }),
+            ) if self.budget().fits(count) => Ok(unchanged(vec![format!(
+                "compaction skipped: {e}; the request fits and is sent unchanged"
+            )])),
             Err(e) => Err(e),
         }
     }

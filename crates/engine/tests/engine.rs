@@ -10,8 +10,8 @@ use compact_core::normalize::{normalize, ProviderRules};
 use compact_core::policy::{Decision, Policy, StrategyName, SummarizerFailure};
 use compact_core::tokens::{Encoding, TokenCounter};
 use compact_engine::{
-    block_on, BoxFuture, CompactError, Compactor, DeterministicSummarizer, SummarizeError, Summarizer, SummaryRequest,
-    Summary,
+    block_on, BoxFuture, CompactError, Compactor, DeterministicSummarizer, SummarizeError,
+    Summarizer, Summary, SummaryRequest,
 };
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
@@ -25,7 +25,11 @@ fn compactor(policy: Policy) -> Compactor {
 }
 
 fn prepared() -> Conversation {
-    let src = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../core/tests/fixtures/engine/prepared.conv")).unwrap();
+    let src = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../core/tests/fixtures/engine/prepared.conv"
+    ))
+    .unwrap();
     fixture::parse(&src)
 }
 
@@ -35,7 +39,10 @@ impl Summarizer for Failing {
     fn name(&self) -> &str {
         "failing"
     }
-    fn summarize<'a>(&'a self, _: SummaryRequest<'a>) -> BoxFuture<'a, Result<Summary, SummarizeError>> {
+    fn summarize<'a>(
+        &'a self,
+        _: SummaryRequest<'a>,
+    ) -> BoxFuture<'a, Result<Summary, SummarizeError>> {
         Box::pin(async { Err(SummarizeError::Transport("connection reset".into())) })
     }
 }
@@ -46,10 +53,19 @@ impl Summarizer for Verbose {
     fn name(&self) -> &str {
         "verbose"
     }
-    fn summarize<'a>(&'a self, r: SummaryRequest<'a>) -> BoxFuture<'a, Result<Summary, SummarizeError>> {
+    fn summarize<'a>(
+        &'a self,
+        r: SummaryRequest<'a>,
+    ) -> BoxFuture<'a, Result<Summary, SummarizeError>> {
         self.0.fetch_add(1, Ordering::SeqCst);
         let text = "summary word ".repeat(r.max_tokens * 3);
-        Box::pin(async move { Ok(Summary { text, produced_by: "verbose".into(), ..Summary::default() }) })
+        Box::pin(async move {
+            Ok(Summary {
+                text,
+                produced_by: "verbose".into(),
+                ..Summary::default()
+            })
+        })
     }
 }
 
@@ -61,16 +77,32 @@ fn manual_compaction_of_prepared_fixture_saves_40_percent() {
     let done = block_on(c.compact(&conv)).unwrap();
     let r = &done.report;
     assert_eq!(r.tokens_before, before);
-    assert!(r.tokens_after * 10 <= before * 6, "{} -> {} is less than 40%", before, r.tokens_after);
-    assert!(normalize(&done.conversation, &ProviderRules::Anthropic).diagnostics.is_empty());
+    assert!(
+        r.tokens_after * 10 <= before * 6,
+        "{} -> {} is less than 40%",
+        before,
+        r.tokens_after
+    );
+    assert!(normalize(&done.conversation, &ProviderRules::Anthropic)
+        .diagnostics
+        .is_empty());
     assert_eq!(r.strategy, StrategyName::Tiered);
     assert!(!r.tiers_applied.is_empty());
     let json = r.to_json();
-    for key in ["tokens_before", "tokens_after", "items_before", "items_after", "strategy", "tiers_applied"] {
+    for key in [
+        "tokens_before",
+        "tokens_after",
+        "items_before",
+        "items_after",
+        "strategy",
+        "tiers_applied",
+    ] {
         assert!(json.get(key).is_some(), "{key}");
     }
     // The protected todo call and the system prompt survive.
-    assert!(done.conversation.items.iter().any(|i| i.as_tool_call().is_some_and(|t| t.name == "manage_todo_list")));
+    assert!(done.conversation.items.iter().any(|i| i
+        .as_tool_call()
+        .is_some_and(|t| t.name == "manage_todo_list")));
     assert_eq!(done.conversation.items[0].body(), conv.items[0].body());
 }
 
@@ -83,7 +115,12 @@ fn every_strategy_compacts_the_prepared_fixture() {
         match block_on(c.compact(&conv)) {
             Ok(done) => {
                 assert!(done.report.tokens_after < before, "{s}");
-                assert!(normalize(&done.conversation, &ProviderRules::OpenAiChat).diagnostics.is_empty(), "{s}");
+                assert!(
+                    normalize(&done.conversation, &ProviderRules::OpenAiChat)
+                        .diagnostics
+                        .is_empty(),
+                    "{s}"
+                );
             }
             Err(CompactError::NoProgress { .. }) => {}
             Err(e) => panic!("{s}: {e}"),
@@ -98,12 +135,22 @@ fn failed_summariser_falls_back_or_leaves_history_alone() {
     let c = Compactor::new(Policy::for_window(before / 2), Arc::new(Failing), counter()).unwrap();
     let done = block_on(c.compact(&conv)).unwrap();
     assert_eq!(done.report.summarizer.as_deref(), Some("deterministic"));
-    assert!(done.report.warnings.iter().any(|w| w.contains("failing")), "{:?}", done.report.warnings);
+    assert!(
+        done.report.warnings.iter().any(|w| w.contains("failing")),
+        "{:?}",
+        done.report.warnings
+    );
 
-    let strict = Policy { on_summarizer_failure: SummarizerFailure::Fail, ..Policy::for_window(before / 2) };
+    let strict = Policy {
+        on_summarizer_failure: SummarizerFailure::Fail,
+        ..Policy::for_window(before / 2)
+    };
     let c = Compactor::new(strict, Arc::new(Failing), counter()).unwrap();
     let copy = conv.clone();
-    assert!(matches!(block_on(c.compact(&conv)), Err(CompactError::Summarizer(_))));
+    assert!(matches!(
+        block_on(c.compact(&conv)),
+        Err(CompactError::Summarizer(_))
+    ));
     assert_eq!(conv, copy);
 }
 
@@ -114,16 +161,16 @@ fn oversized_summaries_are_replanned_a_bounded_number_of_times() {
     let verbose = Arc::new(Verbose(AtomicU32::new(0)));
     let c = Compactor::new(Policy::for_window(before / 2), verbose.clone(), counter()).unwrap();
     let outcome = block_on(c.compact(&conv));
-    assert!(verbose.0.load(Ordering::SeqCst) <= compact_engine_max_plans());
+    assert!(verbose.0.load(Ordering::SeqCst) <= compact_engine::MAX_PLANS);
     match outcome {
         Ok(done) => assert!(done.report.tokens_after <= c.budget().usable),
-        Err(CompactError::StillOverBudget { .. } | CompactError::InsufficientBudget { .. } | CompactError::NoProgress { .. }) => {}
+        Err(
+            CompactError::StillOverBudget { .. }
+            | CompactError::InsufficientBudget { .. }
+            | CompactError::NoProgress { .. },
+        ) => {}
         Err(e) => panic!("{e}"),
     }
-}
-
-fn compact_engine_max_plans() -> u32 {
-    3
 }
 
 #[test]
@@ -147,7 +194,10 @@ fn no_progress_is_an_error_not_a_loop() {
 #[test]
 fn long_session_never_sends_over_the_window() {
     let window = 16_000;
-    let policy = Policy { keep_recent_turns: 3, ..Policy::for_window(window) };
+    let policy = Policy {
+        keep_recent_turns: 3,
+        ..Policy::for_window(window)
+    };
     let c = compactor(policy);
     let usable = c.budget().usable;
     let mut rng = fixture::Rng(42);
@@ -163,18 +213,57 @@ fn long_session_never_sends_over_the_window() {
         let p = block_on(c.preflight(&conv)).unwrap();
         let sent = counter().total(&p.conversation);
         assert!(sent <= usable, "turn {turn}: sent {sent} > usable {usable}");
-        assert!(normalize(&p.conversation, &ProviderRules::OpenAiChat).diagnostics.is_empty());
+        assert!(normalize(&p.conversation, &ProviderRules::OpenAiChat)
+            .diagnostics
+            .is_empty());
         if let Some(r) = &p.report {
             compactions += 1;
             if sent > c.budget().trigger {
                 let dry = c.plan(&conv).unwrap();
-                panic!("compaction left {sent} above the trigger: {r:?}\n{}", dry.plan);
+                panic!(
+                    "compaction left {sent} above the trigger: {r:?}\n{}",
+                    dry.plan
+                );
             }
         }
         conv = p.conversation;
     }
-    assert!(compactions >= 2, "only {compactions} compactions over {turn} turns");
+    assert!(
+        compactions >= 2,
+        "only {compactions} compactions over {turn} turns"
+    );
     // One checkpoint at most: checkpoints are folded, never stacked.
-    let checkpoints = conv.items.iter().filter(|i| matches!(i.body(), ItemBody::Checkpoint(_))).count();
+    let checkpoints = conv
+        .items
+        .iter()
+        .filter(|i| matches!(i.body(), ItemBody::Checkpoint(_)))
+        .count();
     assert!(checkpoints <= 1, "{checkpoints} checkpoints");
+}
+
+/// At realistic budgets the deterministic checkpoint fits; at tiny ones it may overshoot (errors are
+/// never dropped), which the compactor handles by re-planning with the real size.
+#[test]
+fn deterministic_summary_respects_its_budget() {
+    let conv = fixture::session(17, 40, 10);
+    let first = compact_core::checkpoint::build(
+        &conv.items[..conv.items.len() / 2],
+        None,
+        &compact_core::checkpoint::CheckpointOptions {
+            max_tokens: 2_000,
+            counter: counter(),
+        },
+    );
+    for max_tokens in [1_500, 3_000] {
+        let request = SummaryRequest {
+            items: &conv.items[conv.items.len() / 2..],
+            previous: Some(&first),
+            max_tokens,
+            counter: counter(),
+            also_preserve: None,
+        };
+        let s = block_on(DeterministicSummarizer.summarize(request)).unwrap();
+        let n = counter().count_text(&s.text);
+        assert!(n <= max_tokens, "{n} > {max_tokens}");
+    }
 }

@@ -83,8 +83,11 @@ pub struct RetryLog {
 impl HttpClient {
     /// A client with this per-attempt timeout and retry policy.
     pub fn new(timeout: Duration, retry: RetryPolicy) -> Result<Self, LlmError> {
+        // An explicit provider: relying on the process default would panic if feature unification
+        // ever enabled a second rustls provider in the same binary.
         let https = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_webpki_roots()
+            .with_provider_and_webpki_roots(rustls::crypto::ring::default_provider())
+            .map_err(|e| LlmError::Config(format!("TLS setup: {e}")))?
             .https_or_http()
             .enable_http1()
             .build();

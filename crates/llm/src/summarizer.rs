@@ -90,19 +90,29 @@ fn is_refusal(text: &str) -> bool {
 }
 
 impl LlmSummarizer {
-    /// The material budget (tokens) for one call with this system prompt and output cap.
-    pub(crate) fn material_budget(&self, system: &str, max_out: usize) -> Result<usize, LlmError> {
+    /// The material budget (tokens) for one call with this system prompt and output cap in a
+    /// `window`-token context.
+    pub(crate) fn material_budget(
+        &self,
+        system: &str,
+        max_out: usize,
+        window: usize,
+    ) -> Result<usize, LlmError> {
+        if max_out == 0 {
+            return Err(LlmError::Config(
+                "a summary needs a token budget above zero".into(),
+            ));
+        }
         let fixed = self.counter.count_text(system)
             + self.counter.count_text(MERGE_NOTE)
             + WRAPPER_TOKENS
             + self.safety_margin
             + max_out;
-        self.context_window
+        window
             .checked_sub(fixed)
             .filter(|b| *b >= MIN_PARTIAL_TOKENS)
             .ok_or_else(|| LlmError::Config(format!(
-                "the summariser window ({} tokens) cannot hold the prompt and a {max_out}-token summary",
-                self.context_window
+                "the summariser window ({window} tokens) cannot hold the prompt and a {max_out}-token summary"
             )))
     }
 
@@ -201,7 +211,9 @@ impl LlmSummarizer {
         })))
     }
 
-    /// Summarises blocks with one prompt source: one call when they fit, map-reduce otherwise.
+    /// Summarises blocks within the configured window; when the provider still reports an overflow
+    /// after every tool-output step and names a smaller window than configured, plans once more with
+    /// the provider's window (chunking the material) before giving up.
     pub(crate) async fn summarize_blocks(
         &self,
         blocks: &[Block],
@@ -210,9 +222,44 @@ impl LlmSummarizer {
         max_out: usize,
         trace: &mut Trace,
     ) -> Result<String, LlmError> {
+        let window = self.context_window;
+        match self
+            .summarize_in_window(blocks, source, also, max_out, window, trace)
+            .await
+        {
+            Err(LlmError::Overflow(o)) => {
+                let Some(learned) = o
+                    .limit
+                    .and_then(|l| usize::try_from(l).ok())
+                    .filter(|l| *l < window)
+                else {
+                    return Err(LlmError::Overflow(o));
+                };
+                trace.warnings.push(format!(
+                    "{} summariser: the provider's window is {learned} tokens, not the configured {window}; planning again with it",
+                    self.kind.name()
+                ));
+                self.summarize_in_window(blocks, source, also, max_out, learned, trace)
+                    .await
+            }
+            other => other,
+        }
+    }
+
+    /// Summarises blocks with one prompt source in a `window`-token context: one call when they fit,
+    /// map-reduce otherwise.
+    async fn summarize_in_window(
+        &self,
+        blocks: &[Block],
+        source: &PromptSource,
+        also: Option<&str>,
+        max_out: usize,
+        window: usize,
+        trace: &mut Trace,
+    ) -> Result<String, LlmError> {
         let system = system_prompt(source, also, max_out);
         // Partial summaries may be given MIN_PARTIAL_TOKENS even when the final cap is lower.
-        let budget = self.material_budget(&system, max_out.max(MIN_PARTIAL_TOKENS))?;
+        let budget = self.material_budget(&system, max_out.max(MIN_PARTIAL_TOKENS), window)?;
         if input::total_tokens(blocks) <= budget {
             return self.call_with_steps(&system, blocks, max_out, trace).await;
         }
@@ -250,7 +297,7 @@ impl LlmSummarizer {
             level = partials;
         }
         Err(LlmError::Overflow(ContextOverflow {
-            limit: Some(self.context_window as u64),
+            limit: Some(window as u64),
             requested: None,
             provider_hint: crate::overflow::ProviderHint::Generic,
         }))
@@ -339,7 +386,22 @@ impl Summarizer for LlmSummarizer {
         &'a self,
         request: SummaryRequest<'a>,
     ) -> BoxFuture<'a, Result<Summary, SummarizeError>> {
-        Box::pin(self.summarize_inner(request))
+        Box::pin(async move {
+            // The HTTP stack needs a Tokio reactor. Callers that drive futures without one (the
+            // engine's std-only `block_on`) get a private current-thread runtime for this call.
+            if tokio::runtime::Handle::try_current().is_ok() {
+                return self.summarize_inner(request).await;
+            }
+            match tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(rt) => rt.block_on(self.summarize_inner(request)),
+                Err(e) => Err(SummarizeError::Transport(format!(
+                    "cannot start an I/O runtime for the summariser: {e}"
+                ))),
+            }
+        })
     }
 }
 

@@ -49,7 +49,7 @@ struct EnginePreflight {
 }
 
 impl Preflighter for EnginePreflight {
-    fn preflight(&mut self, held: Conversation) -> Result<Outcome, Refusal> {
+    fn preflight(&mut self, held: Conversation) -> Result<Outcome, Box<Refusal>> {
         match block_on(self.compactor.preflight(&held)) {
             Ok(done) => {
                 let compaction = done.report.map(|r| Compaction {
@@ -60,10 +60,10 @@ impl Preflighter for EnginePreflight {
                     compaction,
                 })
             }
-            Err(e) => Err(Refusal {
+            Err(e) => Err(Box::new(Refusal {
                 conversation: held,
                 reason: e.to_string(),
-            }),
+            })),
         }
     }
 }

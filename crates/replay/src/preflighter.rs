@@ -34,7 +34,7 @@ pub struct Refusal {
 /// holds. Implementations may keep state between calls (one instance serves one session).
 pub trait Preflighter: Send {
     /// Runs the preflight on `held`, taking it by value so that no call has to clone the history.
-    fn preflight(&mut self, held: Conversation) -> Result<Outcome, Refusal>;
+    fn preflight(&mut self, held: Conversation) -> Result<Outcome, Box<Refusal>>;
 }
 
 /// The baseline: never compacts, so its overflows are the honest count of calls over the window.
@@ -42,7 +42,7 @@ pub trait Preflighter: Send {
 pub struct NoCompaction;
 
 impl Preflighter for NoCompaction {
-    fn preflight(&mut self, held: Conversation) -> Result<Outcome, Refusal> {
+    fn preflight(&mut self, held: Conversation) -> Result<Outcome, Box<Refusal>> {
         Ok(Outcome {
             conversation: held,
             compaction: None,

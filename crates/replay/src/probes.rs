@@ -286,7 +286,7 @@ fn modified_paths(
         .as_ref()
         .and_then(|v| v.get("command").and_then(Value::as_str).map(str::to_owned))
         .unwrap_or_else(|| call.arguments.to_text());
-    let first = command.trim_start().split_whitespace().next();
+    let first = command.split_whitespace().next();
     if out.is_empty() && first == Some("edit") {
         if let Some(path) = open_file.as_deref() {
             push_path(&mut out, path);
@@ -396,10 +396,8 @@ fn error_line(text: &str) -> Option<&str> {
             && exit_code(t).is_none()
     };
     text.lines()
-        .filter(meaningful)
-        .filter(|l| is_error_line(l))
-        .last()
-        .or_else(|| text.lines().filter(meaningful).last())
+        .rfind(|l| meaningful(l) && is_error_line(l))
+        .or_else(|| text.lines().rfind(meaningful))
         .map(str::trim)
 }
 

@@ -3,7 +3,7 @@
 use crate::cache::{PrefixCache, RequestShape};
 use crate::calls::{call_points, run_end};
 use crate::fingerprint::{fingerprint, tools_fingerprint};
-use crate::preflighter::{Compaction, Preflighter};
+use crate::preflighter::{Compaction, Preflighter, Refusal};
 use crate::pricing::Pricing;
 use crate::probes::ProbeSet;
 use crate::retention::{Retention, RetentionTracker};
@@ -193,8 +193,12 @@ pub fn replay_session(
                 (outcome.compaction, None)
             }
             Err(refusal) => {
-                held.conversation = refusal.conversation;
-                (None, Some(refusal.reason))
+                let Refusal {
+                    conversation,
+                    reason,
+                } = *refusal;
+                held.conversation = conversation;
+                (None, Some(reason))
             }
         };
         if compaction.is_some() || !held.looks_unchanged(last_id.as_deref()) {

@@ -127,7 +127,7 @@ struct DropOldest {
 }
 
 impl Preflighter for DropOldest {
-    fn preflight(&mut self, mut held: Conversation) -> Result<Outcome, Refusal> {
+    fn preflight(&mut self, mut held: Conversation) -> Result<Outcome, Box<Refusal>> {
         let c = counter();
         if c.total(&held) <= self.trigger {
             return Ok(Outcome {
@@ -260,7 +260,7 @@ fn cache_accounting_matches_hand_computation() {
     /// Rewrites the first user message at the third call.
     struct RewriteAtThird(usize);
     impl Preflighter for RewriteAtThird {
-        fn preflight(&mut self, mut held: Conversation) -> Result<Outcome, Refusal> {
+        fn preflight(&mut self, mut held: Conversation) -> Result<Outcome, Box<Refusal>> {
             self.0 += 1;
             if self.0 == 3 {
                 held.items[1].set_body(Item::text(Role::User, "FIRST REQUEST").body().clone());
@@ -373,7 +373,7 @@ fn probes_in_a_checkpoint_count_as_present() {
     /// Drops everything but the newest items and writes a checkpoint quoting the failure.
     struct Quoting;
     impl Preflighter for Quoting {
-        fn preflight(&mut self, mut held: Conversation) -> Result<Outcome, Refusal> {
+        fn preflight(&mut self, mut held: Conversation) -> Result<Outcome, Box<Refusal>> {
             if held.items.len() < 20 {
                 return Ok(Outcome {
                     conversation: held,
@@ -409,11 +409,11 @@ fn probes_in_a_checkpoint_count_as_present() {
 fn refusals_are_recorded_and_the_history_sent_as_held() {
     struct Refuses;
     impl Preflighter for Refuses {
-        fn preflight(&mut self, held: Conversation) -> Result<Outcome, Refusal> {
-            Err(Refusal {
+        fn preflight(&mut self, held: Conversation) -> Result<Outcome, Box<Refusal>> {
+            Err(Box::new(Refusal {
                 conversation: held,
                 reason: "insufficient budget".into(),
-            })
+            }))
         }
     }
     let conv = session(5, 5);
@@ -536,8 +536,8 @@ fn svg_is_well_formed_and_labelled() {
     assert_eq!(doc.matches("<polyline").count(), 2);
     for label in [
         "window 8.0k",
-        "none (",
-        "drop-oldest (0)",
+        "none (no compaction)",
+        "drop-oldest</tspan> — 0 overflows",
         "tokens sent",
         "model call",
     ] {

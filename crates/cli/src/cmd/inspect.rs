@@ -30,12 +30,30 @@ pub struct InspectArgs {
 pub fn run(args: &InspectArgs) -> anyhow::Result<ExitCode> {
     let counter = resolve::counter(&args.model)?;
     let loaded = load(&args.load)?;
-    let summary = Summary::of(&loaded.imported.conversation, &counter);
-    let report = summary.to_json(loaded.imported.format.name(), &loaded.imported.warnings.len());
+    let imported = &loaded.imported;
+    let mut summary = Summary::of(&imported.conversation, &counter);
+    // Wire formats carry error flags on results only; transcripts also report errors elsewhere
+    // (error observations, API errors), which the importer counts.
+    summary.errors = summary.errors.max(imported.stats.errors);
+    let mut report = summary.to_json(imported.format.name(), &imported.warnings.len());
+    report["source"] = json!({
+        "records_read": imported.stats.records_read,
+        "records_skipped": imported.stats.records_skipped,
+        "records_malformed": imported.stats.records_malformed,
+        "skipped_kinds": imported.stats.skipped_kinds,
+        "sessions": imported.stats.sessions,
+        "compactions": imported.stats.compactions,
+        "off_branch_items": imported.stats.off_branch_items,
+    });
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         print_human(&loaded.name, &report, &summary);
+        let st = &imported.stats;
+        println!(
+            "  source       {} records read, {} skipped, {} malformed, {} sessions, {} compactions",
+            st.records_read, st.records_skipped, st.records_malformed, st.sessions, st.compactions
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

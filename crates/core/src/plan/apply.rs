@@ -28,9 +28,16 @@ impl Plan {
     /// The compacted conversation: kept items unchanged, truncated and referenced items replaced,
     /// summarised and dropped items removed, and the checkpoint (with `summary_text`) inserted at its
     /// slot. Tools, format and request fields are carried over; turns are renumbered.
-    pub fn apply(&self, conv: &Conversation, summary_text: Option<&str>) -> Result<Conversation, ApplyError> {
+    pub fn apply(
+        &self,
+        conv: &Conversation,
+        summary_text: Option<&str>,
+    ) -> Result<Conversation, ApplyError> {
         if self.items.len() != conv.items.len() {
-            return Err(ApplyError::Mismatch { plan: self.items.len(), conversation: conv.items.len() });
+            return Err(ApplyError::Mismatch {
+                plan: self.items.len(),
+                conversation: conv.items.len(),
+            });
         }
         let checkpoint = match (&self.checkpoint, summary_text) {
             (None, _) => None,
@@ -44,12 +51,19 @@ impl Plan {
                 item.meta.id = ItemId::new(format!("checkpoint-{}", slot.generation));
                 Some((slot.position, item))
             }
-            (Some(slot), None) => return Err(ApplyError::MissingSummary { items: slot.covers.len() }),
+            (Some(slot), None) => {
+                return Err(ApplyError::MissingSummary {
+                    items: slot.covers.len(),
+                })
+            }
         };
         let mut items = Vec::with_capacity(conv.items.len() + 1);
         let mut checkpoint = checkpoint;
         for (plan, item) in self.items.iter().zip(&conv.items) {
-            if checkpoint.as_ref().is_some_and(|(pos, _)| *pos == plan.index) {
+            if checkpoint
+                .as_ref()
+                .is_some_and(|(pos, _)| *pos == plan.index)
+            {
                 if let Some((_, c)) = checkpoint.take() {
                     items.push(c);
                 }
@@ -65,7 +79,12 @@ impl Plan {
         if let Some((_, c)) = checkpoint {
             items.push(c);
         }
-        let mut out = Conversation { items, tools: conv.tools.clone(), format: conv.format, extra: conv.extra.clone() };
+        let mut out = Conversation {
+            items,
+            tools: conv.tools.clone(),
+            format: conv.format,
+            extra: conv.extra.clone(),
+        };
         out.renumber_turns();
         Ok(out)
     }

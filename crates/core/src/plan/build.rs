@@ -2,7 +2,9 @@
 //! place the checkpoint, before freezing everything into a [`Plan`].
 
 use super::reference::{is_reference, reference_stub, with_stub};
-use super::{Action, CheckpointSlot, ItemPlan, Placement, Plan, Tier, TierEstimate, CHECKPOINT_MARKER_TOKENS};
+use super::{
+    Action, CheckpointSlot, ItemPlan, Placement, Plan, Tier, TierEstimate, CHECKPOINT_MARKER_TOKENS,
+};
 use crate::budget::Budget;
 use crate::model::{Conversation, Item, ItemBody};
 use crate::partition::{is_checkpoint, Survey};
@@ -125,7 +127,9 @@ impl<'a> PlanBuilder<'a> {
     pub fn truncate(&mut self, idx: usize, to_tokens: usize, tier: Tier) -> usize {
         let item = &self.conv.items[idx];
         let before = self.plan.items[idx].tokens_after;
-        let Some(replacement) = super::shrink::shrink_item(item, to_tokens, self.head_fraction, self.counter) else {
+        let Some(replacement) =
+            super::shrink::shrink_item(item, to_tokens, self.head_fraction, self.counter)
+        else {
             return 0;
         };
         let after = self.counter.count_item(&replacement);
@@ -147,8 +151,15 @@ impl<'a> PlanBuilder<'a> {
         if item.as_tool_result().is_none() || is_reference(item) {
             return 0;
         }
-        let call_id = item.as_tool_result().map(|r| r.call_id.as_str()).unwrap_or_default();
-        let call = self.conv.items[..idx].iter().rev().filter_map(Item::as_tool_call).find(|c| c.call_id == call_id);
+        let call_id = item
+            .as_tool_result()
+            .map(|r| r.call_id.as_str())
+            .unwrap_or_default();
+        let call = self.conv.items[..idx]
+            .iter()
+            .rev()
+            .filter_map(Item::as_tool_call)
+            .find(|c| c.call_id == call_id);
         let before = self.plan.items[idx].tokens_before;
         let stub = reference_stub(call, item, before);
         let replacement = with_stub(item, &stub);
@@ -168,7 +179,12 @@ impl<'a> PlanBuilder<'a> {
     /// Records the estimate after a tier.
     pub fn record(&mut self, tier: Tier, items: usize, note: impl Into<String>) {
         let tokens_after = self.estimate();
-        self.plan.tiers.push(TierEstimate { tier, tokens_after, items, note: note.into() });
+        self.plan.tiers.push(TierEstimate {
+            tier,
+            tokens_after,
+            items,
+            note: note.into(),
+        });
     }
 
     /// Adds a remark to the plan.
@@ -186,7 +202,12 @@ impl<'a> PlanBuilder<'a> {
     /// nothing when no item is summarised.
     pub fn place_checkpoint(&mut self, max_tokens: usize, tier: Tier, placement: Placement) {
         let n = self.plan.items.len();
-        if !self.plan.items.iter().any(|p| p.action == Action::SummarizeInto) {
+        if !self
+            .plan
+            .items
+            .iter()
+            .any(|p| p.action == Action::SummarizeInto)
+        {
             self.plan.checkpoint = None;
             return;
         }
@@ -197,8 +218,14 @@ impl<'a> PlanBuilder<'a> {
                 self.summarize(idx, tier);
             }
         }
-        let covered: Vec<usize> = (0..n).filter(|&i| self.plan.items[i].action == Action::SummarizeInto).collect();
-        let previous = covered.iter().rev().copied().find(|&i| is_checkpoint(&self.conv.items[i]));
+        let covered: Vec<usize> = (0..n)
+            .filter(|&i| self.plan.items[i].action == Action::SummarizeInto)
+            .collect();
+        let previous = covered
+            .iter()
+            .rev()
+            .copied()
+            .find(|&i| is_checkpoint(&self.conv.items[i]));
         let generation = previous
             .and_then(|i| match self.conv.items[i].body() {
                 ItemBody::Checkpoint(c) => Some(c.generation),
@@ -215,14 +242,18 @@ impl<'a> PlanBuilder<'a> {
             Placement::FirstCovered => self.safe_position(covered.first().copied().unwrap_or(0)),
             Placement::End => n,
         };
-        let estimated_tokens = max_tokens + CHECKPOINT_MARKER_TOKENS + self.counter.framing().per_message as usize;
+        let estimated_tokens =
+            max_tokens + CHECKPOINT_MARKER_TOKENS + self.counter.framing().per_message as usize;
         self.plan.checkpoint = Some(CheckpointSlot {
             position,
             max_tokens,
             estimated_tokens,
             previous,
             generation,
-            covers: covered.iter().map(|&i| self.conv.items[i].meta.id.clone()).collect(),
+            covers: covered
+                .iter()
+                .map(|&i| self.conv.items[i].meta.id.clone())
+                .collect(),
             fixed_text: None,
         });
     }
@@ -232,7 +263,9 @@ impl<'a> PlanBuilder<'a> {
     fn safe_position(&self, mut pos: usize) -> usize {
         let units = &self.survey.units;
         loop {
-            let spanning = (pos..units.len()).filter(|&j| units[j] < pos && self.plan.items[j].action.is_present()).max();
+            let spanning = (pos..units.len())
+                .filter(|&j| units[j] < pos && self.plan.items[j].action.is_present())
+                .max();
             match spanning {
                 Some(j) => pos = j + 1,
                 None => return pos,

@@ -14,7 +14,10 @@ impl ItemPlan {
             Some(t) => format!("{}({t})", self.kind.as_str()),
             None => self.kind.as_str().to_owned(),
         };
-        let tier = self.tier.map(|t| format!(" tier {} {}", t.number(), t.as_str())).unwrap_or_default();
+        let tier = self
+            .tier
+            .map(|t| format!(" tier {} {}", t.number(), t.as_str()))
+            .unwrap_or_default();
         let detail = match &self.action {
             Action::Truncate { to_tokens } => format!(" to ~{to_tokens}"),
             Action::Reference { stub } => {
@@ -53,10 +56,21 @@ impl fmt::Display for Plan {
             keep
         )?;
         for t in &self.tiers {
-            writeln!(f, "tier {} {:<14} {:>4} items -> ~{} tokens  {}", t.tier.number(), t.tier.as_str(), t.items, t.tokens_after, t.note)?;
+            writeln!(
+                f,
+                "tier {} {:<14} {:>4} items -> ~{} tokens  {}",
+                t.tier.number(),
+                t.tier.as_str(),
+                t.items,
+                t.tokens_after,
+                t.note
+            )?;
         }
         if let Some(c) = &self.checkpoint {
-            let prev = c.previous.map(|p| format!(", folds in item {p}")).unwrap_or_default();
+            let prev = c
+                .previous
+                .map(|p| format!(", folds in item {p}"))
+                .unwrap_or_default();
             writeln!(
                 f,
                 "checkpoint: generation {} before item {}, covers {} items, <= {} tokens{prev}",

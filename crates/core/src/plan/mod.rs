@@ -96,7 +96,10 @@ impl Action {
 
     /// True when the item is still sent (kept, truncated or referenced).
     pub fn is_present(&self) -> bool {
-        matches!(self, Action::Keep | Action::Truncate { .. } | Action::Reference { .. })
+        matches!(
+            self,
+            Action::Keep | Action::Truncate { .. } | Action::Reference { .. }
+        )
     }
 }
 
@@ -208,7 +211,11 @@ impl Plan {
 
     /// The tier numbers whose actions appear in the plan, ascending and unique.
     pub fn tiers_applied(&self) -> Vec<u8> {
-        let mut t: Vec<u8> = self.items.iter().filter_map(|i| i.tier.map(Tier::number)).collect();
+        let mut t: Vec<u8> = self
+            .items
+            .iter()
+            .filter_map(|i| i.tier.map(Tier::number))
+            .collect();
         if self.tiers.iter().any(|e| e.tier == Tier::ShrinkRecent) {
             t.push(Tier::ShrinkRecent.number());
         }
@@ -235,7 +242,12 @@ impl Plan {
             ItemBody::Checkpoint(c) => Some(c.clone()),
             other => {
                 let text = match other {
-                    ItemBody::Message(m) => m.parts.iter().filter_map(|p| p.as_text()).collect::<Vec<_>>().join("\n"),
+                    ItemBody::Message(m) => m
+                        .parts
+                        .iter()
+                        .filter_map(|p| p.as_text())
+                        .collect::<Vec<_>>()
+                        .join("\n"),
                     _ => String::new(),
                 };
                 Checkpoint::from_wire_text(text.trim_start())

@@ -22,12 +22,21 @@ fn brief(text: &str, max_chars: usize) -> String {
 pub fn reference_stub(call: Option<&ToolCall>, result: &Item, tokens: usize) -> String {
     let (tool, lines) = match result.body() {
         ItemBody::ToolResult(r) => (
-            r.tool_name.clone().or_else(|| call.map(|c| c.name.clone())).unwrap_or_else(|| "tool".to_owned()),
-            r.parts.iter().filter_map(Part::as_text).map(|t| t.lines().count()).sum::<usize>(),
+            r.tool_name
+                .clone()
+                .or_else(|| call.map(|c| c.name.clone()))
+                .unwrap_or_else(|| "tool".to_owned()),
+            r.parts
+                .iter()
+                .filter_map(Part::as_text)
+                .map(|t| t.lines().count())
+                .sum::<usize>(),
         ),
         _ => ("tool".to_owned(), 0),
     };
-    let args = call.map(|c| brief(&c.arguments.to_text(), ARGUMENTS_BRIEF_CHARS)).unwrap_or_default();
+    let args = call
+        .map(|c| brief(&c.arguments.to_text(), ARGUMENTS_BRIEF_CHARS))
+        .unwrap_or_default();
     format!(
         "{REFERENCE_PREFIX}{id}] Output of `{tool}` {args} ({tokens} tokens, {lines} lines) was moved out of the context to save space. It is unchanged in the session log; recall it by id `{id}` if needed.",
         id = result.meta.id,
@@ -37,7 +46,11 @@ pub fn reference_stub(call: Option<&ToolCall>, result: &Item, tokens: usize) -> 
 /// True when `item` is a tool result whose text is already a reference stub.
 pub fn is_reference(item: &Item) -> bool {
     match item.body() {
-        ItemBody::ToolResult(r) => r.parts.first().and_then(Part::as_text).is_some_and(|t| t.starts_with(REFERENCE_PREFIX)),
+        ItemBody::ToolResult(r) => r
+            .parts
+            .first()
+            .and_then(Part::as_text)
+            .is_some_and(|t| t.starts_with(REFERENCE_PREFIX)),
         _ => false,
     }
 }

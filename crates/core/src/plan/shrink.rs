@@ -8,7 +8,12 @@ use crate::truncate::{truncate_item, truncate_output, TruncationMode, Truncation
 
 /// `item` middle-truncated to at most `to_tokens` tokens of text, or `None` when it has no text to cut
 /// or already fits. The limit is exact (no serialisation buffer: callers pass scaled limits).
-pub(super) fn shrink_item(item: &Item, to_tokens: usize, head_fraction: f64, counter: &TokenCounter) -> Option<Item> {
+pub(super) fn shrink_item(
+    item: &Item,
+    to_tokens: usize,
+    head_fraction: f64,
+    counter: &TokenCounter,
+) -> Option<Item> {
     let policy = TruncationPolicy {
         mode: TruncationMode::Tokens(to_tokens),
         serialization_buffer: 1.0,
@@ -33,7 +38,10 @@ pub(super) fn shrink_item(item: &Item, to_tokens: usize, head_fraction: f64, cou
                 if let PartKind::Text(_) = part.kind {
                     if !placed {
                         placed = true;
-                        parts.push(Part { kind: PartKind::Text(outcome.text.clone()), extra: part.extra });
+                        parts.push(Part {
+                            kind: PartKind::Text(outcome.text.clone()),
+                            extra: part.extra,
+                        });
                     }
                 } else {
                     parts.push(part);

@@ -36,9 +36,15 @@ pub enum TriggerReason {
 impl fmt::Display for TriggerReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            TriggerReason::Threshold { count, trigger } => write!(f, "{count} tokens reached the trigger of {trigger}"),
-            TriggerReason::TokensLeft { left, min } => write!(f, "only {left} tokens left (minimum {min})"),
-            TriggerReason::OverBudget { count, usable } => write!(f, "{count} tokens exceed the usable budget of {usable}"),
+            TriggerReason::Threshold { count, trigger } => {
+                write!(f, "{count} tokens reached the trigger of {trigger}")
+            }
+            TriggerReason::TokensLeft { left, min } => {
+                write!(f, "only {left} tokens left (minimum {min})")
+            }
+            TriggerReason::OverBudget { count, usable } => {
+                write!(f, "{count} tokens exceed the usable budget of {usable}")
+            }
             TriggerReason::Manual => f.write_str("manual compaction"),
         }
     }
@@ -71,10 +77,16 @@ pub enum Decision {
 
 fn trigger(count: usize, budget: &Budget) -> Option<TriggerReason> {
     if count > budget.usable {
-        return Some(TriggerReason::OverBudget { count, usable: budget.usable });
+        return Some(TriggerReason::OverBudget {
+            count,
+            usable: budget.usable,
+        });
     }
     if count >= budget.trigger {
-        return Some(TriggerReason::Threshold { count, trigger: budget.trigger });
+        return Some(TriggerReason::Threshold {
+            count,
+            trigger: budget.trigger,
+        });
     }
     let left = budget.usable - count;
     match budget.min_tokens_left {
@@ -90,7 +102,9 @@ pub fn decide(count: usize, budget: &Budget, policy: &Policy) -> Decision {
         (Mode::Remind, Some(reason)) => Decision::Remind(RemindReason::WouldCompact(reason)),
         (Mode::Auto, Some(reason)) => Decision::Compact(reason),
         (_, None) => match budget.soft {
-            Some(soft) if count >= soft => Decision::Remind(RemindReason::SoftThreshold { count, soft }),
+            Some(soft) if count >= soft => {
+                Decision::Remind(RemindReason::SoftThreshold { count, soft })
+            }
             _ => Decision::None,
         },
     }
@@ -102,17 +116,46 @@ mod tests {
 
     #[test]
     fn thresholds() {
-        let policy = Policy { soft_trigger_pct: Some(0.7), min_tokens_left: Some(100), ..Policy::for_window(10_000) };
+        let policy = Policy {
+            soft_trigger_pct: Some(0.7),
+            min_tokens_left: Some(100),
+            ..Policy::for_window(10_000)
+        };
         let b = Budget::new(&policy);
         assert_eq!(decide(10, &b, &policy), Decision::None);
-        assert!(matches!(decide(b.soft.unwrap_or(0), &b, &policy), Decision::Remind(RemindReason::SoftThreshold { .. })));
-        assert!(matches!(decide(b.trigger, &b, &policy), Decision::Compact(TriggerReason::Threshold { .. })));
-        assert!(matches!(decide(b.usable + 1, &b, &policy), Decision::Compact(TriggerReason::OverBudget { .. })));
-        let off = Policy { mode: Mode::Off, ..policy.clone() };
+        assert!(matches!(
+            decide(b.soft.unwrap_or(0), &b, &policy),
+            Decision::Remind(RemindReason::SoftThreshold { .. })
+        ));
+        assert!(matches!(
+            decide(b.trigger, &b, &policy),
+            Decision::Compact(TriggerReason::Threshold { .. })
+        ));
+        assert!(matches!(
+            decide(b.usable + 1, &b, &policy),
+            Decision::Compact(TriggerReason::OverBudget { .. })
+        ));
+        let off = Policy {
+            mode: Mode::Off,
+            ..policy.clone()
+        };
         assert_eq!(decide(b.usable * 2, &b, &off), Decision::None);
-        let remind = Policy { mode: Mode::Remind, ..policy.clone() };
-        assert!(matches!(decide(b.trigger, &b, &remind), Decision::Remind(RemindReason::WouldCompact(_))));
-        let tight = Policy { min_tokens_left: Some(b.usable - 10), ..policy };
-        assert!(matches!(decide(20, &b, &tight), Decision::Compact(TriggerReason::TokensLeft { .. })));
+        let remind = Policy {
+            mode: Mode::Remind,
+            ..policy.clone()
+        };
+        assert!(matches!(
+            decide(b.trigger, &b, &remind),
+            Decision::Remind(RemindReason::WouldCompact(_))
+        ));
+        let tight = Policy {
+            min_tokens_left: Some(b.usable - 10),
+            ..policy
+        };
+        let tight_budget = Budget::new(&tight);
+        assert!(matches!(
+            decide(20, &tight_budget, &tight),
+            Decision::Compact(TriggerReason::TokensLeft { .. })
+        ));
     }
 }

@@ -210,7 +210,10 @@ impl Default for Policy {
 impl Policy {
     /// The default policy for a given context window.
     pub fn for_window(max_context_tokens: usize) -> Self {
-        Policy { max_context_tokens, ..Policy::default() }
+        Policy {
+            max_context_tokens,
+            ..Policy::default()
+        }
     }
 
     /// True when `role` is never pruned.

@@ -123,8 +123,15 @@ mod tests {
         for s in StrategyName::ALL {
             assert_eq!(s.as_str().parse::<StrategyName>(), Ok(*s));
         }
-        assert_eq!("observation_masking".parse::<StrategyName>(), Ok(StrategyName::ObservationMasking));
-        let err = "fifo".parse::<StrategyName>().err().map(|e| e.to_string()).unwrap_or_default();
+        assert_eq!(
+            "observation_masking".parse::<StrategyName>(),
+            Ok(StrategyName::ObservationMasking)
+        );
+        let err = "fifo"
+            .parse::<StrategyName>()
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
         assert!(err.contains("fifo") && err.contains("tiered"), "{err}");
     }
 }

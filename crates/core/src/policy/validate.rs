@@ -52,7 +52,11 @@ struct Checker(Vec<FieldError>);
 impl Checker {
     fn check(&mut self, ok: bool, field: &'static str, value: impl fmt::Display, reason: &str) {
         if !ok {
-            self.0.push(FieldError { field, value: value.to_string(), reason: reason.to_owned() });
+            self.0.push(FieldError {
+                field,
+                value: value.to_string(),
+                reason: reason.to_owned(),
+            });
         }
     }
 
@@ -98,7 +102,10 @@ impl Policy {
                 self.target_pct < self.trigger_pct,
                 "target_pct",
                 self.target_pct,
-                &format!("must be below trigger_pct ({}) or compaction would fire again at once", self.trigger_pct),
+                &format!(
+                    "must be below trigger_pct ({}) or compaction would fire again at once",
+                    self.trigger_pct
+                ),
             );
         }
         if let Some(soft) = self.soft_trigger_pct {
@@ -111,13 +118,38 @@ impl Policy {
             );
         }
         if let Some(left) = self.min_tokens_left {
-            c.check(left < window, "min_tokens_left", left, "must be smaller than max_context_tokens");
+            c.check(
+                left < window,
+                "min_tokens_left",
+                left,
+                "must be smaller than max_context_tokens",
+            );
         }
-        c.check(self.keep_recent_turns >= 1, "keep_recent_turns", self.keep_recent_turns, "must be at least 1");
-        c.check(self.keep_tool_io_pairs >= 1, "keep_tool_io_pairs", self.keep_tool_io_pairs, "must be at least 1");
-        c.check(!self.protected_flag.trim().is_empty(), "protected_flag", "\"\"", "must not be empty");
+        c.check(
+            self.keep_recent_turns >= 1,
+            "keep_recent_turns",
+            self.keep_recent_turns,
+            "must be at least 1",
+        );
+        c.check(
+            self.keep_tool_io_pairs >= 1,
+            "keep_tool_io_pairs",
+            self.keep_tool_io_pairs,
+            "must be at least 1",
+        );
+        c.check(
+            !self.protected_flag.trim().is_empty(),
+            "protected_flag",
+            "\"\"",
+            "must not be empty",
+        );
         if let Some(t) = self.protected_tools.iter().find(|t| t.trim().is_empty()) {
-            c.check(false, "protected_tools", format!("{t:?}"), "tool names must not be empty");
+            c.check(
+                false,
+                "protected_tools",
+                format!("{t:?}"),
+                "tool names must not be empty",
+            );
         }
         c.check(
             self.tool_output.max_tokens >= 1,
@@ -126,9 +158,19 @@ impl Policy {
             "must be at least 1 (use mode `none` to disable truncation)",
         );
         let buf = self.tool_output.serialization_buffer;
-        c.check(buf.is_finite() && (1.0..=4.0).contains(&buf), "tool_output.serialization_buffer", buf, "must be between 1.0 and 4.0");
+        c.check(
+            buf.is_finite() && (1.0..=4.0).contains(&buf),
+            "tool_output.serialization_buffer",
+            buf,
+            "must be between 1.0 and 4.0",
+        );
         let head = self.tool_output.head_fraction;
-        c.check(head.is_finite() && (0.0..=1.0).contains(&head), "tool_output.head_fraction", head, "must be between 0 and 1");
+        c.check(
+            head.is_finite() && (0.0..=1.0).contains(&head),
+            "tool_output.head_fraction",
+            head,
+            "must be between 0 and 1",
+        );
         c.check(
             self.summary_max_tokens >= MIN_SUMMARY_TOKENS,
             "summary_max_tokens",
@@ -154,11 +196,29 @@ mod tests {
 
     #[test]
     fn every_bad_field_is_named() {
-        let p = Policy { trigger_pct: 1.5, target_pct: 0.9, keep_recent_turns: 0, ..Policy::default() };
-        let err = p.validate().err().map(|e| e.fields.iter().map(|f| f.field).collect::<Vec<_>>());
+        let p = Policy {
+            trigger_pct: 1.5,
+            target_pct: 0.9,
+            keep_recent_turns: 0,
+            ..Policy::default()
+        };
+        let err = p
+            .validate()
+            .err()
+            .map(|e| e.fields.iter().map(|f| f.field).collect::<Vec<_>>());
         assert_eq!(err, Some(vec!["trigger_pct", "keep_recent_turns"]));
-        let p = Policy { target_pct: 0.9, ..Policy::default() };
-        let e = p.validate().err().map(|e| e.to_string()).unwrap_or_default();
-        assert!(e.contains("target_pct") && e.contains("0.9") && e.contains("below trigger_pct"), "{e}");
+        let p = Policy {
+            target_pct: 0.9,
+            ..Policy::default()
+        };
+        let e = p
+            .validate()
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(
+            e.contains("target_pct") && e.contains("0.9") && e.contains("below trigger_pct"),
+            "{e}"
+        );
     }
 }

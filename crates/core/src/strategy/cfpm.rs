@@ -21,7 +21,12 @@ pub const ENTRIES_PER_SECTION: usize = 8;
 /// Characters per entry.
 pub const ENTRY_CHARS: usize = 220;
 
-const SECTIONS: [&str; 4] = ["Goals", "Verified successful actions", "Artifacts and paths", "Open items"];
+const SECTIONS: [&str; 4] = [
+    "Goals",
+    "Verified successful actions",
+    "Artifacts and paths",
+    "Open items",
+];
 /// Placeholder entry of an empty section.
 const NONE: &str = "(none)";
 const HEADER: &str = "Memory checkpoint: a deterministic record of earlier work in this session (not new instructions).";
@@ -68,8 +73,15 @@ pub fn memory_block(conv: &Conversation, covered: &[usize], previous: Option<&st
     for r in &facts.user_requests {
         push(&mut sections[0], clip(&r.text));
     }
-    for c in facts.commands.iter().filter(|c| matches!(c.status, CommandStatus::Exit(0))) {
-        push(&mut sections[1], clip(&format!("ran `{}` (exit 0)", c.command)));
+    for c in facts
+        .commands
+        .iter()
+        .filter(|c| matches!(c.status, CommandStatus::Exit(0)))
+    {
+        push(
+            &mut sections[1],
+            clip(&format!("ran `{}` (exit 0)", c.command)),
+        );
     }
     for f in &facts.files_modified {
         push(&mut sections[1], clip(&format!("modified {}", f.path)));
@@ -79,7 +91,11 @@ pub fn memory_block(conv: &Conversation, covered: &[usize], previous: Option<&st
     }
     match &facts.plan {
         Some(plan) => {
-            for step in plan.steps.iter().filter(|s| matches!(s.status, StepStatus::Pending | StepStatus::InProgress)) {
+            for step in plan
+                .steps
+                .iter()
+                .filter(|s| matches!(s.status, StepStatus::Pending | StepStatus::InProgress))
+            {
                 push(&mut sections[3], clip(&step.text));
             }
         }
@@ -115,19 +131,35 @@ pub fn plan(req: &Request<'_>) -> Result<Plan, StrategyError> {
         truncate_tool_outputs(&mut b, req);
         return Ok(b.finish());
     }
-    let keep: Vec<bool> = (0..n).map(|i| i < HEAD_ITEMS || i >= n - TAIL_ITEMS).collect();
+    let keep: Vec<bool> = (0..n)
+        .map(|i| i < HEAD_ITEMS || i >= n - TAIL_ITEMS)
+        .collect();
     let count = remove_units(&mut b, &keep, &Action::SummarizeInto, Tier::Summarize);
     truncate_tool_outputs(&mut b, req);
     if count > 0 {
         b.place_checkpoint(0, Tier::Summarize, Placement::FirstCovered);
-        let covered: Vec<usize> = (0..n).filter(|&i| *b.action(i) == Action::SummarizeInto).collect();
-        let previous = covered.iter().rev().find(|&&i| is_checkpoint(&conv.items[i])).map(|&i| match conv.items[i].body() {
-            ItemBody::Checkpoint(c) => c.text.clone(),
-            _ => conv.items[i].plain_text(),
-        });
-        let fresh: Vec<usize> = covered.iter().copied().filter(|&i| !is_checkpoint(&conv.items[i])).collect();
+        let covered: Vec<usize> = (0..n)
+            .filter(|&i| *b.action(i) == Action::SummarizeInto)
+            .collect();
+        let previous = covered
+            .iter()
+            .rev()
+            .find(|&&i| is_checkpoint(&conv.items[i]))
+            .map(|&i| match conv.items[i].body() {
+                ItemBody::Checkpoint(c) => c.text.clone(),
+                _ => conv.items[i].plain_text(),
+            });
+        let fresh: Vec<usize> = covered
+            .iter()
+            .copied()
+            .filter(|&i| !is_checkpoint(&conv.items[i]))
+            .collect();
         b.set_checkpoint_text(memory_block(conv, &fresh, previous.as_deref()));
-        b.record(Tier::Summarize, count, "middle replaced by a deterministic memory block");
+        b.record(
+            Tier::Summarize,
+            count,
+            "middle replaced by a deterministic memory block",
+        );
     }
     Ok(b.finish())
 }

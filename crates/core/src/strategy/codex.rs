@@ -10,9 +10,21 @@ use crate::policy::StrategyName;
 /// Plans `request` the Codex way.
 pub fn plan(req: &Request<'_>) -> Result<Plan, StrategyError> {
     let survey = Survey::of(req.conversation, req.policy, req.counter);
-    let partition = Partition::of(req.conversation, &survey, &req.budget.limits, Recency { turns: 0, tool_pairs: 0 });
+    let partition = Partition::of(
+        req.conversation,
+        &survey,
+        &req.budget.limits,
+        Recency {
+            turns: 0,
+            tool_pairs: 0,
+        },
+    );
     let mut b = builder(req, StrategyName::Codex, &survey);
-    let keep: Vec<bool> = partition.classes.iter().map(|c| matches!(c, Class::Pinned(_) | Class::User(_))).collect();
+    let keep: Vec<bool> = partition
+        .classes
+        .iter()
+        .map(|c| matches!(c, Class::Pinned(_) | Class::User(_)))
+        .collect();
     let count = remove_units(&mut b, &keep, &Action::SummarizeInto, Tier::Summarize);
     for (i, class) in partition.classes.iter().enumerate() {
         if let Class::User(Some(n)) = class {
@@ -25,7 +37,11 @@ pub fn plan(req: &Request<'_>) -> Result<Plan, StrategyError> {
     if count > 0 {
         let max_tokens = summary_budget(req, covered_tokens(&b));
         b.place_checkpoint(max_tokens, Tier::Summarize, Placement::End);
-        b.record(Tier::Summarize, count, "everything but the initial context and user messages summarised");
+        b.record(
+            Tier::Summarize,
+            count,
+            "everything but the initial context and user messages summarised",
+        );
     }
     Ok(b.finish())
 }

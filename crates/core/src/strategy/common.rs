@@ -14,7 +14,14 @@ pub const SUMMARY_COVER_RATIO: f64 = 0.5;
 
 /// A builder keeping every item.
 pub fn builder<'a>(req: &Request<'a>, name: StrategyName, survey: &'a Survey) -> PlanBuilder<'a> {
-    PlanBuilder::new(name, req.conversation, survey, req.budget, req.counter, req.policy.tool_output.head_fraction)
+    PlanBuilder::new(
+        name,
+        req.conversation,
+        survey,
+        req.budget,
+        req.counter,
+        req.policy.tool_output.head_fraction,
+    )
 }
 
 /// Tier 0: truncates every non-pinned tool result over the scaled tool-output limit. Returns the
@@ -27,7 +34,12 @@ pub fn truncate_tool_outputs(b: &mut PlanBuilder<'_>, req: &Request<'_>) -> usiz
     let conv = b.conversation();
     let mut n = 0;
     for (i, item) in conv.items.iter().enumerate() {
-        if survey.pins[i].is_none() && item.as_tool_result().is_some() && survey.tokens[i] > limit && b.action(i).is_present() && b.truncate(i, limit, Tier::Truncate) > 0 {
+        if survey.pins[i].is_none()
+            && item.as_tool_result().is_some()
+            && survey.tokens[i] > limit
+            && b.action(i).is_present()
+            && b.truncate(i, limit, Tier::Truncate) > 0
+        {
             n += 1;
         }
     }
@@ -71,5 +83,8 @@ pub fn summary_budget(req: &Request<'_>, covered_tokens: usize) -> usize {
 /// Tokens of items currently marked summarised.
 pub fn covered_tokens(b: &PlanBuilder<'_>) -> usize {
     let survey = b.survey();
-    (0..survey.tokens.len()).filter(|&i| *b.action(i) == Action::SummarizeInto).map(|i| survey.tokens[i]).sum()
+    (0..survey.tokens.len())
+        .filter(|&i| *b.action(i) == Action::SummarizeInto)
+        .map(|i| survey.tokens[i])
+        .sum()
 }

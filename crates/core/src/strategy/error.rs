@@ -24,7 +24,12 @@ impl fmt::Display for Breakdown {
         write!(
             f,
             "pinned {}, recent {}, user messages {}, other {}, checkpoint {}, tools and framing {}",
-            self.pinned, self.recent, self.user_messages, self.other, self.checkpoint, self.overhead
+            self.pinned,
+            self.recent,
+            self.user_messages,
+            self.other,
+            self.checkpoint,
+            self.overhead
         )
     }
 }

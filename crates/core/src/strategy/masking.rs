@@ -23,6 +23,13 @@ pub fn plan(req: &Request<'_>) -> Result<Plan, StrategyError> {
             count += 1;
         }
     }
-    b.record(Tier::Reference, count, format!("tool outputs older than {} turns masked", req.policy.keep_recent_turns));
+    b.record(
+        Tier::Reference,
+        count,
+        format!(
+            "tool outputs older than {} turns masked",
+            req.policy.keep_recent_turns
+        ),
+    );
     Ok(b.finish())
 }

@@ -3,7 +3,7 @@
 //!
 //! | name | what it does |
 //! |---|---|
-//! | `tiered` | tier 0 truncate oversized tool outputs, tier 1 reference old outputs (only if it frees the minimum), tier 2 summarise the remainder into one checkpoint, tier 3 shrink recent turns then tool pairs to 1, tier 4 [`StrategyError::InsufficientBudget`] |
+//! | `tiered` | tier 0 truncate oversized tool outputs, tier 1 reference old outputs (only if it frees the minimum), tier 2 summarise the oldest eligible items into one checkpoint until the target is reached, tier 3 shrink recent turns then tool pairs to 1, tier 4 [`StrategyError::InsufficientBudget`] |
 //! | `codex` | initial context + user messages within their budget + one summary last |
 //! | `segmented` | keep a head (12% of the usable budget) and a tail (30%), summarise the middle |
 //! | `observation-masking` | tool outputs older than the recent turns become reference placeholders; no summary |
@@ -48,8 +48,19 @@ pub struct Request<'a> {
 
 impl<'a> Request<'a> {
     /// A request with the budgeted summary size.
-    pub fn new(conversation: &'a Conversation, budget: &'a Budget, policy: &'a Policy, counter: &'a TokenCounter) -> Self {
-        Request { conversation, budget, policy, counter, summary_tokens: None }
+    pub fn new(
+        conversation: &'a Conversation,
+        budget: &'a Budget,
+        policy: &'a Policy,
+        counter: &'a TokenCounter,
+    ) -> Self {
+        Request {
+            conversation,
+            budget,
+            policy,
+            counter,
+            summary_tokens: None,
+        }
     }
 }
 

@@ -46,7 +46,11 @@ pub fn plan(req: &Request<'_>) -> Result<Plan, StrategyError> {
     let head_max = ((usable * HEAD_SHARE) as usize).max(HEAD_MIN_TOKENS);
     let tail_max = ((usable * TAIL_SHARE) as usize).max(TAIL_MIN_TOKENS);
     let mut head = span(survey.tokens.iter().copied(), head_max, HEAD_MIN_ITEMS);
-    let mut tail = span(survey.tokens.iter().rev().copied(), tail_max, TAIL_MIN_ITEMS);
+    let mut tail = span(
+        survey.tokens.iter().rev().copied(),
+        tail_max,
+        TAIL_MIN_ITEMS,
+    );
     let mut b = builder(req, StrategyName::Segmented, &survey);
     if head + tail >= n {
         head = FALLBACK_HEAD_ITEMS;
@@ -63,7 +67,11 @@ pub fn plan(req: &Request<'_>) -> Result<Plan, StrategyError> {
     if count > 0 {
         let max_tokens = summary_budget(req, covered_tokens(&b));
         b.place_checkpoint(max_tokens, Tier::Summarize, Placement::FirstCovered);
-        b.record(Tier::Summarize, count, format!("head {head} items, tail {tail} items kept; middle summarised"));
+        b.record(
+            Tier::Summarize,
+            count,
+            format!("head {head} items, tail {tail} items kept; middle summarised"),
+        );
     }
     Ok(b.finish())
 }

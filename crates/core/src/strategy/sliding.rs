@@ -11,7 +11,10 @@ use crate::policy::StrategyName;
 pub fn plan(req: &Request<'_>) -> Result<Plan, StrategyError> {
     let survey = Survey::of(req.conversation, req.policy, req.counter);
     let n = survey.tokens.len();
-    let pinned: usize = (0..n).filter(|&i| survey.pins[i].is_some()).map(|i| survey.tokens[i]).sum();
+    let pinned: usize = (0..n)
+        .filter(|&i| survey.pins[i].is_some())
+        .map(|i| survey.tokens[i])
+        .sum();
     let reserve = survey.overhead + pinned + summary_budget(req, req.budget.limits.summary * 2);
     let available = req.budget.target.saturating_sub(reserve);
     let mut unit_tokens = vec![0usize; n];
@@ -40,7 +43,11 @@ pub fn plan(req: &Request<'_>) -> Result<Plan, StrategyError> {
     if count > 0 {
         let max_tokens = summary_budget(req, covered_tokens(&b));
         b.place_checkpoint(max_tokens, Tier::Summarize, Placement::FirstCovered);
-        b.record(Tier::Summarize, count, format!("window of {used} tokens kept; older items summarised"));
+        b.record(
+            Tier::Summarize,
+            count,
+            format!("window of {used} tokens kept; older items summarised"),
+        );
     }
     Ok(b.finish())
 }

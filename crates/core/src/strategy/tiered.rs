@@ -1,15 +1,18 @@
 //! The `tiered` strategy (default): tier 0 truncates oversized tool outputs, tier 1 replaces old tool
 //! outputs by reference stubs (only when that frees the configured minimum, so a prompt-cache
-//! invalidation is worth it), tier 2 summarises the remainder into one checkpoint, tier 3 shrinks the
+//! invalidation is worth it), tier 2 summarises the oldest eligible items into one checkpoint until the
+//! target is reached, tier 3 shrinks the
 //! recent turns and then the recent tool pairs down to one each, and tier 4 is the typed
 //! [`StrategyError::InsufficientBudget`]. The estimate is recomputed after each tier and planning stops
 //! at the first tier that reaches the target.
 
-use super::common::{builder, covered_tokens, remove_units, summary_budget, truncate_tool_outputs};
+use super::common::{builder, covered_tokens, summary_budget, truncate_tool_outputs};
 use super::{Breakdown, Request, StrategyError};
 use crate::model::ItemBody;
 use crate::partition::{is_checkpoint, Class, Partition, Recency, Survey};
-use crate::plan::{is_reference, Action, Placement, Plan, PlanBuilder, Tier};
+use crate::plan::{
+    is_reference, Action, Placement, Plan, PlanBuilder, Tier, CHECKPOINT_MARKER_TOKENS,
+};
 use crate::policy::StrategyName;
 
 /// Plans `request` with the tiered pipeline.
@@ -38,10 +41,17 @@ pub fn plan(req: &Request<'_>) -> Result<Plan, StrategyError> {
     };
     let floor = plan.estimated_after();
     if floor <= req.budget.usable {
-        plan.notes.push(format!("target {target} not reached; {floor} tokens fit the usable budget of {}", req.budget.usable));
+        plan.notes.push(format!(
+            "target {target} not reached; {floor} tokens fit the usable budget of {}",
+            req.budget.usable
+        ));
         return Ok(plan);
     }
-    Err(StrategyError::InsufficientBudget { floor, budget: req.budget.usable, breakdown: breakdown(&plan, &partition, &survey) })
+    Err(StrategyError::InsufficientBudget {
+        floor,
+        budget: req.budget.usable,
+        breakdown: breakdown(&plan, &partition, &survey),
+    })
 }
 
 /// The recency settings tier 3 tries, in order: the policy's, then fewer recent turns down to 1, then
@@ -60,7 +70,12 @@ fn tier3_steps(start: Recency) -> Vec<Recency> {
     steps
 }
 
-fn attempt(req: &Request<'_>, survey: &Survey, start: Recency, recency: Recency) -> (Plan, Partition) {
+fn attempt(
+    req: &Request<'_>,
+    survey: &Survey,
+    start: Recency,
+    recency: Recency,
+) -> (Plan, Partition) {
     let conv = req.conversation;
     let target = req.budget.target;
     let partition = Partition::of(conv, survey, &req.budget.limits, recency);
@@ -79,7 +94,11 @@ fn attempt(req: &Request<'_>, survey: &Survey, start: Recency, recency: Recency)
     // Tier 0.
     let truncated = truncate_tool_outputs(&mut b, req);
     if truncated > 0 {
-        b.record(Tier::Truncate, truncated, "oversized tool outputs truncated (head + tail)");
+        b.record(
+            Tier::Truncate,
+            truncated,
+            "oversized tool outputs truncated (head + tail)",
+        );
     }
     if b.estimate() <= target {
         return (b.finish(), partition);
@@ -104,7 +123,10 @@ fn tier1(b: &mut PlanBuilder<'_>, req: &Request<'_>, partition: &Partition) {
     let mut saved = 0usize;
     let mut count = 0usize;
     for (i, item) in conv.items.iter().enumerate() {
-        if partition.classes[i] != Class::Eligible || !matches!(item.body(), ItemBody::ToolResult(_)) || is_reference(item) {
+        if partition.classes[i] != Class::Eligible
+            || !matches!(item.body(), ItemBody::ToolResult(_))
+            || is_reference(item)
+        {
             continue;
         }
         let s = trial.reference(i, Tier::Reference);
@@ -118,47 +140,88 @@ fn tier1(b: &mut PlanBuilder<'_>, req: &Request<'_>, partition: &Partition) {
     }
     if saved >= min && count > 0 {
         *b = trial;
-        b.record(Tier::Reference, count, format!("old tool outputs referenced, {saved} tokens freed"));
+        b.record(
+            Tier::Reference,
+            count,
+            format!("old tool outputs referenced, {saved} tokens freed"),
+        );
     } else if count > 0 {
-        b.note(format!("tier 1 skipped: references would free {saved} tokens, below the minimum of {min}"));
+        b.note(format!(
+            "tier 1 skipped: references would free {saved} tokens, below the minimum of {min}"
+        ));
     }
 }
 
+/// Tier 2: summarises eligible units oldest first until the estimate (with the checkpoint) reaches the
+/// target, so no more context is given up than needed; the boundary user message is truncated only if
+/// summarising everything eligible is not enough.
 fn tier2(b: &mut PlanBuilder<'_>, req: &Request<'_>, partition: &Partition) {
     let conv = req.conversation;
-    let keep: Vec<bool> = partition.classes.iter().map(Class::requires_presence).collect();
-    let before: Vec<Action> = (0..keep.len()).map(|i| b.action(i).clone()).collect();
-    let count = remove_units(b, &keep, &Action::SummarizeInto, Tier::Summarize);
-    let new_content = (0..keep.len()).any(|i| *b.action(i) == Action::SummarizeInto && !is_checkpoint(&conv.items[i]));
+    let survey = b.survey();
+    let n = partition.classes.len();
+    let target = req.budget.target;
+    let mut unit_kept = vec![false; n];
+    let mut members: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for i in 0..n {
+        members[survey.units[i]].push(i);
+        if partition.classes[i].requires_presence() {
+            unit_kept[survey.units[i]] = true;
+        }
+    }
+    let slot_overhead = CHECKPOINT_MARKER_TOKENS + req.counter.framing().per_message as usize;
+    let mut est = b.estimate();
+    let mut covered = 0usize;
+    let mut count = 0usize;
+    let mut new_content = false;
+    for root in 0..n {
+        if unit_kept[root] || members[root].is_empty() {
+            continue;
+        }
+        for &i in &members[root] {
+            est = est.saturating_sub(b.tokens_after(i));
+            covered += survey.tokens[i];
+            new_content |= !is_checkpoint(&conv.items[i]);
+            b.summarize(i, Tier::Summarize);
+            count += 1;
+        }
+        if new_content && est + summary_budget(req, covered) + slot_overhead <= target {
+            break;
+        }
+    }
     if !new_content {
         // Only previous checkpoints would be covered: re-summarising them alone gains nothing.
-        for (i, a) in before.iter().enumerate() {
-            if *b.action(i) == Action::SummarizeInto && *a != Action::SummarizeInto {
+        for i in 0..n {
+            if *b.action(i) == Action::SummarizeInto {
                 b.keep(i);
             }
         }
         return;
     }
     let mut truncated = 0;
-    for (i, class) in partition.classes.iter().enumerate() {
-        if let Class::User(Some(n)) = class {
-            if b.action(i).is_present() && b.truncate(i, *n, Tier::Summarize) > 0 {
-                truncated += 1;
+    if est + summary_budget(req, covered) + slot_overhead > target {
+        for (i, class) in partition.classes.iter().enumerate() {
+            if let Class::User(Some(limit)) = class {
+                if b.action(i).is_present() && b.truncate(i, *limit, Tier::Summarize) > 0 {
+                    truncated += 1;
+                }
             }
         }
     }
     let max_tokens = summary_budget(req, covered_tokens(b));
     b.place_checkpoint(max_tokens, Tier::Summarize, Placement::FirstCovered);
     let note = if truncated > 0 {
-        format!("remainder summarised into one checkpoint; boundary user message truncated; summary <= {max_tokens} tokens")
+        format!("oldest items summarised into one checkpoint; boundary user message truncated; summary <= {max_tokens} tokens")
     } else {
-        format!("remainder summarised into one checkpoint; summary <= {max_tokens} tokens")
+        format!("oldest items summarised into one checkpoint; summary <= {max_tokens} tokens")
     };
     b.record(Tier::Summarize, count, note);
 }
 
 fn breakdown(plan: &Plan, partition: &Partition, survey: &Survey) -> Breakdown {
-    let mut out = Breakdown { overhead: plan.overhead, ..Breakdown::default() };
+    let mut out = Breakdown {
+        overhead: plan.overhead,
+        ..Breakdown::default()
+    };
     out.checkpoint = plan.checkpoint.as_ref().map_or(0, |c| c.estimated_tokens);
     for p in &plan.items {
         let t = p.tokens_after;

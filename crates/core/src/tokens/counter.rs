@@ -1,8 +1,9 @@
 //! [`TokenCounter`]: counts items and conversations with one encoding and one provider framing,
 //! memoising each item's content count in the item itself.
 
+use super::media::{audio_tokens, image_tokens, MediaModel, DOCUMENT_UNKNOWN_TOKENS};
 use super::Encoding;
-use crate::model::{Conversation, Item, ItemBody, ItemKind, Media, Part, PartKind, Role, ToolSpec};
+use crate::model::{Conversation, Item, ItemBody, ItemKind, Part, PartKind, Role, ToolSpec};
 use std::collections::BTreeMap;
 
 /// Per-message framing overhead of a provider: the tokens a provider adds around content.
@@ -71,24 +72,15 @@ pub struct ConversationCount {
     pub by_tool: BTreeMap<String, usize>,
 }
 
-/// Counts tokens with one encoding and one framing.
+/// Counts tokens with one encoding, one framing and one media cost model. `Copy`, `Send` and `Sync`:
+/// share it freely across threads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TokenCounter {
     encoding: Encoding,
     framing: Framing,
+    media: MediaModel,
 }
 
-/// OpenAI's image cost model: a low-detail image is a flat 85 tokens; a high-detail image costs 85
-/// plus 170 per 512-pixel tile after scaling into 2048x2048 and the short side to 768.
-const IMAGE_BASE_TOKENS: usize = 85;
-const IMAGE_TILE_TOKENS: usize = 170;
-/// Images of unknown size are assumed to be 1024x1024 (4 tiles): 765 tokens.
-const IMAGE_UNKNOWN_TOKENS: usize = IMAGE_BASE_TOKENS + 4 * IMAGE_TILE_TOKENS;
-/// Audio input is billed at roughly 10 tokens per second; 16 kB of compressed audio is about a second.
-const AUDIO_BYTES_PER_SECOND: usize = 16_000;
-const AUDIO_TOKENS_PER_SECOND: usize = 10;
-/// A PDF page is about 1,500 tokens of text plus its image; documents of unknown size count as 3 pages.
-const DOCUMENT_UNKNOWN_TOKENS: usize = 3 * 1_500;
 /// Encrypted reasoning is base64 of roughly the reasoning tokens' text: 4 bytes of payload per token.
 const ENCRYPTED_BYTES_PER_TOKEN: usize = 4;
 
@@ -100,12 +92,30 @@ impl TokenCounter {
         } else {
             Framing::ANTHROPIC
         };
-        TokenCounter { encoding, framing }
+        TokenCounter {
+            encoding,
+            framing,
+            media: MediaModel::default(),
+        }
     }
 
     /// A counter with an explicit framing.
     pub fn with_framing(encoding: Encoding, framing: Framing) -> Self {
-        TokenCounter { encoding, framing }
+        TokenCounter {
+            encoding,
+            framing,
+            media: MediaModel::default(),
+        }
+    }
+
+    /// The same counter with another media cost model (default: OpenAI's).
+    pub fn with_media(self, media: MediaModel) -> Self {
+        TokenCounter { media, ..self }
+    }
+
+    /// The media cost model.
+    pub fn media(&self) -> MediaModel {
+        self.media
     }
 
     /// The encoding.
@@ -130,12 +140,12 @@ impl TokenCounter {
 
     /// Content tokens of one item, from its memo when present.
     pub fn content_tokens(&self, item: &Item) -> usize {
-        if let Some(n) = item.memo().get(self.encoding) {
+        if let Some(n) = item.memo().get_keyed(self.encoding, self.media) {
             return n as usize;
         }
         let n = self.count_body(item.body());
-        item.memo()
-            .set(self.encoding, u32::try_from(n).unwrap_or(u32::MAX));
+        let stored = u32::try_from(n).unwrap_or(u32::MAX);
+        item.memo().set_keyed(self.encoding, self.media, stored);
         n
     }
 
@@ -206,14 +216,12 @@ impl TokenCounter {
     pub fn count_part(&self, part: &Part) -> usize {
         match &part.kind {
             PartKind::Text(t) => self.count_text(t),
-            PartKind::Image(m) => image_tokens(m),
+            PartKind::Image(m) => image_tokens(self.media, m),
             PartKind::File(m) => match &m.source {
                 crate::model::MediaSource::Text(t) => self.count_text(t),
                 _ => DOCUMENT_UNKNOWN_TOKENS,
             },
-            PartKind::Audio(m) => {
-                (m.source.approx_bytes() / AUDIO_BYTES_PER_SECOND).max(1) * AUDIO_TOKENS_PER_SECOND
-            }
+            PartKind::Audio(m) => audio_tokens(self.media, m),
             PartKind::Opaque(v) => self.count_text(&v.to_string()),
         }
     }
@@ -241,28 +249,10 @@ impl TokenCounter {
     }
 }
 
-/// OpenAI-style image estimate from the pixel size, when known.
-fn image_tokens(m: &Media) -> usize {
-    if m.detail.as_deref() == Some("low") {
-        return IMAGE_BASE_TOKENS;
-    }
-    let Some((w, h)) = m.size else {
-        return IMAGE_UNKNOWN_TOKENS;
-    };
-    let (mut w, mut h) = (f64::from(w.max(1)), f64::from(h.max(1)));
-    let fit = (2048.0 / w.max(h)).min(1.0);
-    w *= fit;
-    h *= fit;
-    let short = (768.0 / w.min(h)).min(1.0);
-    w *= short;
-    h *= short;
-    let tiles = ((w / 512.0).ceil() * (h / 512.0).ceil()) as usize;
-    IMAGE_BASE_TOKENS + tiles * IMAGE_TILE_TOKENS
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::Media;
 
     #[test]
     fn exact_counts_known_strings() {
@@ -292,16 +282,26 @@ mod tests {
     }
 
     #[test]
-    fn image_estimates() {
+    fn image_estimates_follow_the_media_model() {
         let m = Media {
             size: Some((1024, 1024)),
             ..Media::default()
         };
-        assert_eq!(image_tokens(&m), 85 + 4 * 170);
-        let low = Media {
-            detail: Some("low".into()),
-            ..Media::default()
+        let part = Part {
+            kind: PartKind::Image(m),
+            extra: crate::model::Extra::new(),
         };
-        assert_eq!(image_tokens(&low), 85);
+        let openai = TokenCounter::new(Encoding::O200kBase);
+        assert_eq!(openai.count_part(&part), 85 + 4 * 170);
+        let gemini = openai.with_media(MediaModel::Gemini);
+        assert_eq!(gemini.count_part(&part), 4 * 258);
+        // The memo is keyed by media model too: a Gemini count does not reuse an OpenAI one.
+        let item = Item::new(ItemBody::Message(crate::model::Message {
+            role: Role::User,
+            parts: vec![part],
+        }));
+        assert_eq!(openai.content_tokens(&item), 765);
+        assert_eq!(gemini.content_tokens(&item), 1032);
+        assert_eq!(openai.content_tokens(&item), 765);
     }
 }

@@ -42,9 +42,10 @@ impl Encoding {
 
     /// Counts the tokens of `text`. Special-token strings (`<|endoftext|>`) count as ordinary text.
     ///
-    /// Exact encodings pretokenize with the encoding's regex and count each piece with BPE, through
-    /// a per-thread cache of piece counts (see [`super::clear_piece_cache`]); the result is identical
-    /// to [`Encoding::count_uncached`], only faster.
+    /// Exact encodings split the text into the pieces the encoding's regex defines (with a hand
+    /// scanner for ASCII) and count each piece with BPE through a per-thread cache of piece counts
+    /// (see [`super::clear_piece_cache`]); the result is identical to [`Encoding::count_uncached`],
+    /// only faster.
     pub fn count(self, text: &str) -> usize {
         match self {
             Encoding::O200kBase => cached_count(Flavor::O200k, bpe_openai::o200k_base(), text),

@@ -6,6 +6,7 @@
 //! lines collapsed into one line with a count, and trailing blank lines dropped.
 
 use super::terminal::render_line;
+use std::borrow::Cow;
 
 /// Identical consecutive lines are collapsed from this many on (two copies cost less than a count).
 const MIN_REPEAT_RUN: usize = 3;
@@ -15,17 +16,20 @@ pub fn densify(text: &str) -> String {
     if let Some(json) = compact_json(text) {
         return json;
     }
-    let mut rendered: Vec<String> = text
+    let mut rendered: Vec<Cow<'_, str>> = text
         .split('\n')
         .map(|line| {
-            let shown = render_line(line);
-            shown.trim_end().to_owned()
+            if line.contains(['\u{1b}', '\r', '\u{8}']) {
+                Cow::Owned(render_line(line).trim_end().to_owned())
+            } else {
+                Cow::Borrowed(line.trim_end())
+            }
         })
         .collect();
-    while rendered.last().is_some_and(String::is_empty) {
+    while rendered.last().is_some_and(|l| l.is_empty()) {
         rendered.pop();
     }
-    let mut out: Vec<String> = Vec::with_capacity(rendered.len());
+    let mut out = String::with_capacity(text.len());
     let mut i = 0;
     while i < rendered.len() {
         let line = &rendered[i];
@@ -33,18 +37,26 @@ pub fn densify(text: &str) -> String {
         while i + run < rendered.len() && rendered[i + run] == *line {
             run += 1;
         }
+        if i > 0 {
+            out.push('\n');
+        }
         if run >= MIN_REPEAT_RUN {
             if line.is_empty() {
-                out.push(format!("({run} blank lines)"));
+                out.push_str(&format!("({run} blank lines)"));
             } else {
-                out.push(format!("{line} (repeated {run} times)"));
+                out.push_str(&format!("{line} (repeated {run} times)"));
             }
         } else {
-            out.extend(std::iter::repeat_n(line.clone(), run));
+            for k in 0..run {
+                if k > 0 {
+                    out.push('\n');
+                }
+                out.push_str(line);
+            }
         }
         i += run;
     }
-    out.join("\n")
+    out
 }
 
 /// Numbers with more significant digits than an `f64` holds would not survive a JSON round trip.

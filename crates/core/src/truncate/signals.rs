@@ -19,21 +19,17 @@ const ERROR_WORDS: &[&str] = &[
     "undefined",
 ];
 
-/// Case-sensitive markers of failing tests and tool errors (pytest, cargo, jest, go test, shells).
+/// Case-sensitive markers of failing tests and tool errors that the error words do not cover
+/// (pytest, cargo, jest, go test, shells).
 const ERROR_MARKERS: &[&str] = &[
     "FAILED",
     "FAIL:",
     "FAIL ",
-    "✗",
-    "✘",
-    "Error:",
-    "ERROR",
-    "error[",
     "Err(",
     "No such file",
     "not found",
-    "command not found",
-    "Permission denied",
+    "✗",
+    "✘",
 ];
 
 /// pytest prints the failing assertion's explanation on lines starting with `E` and three spaces.
@@ -42,20 +38,21 @@ const PYTEST_ERROR_PREFIX: &str = "E   ";
 /// True when `line` carries an error signal: an error word (`error`, `failed`, `panic`, `traceback`,
 /// `exception`, ...), a failing-test marker (`FAILED`, pytest's `E   ` lines), or a non-zero exit code.
 pub fn is_error_line(line: &str) -> bool {
-    let trimmed = line.trim_start();
-    if trimmed.is_empty() {
+    if line.trim_start().is_empty() {
         return false;
     }
     if line.starts_with(PYTEST_ERROR_PREFIX) || ERROR_MARKERS.iter().any(|m| line.contains(m)) {
         return true;
     }
-    if super::exit_code(line).is_some_and(|c| c != 0) {
+    let lower = line.to_ascii_lowercase();
+    if (lower.contains("exit") || lower.contains("return"))
+        && super::exit_code(line).is_some_and(|c| c != 0)
+    {
         return true;
     }
-    let lower = line.to_lowercase();
     let mut prev = "";
     for word in lower
-        .split(|c: char| !c.is_alphanumeric() && c != '_')
+        .split(|c: char| !c.is_ascii_alphanumeric() && c != '_')
         .filter(|w| !w.is_empty())
     {
         // "0 failed", "no errors" report the absence of failures.

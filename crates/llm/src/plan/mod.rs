@@ -173,7 +173,7 @@ pub(crate) async fn run(
     let also = request.also_preserve.or(s.also_preserve.as_deref());
     let max_out = request.max_tokens.max(PLAN_MIN_OUTPUT);
     let system = format!("{PREAMBLE}\n{PLAN_INSTRUCTIONS}");
-    let budget = s.material_budget(&system, max_out)?;
+    let budget = s.material_budget(&system, max_out, s.context_window)?;
     if input::total_tokens(&blocks) > budget || request.previous.is_some() {
         trace.warnings.push("plan mode: material needs chunking or folds an earlier record; using the checkpoint template".into());
         let all = input::render(request.items, request.previous, &s.limits, &s.counter);

@@ -3,7 +3,8 @@
 //! refusal retry, fallbacks, and plan mode.
 
 use compact_core::model::{
-    Arguments, Conversation, Extra, Item, ItemBody, Part, Role, ToolCall, ToolCallKind, ToolResult,
+    Arguments, Checkpoint, Conversation, Extra, Item, ItemBody, Part, Role, ToolCall, ToolCallKind,
+    ToolResult,
 };
 use compact_core::tokens::{Encoding, TokenCounter};
 use compact_engine::{SummarizeError, Summarizer, SummaryRequest};
@@ -465,6 +466,12 @@ async fn also_preserve_and_prompt_file() {
     let s = summarizer(c);
     let mut req = request(&conv.items, 300);
     req.also_preserve = Some("the exact compiler error codes");
+    let earlier = Checkpoint {
+        text: "EARLIER RECORD: the lexer was rewritten.".into(),
+        generation: 1,
+        ..Checkpoint::default()
+    };
+    req.previous = Some(&earlier);
     s.summarize(req).await.unwrap();
     let r = &sim.requests()[0];
     let system = r.body["messages"][0]["content"].as_str().unwrap();
@@ -475,6 +482,9 @@ async fn also_preserve_and_prompt_file() {
         user.contains("chars omitted"),
         "tool outputs are truncated to the limit"
     );
+    assert!(user.contains(
+        "[earlier record, to be folded into the new one]\nEARLIER RECORD: the lexer was rewritten."
+    ));
     std::fs::remove_dir_all(dir).unwrap();
 }
 
@@ -528,4 +538,52 @@ async fn plan_mode_enforces_never_drop_rules() {
             summary.warnings
         );
     }
+}
+
+#[tokio::test]
+async fn provider_window_is_learned_after_the_steps() {
+    // Configured for 100k tokens, the provider has 2,000: every tool-output step overflows, then the
+    // summariser plans again with the window the provider named and map-reduces within it.
+    const WINDOW: u64 = 2_000;
+    let sim = Simulator::spawn(SimConfig::with_window(WINDOW))
+        .await
+        .unwrap();
+    let conv = long_session();
+    let mut c = config(ProviderKind::Anthropic, &sim);
+    c.context_window = 100_000;
+    let summary = summarizer(c)
+        .summarize(request(&conv.items, 300))
+        .await
+        .unwrap();
+    assert_eq!(summary.produced_by, "anthropic", "{:?}", summary.warnings);
+    assert!(summary
+        .warnings
+        .iter()
+        .any(|w| w.contains("the provider's window is 2000 tokens")));
+    let recs = sim.requests();
+    let steps = compact_llm::OVERFLOW_STEPS.len();
+    assert!(recs[..steps].iter().all(|r| r.status == 400));
+    assert!(recs.len() > steps + 2);
+    for r in &recs[steps..] {
+        assert_eq!(r.status, 200, "request {}", r.seq);
+        assert!(r.input_tokens.unwrap() + r.max_output.unwrap() <= WINDOW);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn works_without_a_tokio_runtime_in_the_caller() {
+    // The engine drives summarisers with a std-only `block_on`: the summariser must bring its own
+    // reactor when it finds none.
+    let sim = Simulator::spawn(SimConfig::default()).await.unwrap();
+    sim.push_reply(ScriptedReply::text("record made off-runtime"));
+    let s = summarizer(config(ProviderKind::OpenAi, &sim));
+    let summary = std::thread::spawn(move || {
+        let conv = session();
+        compact_engine::block_on(s.summarize(request(&conv.items, 300)))
+    })
+    .join()
+    .unwrap()
+    .unwrap();
+    assert!(summary.text.ends_with("record made off-runtime"));
+    assert_eq!(summary.produced_by, "openai");
 }

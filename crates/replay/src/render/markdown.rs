@@ -42,11 +42,27 @@ pub fn markdown(report: &Report) -> String {
                 .collect();
             out.push_str(&format!(
                 "| {} | {} | {} |\n",
-                s.name.replace('|', "\\|"),
+                short_name(&s.name).replace('|', "\\|"),
                 calls,
                 cells.join(" | ")
             ));
         }
     }
     out
+}
+
+/// Session names longer than this are shortened in tables (corpus file names run to 200 characters).
+const MAX_NAME_CHARS: usize = 56;
+/// Characters kept from the end of a shortened name (the distinctive suffix: ids, extensions).
+const NAME_TAIL_CHARS: usize = 16;
+
+/// `name`, or its head and tail around an ellipsis when longer than [`MAX_NAME_CHARS`].
+fn short_name(name: &str) -> String {
+    let chars: Vec<char> = name.chars().collect();
+    if chars.len() <= MAX_NAME_CHARS {
+        return name.to_owned();
+    }
+    let head: String = chars[..MAX_NAME_CHARS - NAME_TAIL_CHARS - 1].iter().collect();
+    let tail: String = chars[chars.len() - NAME_TAIL_CHARS..].iter().collect();
+    format!("{head}…{tail}")
 }

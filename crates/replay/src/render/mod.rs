@@ -23,7 +23,7 @@ pub(crate) const HEADERS: [&str; 13] = [
     "refused",
     "peak",
     "input",
-    "cached",
+    "cache hit",
     "cost $",
     "retained",
     "failures kept",

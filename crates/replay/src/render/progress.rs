@@ -38,11 +38,10 @@ impl ProgressBar {
 impl ProgressSink for ProgressBar {
     fn advance(&self, done: usize, total: usize) {
         let _guard = self.lock.lock();
-        let filled = if total == 0 {
-            BAR_WIDTH
-        } else {
-            done * BAR_WIDTH / total
-        };
+        let filled = (done * BAR_WIDTH)
+            .checked_div(total)
+            .unwrap_or(BAR_WIDTH)
+            .min(BAR_WIDTH);
         let mut err = std::io::stderr().lock();
         let _ = write!(
             err,

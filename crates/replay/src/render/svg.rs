@@ -1,5 +1,5 @@
-//! The sawtooth plot: request tokens per call for each strategy, with the window line, axes and legend,
-//! as a self-contained SVG document.
+//! The sawtooth plot: request tokens per call, one panel per strategy over the no-compaction baseline,
+//! with the window line, axes and labels, as a self-contained SVG document.
 
 use super::human_tokens;
 use crate::preflighter::NONE_STRATEGY;
@@ -24,26 +24,29 @@ impl Default for PlotOptions {
     }
 }
 
-/// Margins around the plot area (room for tick labels, titles and the legend).
+/// Margins around the panels (room for tick labels, titles and the axis label).
 const LEFT: f64 = 80.0;
-const RIGHT: f64 = 230.0;
-const TOP: f64 = 50.0;
-const BOTTOM: f64 = 60.0;
-/// The y axis shows up to this multiple of the window, so the window line sits well inside the plot
-/// and the baseline's overflow is visible (and clipped) above it.
-const HEADROOM: f64 = 1.25;
-/// Aim for about this many ticks per axis.
-const Y_TICKS: f64 = 6.0;
+const RIGHT: f64 = 30.0;
+const TOP: f64 = 62.0;
+const BOTTOM: f64 = 52.0;
+/// Height of one strategy's panel, and the space above it for its title.
+const PANEL_HEIGHT: f64 = 120.0;
+const PANEL_TITLE: f64 = 26.0;
+/// Each panel's y axis shows up to this multiple of the window, so the window line sits well inside
+/// it and an overflow is visible (and clipped) above it.
+const HEADROOM: f64 = 1.5;
+/// Aim for about this many ticks on the x axis.
 const X_TICKS: f64 = 10.0;
 /// Series colours (colour-blind-friendly categorical palette); the baseline is grey, the window red.
 const PALETTE: [&str; 8] = [
     "#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22",
 ];
-const BASELINE_COLOUR: &str = "#9a9a9a";
+const BASELINE_COLOUR: &str = "#b5b5b5";
 const WINDOW_COLOUR: &str = "#d62728";
 
-/// Renders the tokens sent at each call, sessions concatenated in input order (separated by faint
-/// vertical lines), one line per strategy.
+/// Renders the tokens sent at each call as small multiples: one panel per strategy, each drawn over
+/// the `none` baseline (grey) with the window line (red), sessions concatenated in input order and
+/// separated by faint vertical lines. The height grows with the number of strategies.
 pub fn svg(report: &Report, options: PlotOptions) -> String {
     let strategies: Vec<&str> = report
         .aggregate
@@ -53,7 +56,7 @@ pub fn svg(report: &Report, options: PlotOptions) -> String {
     let mut series: Vec<Vec<usize>> = vec![Vec::new(); strategies.len()];
     let mut boundaries = Vec::new();
     for session in &report.sessions {
-        if !series[0].is_empty() {
+        if series.first().is_some_and(|s| !s.is_empty()) {
             boundaries.push(series[0].len());
         }
         for (s, tokens) in session.tokens_per_call.iter().enumerate() {
@@ -62,19 +65,20 @@ pub fn svg(report: &Report, options: PlotOptions) -> String {
             }
         }
     }
+    let baseline = strategies.iter().position(|n| *n == NONE_STRATEGY);
+    let mut panels: Vec<usize> = (0..strategies.len())
+        .filter(|&s| Some(s) != baseline)
+        .collect();
+    if panels.is_empty() {
+        panels.extend(baseline);
+    }
     let calls = series.iter().map(Vec::len).max().unwrap_or(0);
     let window = report.window as f64;
-    let peak_real = strategies
-        .iter()
-        .zip(&series)
-        .filter(|(name, _)| **name != NONE_STRATEGY)
-        .flat_map(|(_, s)| s.iter().copied())
-        .max()
-        .unwrap_or(0) as f64;
-    let y_top = (window * HEADROOM).max(peak_real * 1.05).max(1.0);
+    let y_top = (window * HEADROOM).max(1.0);
 
-    let (w, h) = (f64::from(options.width), f64::from(options.height));
-    let (plot_w, plot_h) = ((w - LEFT - RIGHT).max(1.0), (h - TOP - BOTTOM).max(1.0));
+    let w = f64::from(options.width);
+    let plot_w = (w - LEFT - RIGHT).max(1.0);
+    let h = TOP + panels.len() as f64 * (PANEL_TITLE + PANEL_HEIGHT) + BOTTOM;
     let x_of = |i: usize| {
         LEFT + if calls > 1 {
             i as f64 / (calls - 1) as f64 * plot_w
@@ -82,19 +86,14 @@ pub fn svg(report: &Report, options: PlotOptions) -> String {
             plot_w / 2.0
         }
     };
-    let y_of = |v: f64| TOP + plot_h - v.min(y_top) / y_top * plot_h;
 
     let mut out = String::new();
     let _ = writeln!(
         out,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{}" viewBox="0 0 {} {}" font-family="sans-serif" font-size="13">"#,
-        options.width, options.height, options.width, options.height
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{h:.0}" viewBox="0 0 {} {h:.0}" font-family="sans-serif" font-size="13">"#,
+        options.width, options.width
     );
     let _ = writeln!(out, r#"<rect width="100%" height="100%" fill="white"/>"#);
-    let _ = writeln!(
-        out,
-        r#"<defs><clipPath id="plot"><rect x="{LEFT}" y="{TOP}" width="{plot_w:.1}" height="{plot_h:.1}"/></clipPath></defs>"#
-    );
     let title = format!(
         "Context tokens sent per model call — window {} tokens, {} ({} session{})",
         human_tokens(report.window as u64),
@@ -104,56 +103,112 @@ pub fn svg(report: &Report, options: PlotOptions) -> String {
     );
     let _ = writeln!(
         out,
-        r#"<text x="{LEFT}" y="28" font-size="16" font-weight="bold">{}</text>"#,
+        r#"<text x="{LEFT}" y="24" font-size="16" font-weight="bold">{}</text>"#,
         escape(&title)
     );
+    let _ = writeln!(
+        out,
+        r#"<line x1="{LEFT}" y1="41" x2="{:.0}" y2="41" stroke="{BASELINE_COLOUR}" stroke-width="3"/><text x="{:.0}" y="45">none (no compaction)</text><line x1="{:.0}" y1="41" x2="{:.0}" y2="41" stroke="{WINDOW_COLOUR}" stroke-width="2" stroke-dasharray="8,5"/><text x="{:.0}" y="45">context window</text>"#,
+        LEFT + 26.0,
+        LEFT + 32.0,
+        LEFT + 200.0,
+        LEFT + 226.0,
+        LEFT + 232.0
+    );
 
-    // Grid and y ticks.
-    let y_step = nice_step(y_top / Y_TICKS);
-    let mut v = 0.0;
-    while v <= y_top + 1e-9 {
-        let y = y_of(v);
+    for (k, &s) in panels.iter().enumerate() {
+        let top = TOP + k as f64 * (PANEL_TITLE + PANEL_HEIGHT) + PANEL_TITLE;
+        let bottom = top + PANEL_HEIGHT;
+        let y_of = |v: f64| bottom - v.min(y_top) / y_top * PANEL_HEIGHT;
+        let totals = &report.aggregate[s];
+        let colour = if Some(s) == baseline {
+            BASELINE_COLOUR
+        } else {
+            PALETTE[k % PALETTE.len()]
+        };
         let _ = writeln!(
             out,
-            r##"<line x1="{LEFT}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#e6e6e6"/><text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"##,
-            LEFT + plot_w,
-            LEFT - 8.0,
-            y + 4.0,
-            human_tokens(v as u64)
+            r#"<text x="{LEFT}" y="{:.1}"><tspan font-weight="bold" fill="{colour}">{}</tspan> — {} overflow{}, {} compaction{}, peak {}, cache hit {}, retained {}</text>"#,
+            top - 8.0,
+            escape(strategies[s]),
+            totals.overflows,
+            if totals.overflows == 1 { "" } else { "s" },
+            totals.compactions,
+            if totals.compactions == 1 { "" } else { "s" },
+            human_tokens(totals.peak_tokens as u64),
+            super::percent(Some(totals.cache_hit_ratio())),
+            super::percent(totals.final_retention.overall())
         );
-        v += y_step;
+        let _ = writeln!(
+            out,
+            r#"<defs><clipPath id="panel{k}"><rect x="{LEFT}" y="{top:.1}" width="{plot_w:.1}" height="{PANEL_HEIGHT}"/></clipPath></defs>"#
+        );
+        // Grid: zero, half the window, the window's top of scale.
+        for v in [0.0, window / 2.0, y_top] {
+            let y = y_of(v);
+            let _ = writeln!(
+                out,
+                r##"<line x1="{LEFT}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#ececec"/><text x="{:.1}" y="{:.1}" text-anchor="end" font-size="11">{}</text>"##,
+                LEFT + plot_w,
+                LEFT - 6.0,
+                y + 4.0,
+                human_tokens(v as u64)
+            );
+        }
+        for &b in &boundaries {
+            let x = (x_of(b - 1) + x_of(b)) / 2.0;
+            let _ = writeln!(
+                out,
+                r##"<line x1="{x:.1}" y1="{top:.1}" x2="{x:.1}" y2="{bottom:.1}" stroke="#dddddd" stroke-dasharray="2,3"/>"##
+            );
+        }
+        let mut lines = Vec::new();
+        if let Some(b) = baseline.filter(|&b| b != s) {
+            lines.push((b, BASELINE_COLOUR, 1.2));
+        }
+        lines.push((s, colour, 1.6));
+        for (series_idx, stroke, width) in lines {
+            let mut points = String::with_capacity(series[series_idx].len() * 14);
+            for (i, &t) in series[series_idx].iter().enumerate() {
+                let _ = write!(points, "{:.1},{:.1} ", x_of(i), y_of(t as f64));
+            }
+            let _ = writeln!(
+                out,
+                r#"<polyline clip-path="url(#panel{k})" fill="none" stroke="{stroke}" stroke-width="{width}" stroke-linejoin="round" points="{}"/>"#,
+                points.trim_end()
+            );
+        }
+        let wy = y_of(window);
+        let _ = writeln!(
+            out,
+            r#"<line x1="{LEFT}" y1="{wy:.1}" x2="{:.1}" y2="{wy:.1}" stroke="{WINDOW_COLOUR}" stroke-width="1.5" stroke-dasharray="8,5"/><text x="{:.1}" y="{:.1}" fill="{WINDOW_COLOUR}" text-anchor="end" font-size="11">window {}</text>"#,
+            LEFT + plot_w,
+            LEFT + plot_w - 4.0,
+            wy - 4.0,
+            human_tokens(report.window as u64)
+        );
+        let _ = writeln!(
+            out,
+            r##"<path d="M{LEFT},{top:.1} V{bottom:.1} H{:.1}" fill="none" stroke="#444"/>"##,
+            LEFT + plot_w
+        );
     }
-    // X ticks.
+
+    // X ticks under the last panel.
+    let axis = TOP + panels.len() as f64 * (PANEL_TITLE + PANEL_HEIGHT);
     if calls > 0 {
         let x_step = nice_step(calls as f64 / X_TICKS).max(1.0) as usize;
         for i in (0..calls).step_by(x_step) {
             let x = x_of(i);
             let _ = writeln!(
                 out,
-                r##"<line x1="{x:.1}" y1="{:.1}" x2="{x:.1}" y2="{:.1}" stroke="#444"/><text x="{x:.1}" y="{:.1}" text-anchor="middle">{}</text>"##,
-                TOP + plot_h,
-                TOP + plot_h + 5.0,
-                TOP + plot_h + 20.0,
+                r##"<line x1="{x:.1}" y1="{axis:.1}" x2="{x:.1}" y2="{:.1}" stroke="#444"/><text x="{x:.1}" y="{:.1}" text-anchor="middle" font-size="11">{}</text>"##,
+                axis + 5.0,
+                axis + 18.0,
                 i + 1
             );
         }
     }
-    // Session separators.
-    for &b in &boundaries {
-        let x = (x_of(b - 1) + x_of(b)) / 2.0;
-        let _ = writeln!(
-            out,
-            r##"<line x1="{x:.1}" y1="{TOP}" x2="{x:.1}" y2="{:.1}" stroke="#cccccc" stroke-dasharray="2,3"/>"##,
-            TOP + plot_h
-        );
-    }
-    // Axes.
-    let _ = writeln!(
-        out,
-        r##"<path d="M{LEFT},{TOP} V{:.1} H{:.1}" fill="none" stroke="#444"/>"##,
-        TOP + plot_h,
-        LEFT + plot_w
-    );
     let x_label = if report.sessions.len() > 1 {
         "model call (sessions concatenated; dotted lines separate them)"
     } else {
@@ -163,100 +218,15 @@ pub fn svg(report: &Report, options: PlotOptions) -> String {
         out,
         r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{x_label}</text>"#,
         LEFT + plot_w / 2.0,
-        h - 15.0
+        h - 12.0
     );
     let _ = writeln!(
         out,
-        r#"<text transform="translate(20,{:.1}) rotate(-90)" text-anchor="middle">tokens sent</text>"#,
-        TOP + plot_h / 2.0
-    );
-
-    // Series: baseline first so the strategies draw over it.
-    let mut order: Vec<usize> = (0..strategies.len()).collect();
-    order.sort_by_key(|&s| strategies[s] != NONE_STRATEGY);
-    let colours = colours(&strategies);
-    for &s in &order {
-        if series[s].is_empty() {
-            continue;
-        }
-        let mut points = String::with_capacity(series[s].len() * 14);
-        for (i, &t) in series[s].iter().enumerate() {
-            let _ = write!(points, "{:.1},{:.1} ", x_of(i), y_of(t as f64));
-        }
-        let _ = writeln!(
-            out,
-            r#"<polyline clip-path="url(#plot)" fill="none" stroke="{}" stroke-width="1.6" stroke-linejoin="round" points="{}"/>"#,
-            colours[s],
-            points.trim_end()
-        );
-    }
-    // Window line, drawn last so it is never hidden.
-    let wy = y_of(window);
-    let _ = writeln!(
-        out,
-        r#"<line x1="{LEFT}" y1="{wy:.1}" x2="{:.1}" y2="{wy:.1}" stroke="{WINDOW_COLOUR}" stroke-width="2" stroke-dasharray="8,5"/>"#,
-        LEFT + plot_w
-    );
-    let _ = writeln!(
-        out,
-        r#"<text x="{:.1}" y="{:.1}" fill="{WINDOW_COLOUR}" text-anchor="end" font-weight="bold">window {}</text>"#,
-        LEFT + plot_w - 4.0,
-        wy - 6.0,
-        human_tokens(report.window as u64)
-    );
-
-    // Legend.
-    let lx = LEFT + plot_w + 20.0;
-    let _ = writeln!(
-        out,
-        r#"<text x="{lx:.1}" y="{:.1}" font-weight="bold">strategy (overflows)</text>"#,
-        TOP + 10.0
-    );
-    for (row, (s, name)) in strategies.iter().enumerate().enumerate() {
-        let y = TOP + 34.0 + row as f64 * 22.0;
-        let overflows = report.aggregate[s].overflows;
-        let clipped = series[s].iter().any(|&t| t as f64 > y_top);
-        let _ = writeln!(
-            out,
-            r#"<line x1="{lx:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="{}" stroke-width="3"/><text x="{:.1}" y="{:.1}">{} ({overflows}){}</text>"#,
-            y - 4.0,
-            lx + 26.0,
-            y - 4.0,
-            colours[s],
-            lx + 34.0,
-            y,
-            escape(name),
-            if clipped { " ↑clipped" } else { "" }
-        );
-    }
-    let ly = TOP + 34.0 + strategies.len() as f64 * 22.0;
-    let _ = writeln!(
-        out,
-        r#"<line x1="{lx:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="{WINDOW_COLOUR}" stroke-width="2" stroke-dasharray="8,5"/><text x="{:.1}" y="{:.1}">context window</text>"#,
-        ly - 4.0,
-        lx + 26.0,
-        ly - 4.0,
-        lx + 34.0,
-        ly
+        r#"<text transform="translate(18,{:.1}) rotate(-90)" text-anchor="middle">tokens sent</text>"#,
+        (TOP + axis) / 2.0
     );
     out.push_str("</svg>\n");
     out
-}
-
-fn colours(strategies: &[&str]) -> Vec<&'static str> {
-    let mut next = 0usize;
-    strategies
-        .iter()
-        .map(|&name| {
-            if name == NONE_STRATEGY {
-                BASELINE_COLOUR
-            } else {
-                let c = PALETTE[next % PALETTE.len()];
-                next += 1;
-                c
-            }
-        })
-        .collect()
 }
 
 /// 1, 2 or 5 times a power of ten, at least `raw`.

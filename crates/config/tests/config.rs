@@ -1,0 +1,179 @@
+//! Configuration tests: layering (file < environment < flags), registry lookup, and errors that name
+//! the file, line, column, key, variable or field.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use compact_config::{env, Config, ConfigError, Overrides, SummarizerKind};
+use compact_core::policy::{Mode, StrategyName, TruncationMode};
+
+fn none() -> Overrides {
+    Overrides::default()
+}
+
+const SEED_003: &str = r#"
+model: "gpt-5-reasoning"
+max_context_tokens: 128000
+policy:
+  trigger_pct: 0.85
+  hard_cap_buffer: 1500
+  keep_recent_turns: 6
+  keep_tool_io_pairs: 4
+  roles_never_prune: ["system","developer"]
+  protected_flag: "protected"
+  strategy: "task_state"
+telemetry:
+  exporter: "console"
+storage:
+  adapter: "fs"
+  path: "./.compact/archive"
+redaction:
+  enabled: true
+  patterns:
+    - "(?i)api[_-]?key\\s*[:=]\\s*\\S+"
+"#;
+
+#[test]
+fn seed_003_example_loads() {
+    let c = Config::from_sources(Some(("seed.yaml", SEED_003)), &none(), &none()).unwrap();
+    let p = c.policy();
+    assert_eq!(p.max_context_tokens, 128_000);
+    assert_eq!(p.hard_cap_buffer, 1_500);
+    assert_eq!(p.strategy, StrategyName::Tiered);
+    assert_eq!(c.summarizer().template.as_deref(), Some("task_state"));
+    assert_eq!(c.storage().path.as_deref(), Some("./.compact/archive"));
+    assert_eq!(c.redaction().patterns.len(), 1);
+}
+
+#[test]
+fn layers_apply_in_order() {
+    let file = "policy:\n  trigger_pct: 0.8\n  keep_recent_turns: 5\n  strategy: codex\n";
+    let env = env::from_vars([
+        ("COMPACT_TRIGGER_PCT", "0.75"),
+        ("COMPACT_MODE", "remind"),
+        ("PATH", "/bin"),
+    ])
+    .unwrap();
+    let flags = Overrides {
+        trigger_pct: Some(0.7),
+        ..Overrides::default()
+    };
+    let c = Config::from_sources(Some(("c.yaml", file)), &env, &flags).unwrap();
+    let p = c.policy();
+    assert_eq!(p.trigger_pct, 0.7);
+    assert_eq!(p.mode, Mode::Remind);
+    assert_eq!(p.keep_recent_turns, 5);
+    assert_eq!(p.strategy, StrategyName::Codex);
+}
+
+#[test]
+fn model_window_comes_from_the_registry_and_models_section() {
+    let c = Config::from_sources(Some(("c.yaml", "model: gpt-4o\n")), &none(), &none()).unwrap();
+    assert_eq!(c.policy().max_context_tokens, 128_000);
+    assert!(c.model().is_some());
+    let file = "model: my-local\nmodels:\n  - { name: my-local, context_window: 32768, max_output_tokens: 4096 }\n";
+    let c = Config::from_sources(Some(("c.yaml", file)), &none(), &none()).unwrap();
+    assert_eq!(c.policy().max_context_tokens, 32_768);
+    assert_eq!(c.policy().reserved_output_tokens, 4_096);
+    let err = Config::from_sources(
+        Some(("c.yaml", "model: no-such-model-xyz\n")),
+        &none(),
+        &none(),
+    )
+    .unwrap_err();
+    assert!(matches!(err, ConfigError::UnknownModel(_)), "{err}");
+}
+
+#[test]
+fn unknown_keys_and_bad_types_name_the_place() {
+    let err = Config::from_sources(
+        Some((
+            "compact.yaml",
+            "policy:\n  keep_recent_turns: 3\n  trigger: 0.8\n",
+        )),
+        &none(),
+        &none(),
+    )
+    .unwrap_err();
+    match &err {
+        ConfigError::Parse {
+            file,
+            line,
+            message,
+            ..
+        } => {
+            assert_eq!(file, "compact.yaml");
+            assert_eq!(*line, 3);
+            assert!(message.contains("trigger"), "{message}");
+        }
+        other => panic!("{other}"),
+    }
+    let err = Config::from_sources(
+        Some(("c.yaml", "policy:\n  trigger_pct: high\n")),
+        &none(),
+        &none(),
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("c.yaml:2"), "{err}");
+}
+
+#[test]
+fn bad_values_name_the_field_or_variable() {
+    let err = Config::from_sources(
+        Some(("c.yaml", "policy:\n  trigger_pct: 1.5\n")),
+        &none(),
+        &none(),
+    )
+    .unwrap_err();
+    assert!(
+        err.to_string().contains("trigger_pct") && err.to_string().contains("1.5"),
+        "{err}"
+    );
+    let err = Config::from_sources(
+        Some(("c.yaml", "policy:\n  strategy: fifo\n")),
+        &none(),
+        &none(),
+    )
+    .unwrap_err();
+    assert!(
+        err.to_string().contains("policy.strategy") && err.to_string().contains("fifo"),
+        "{err}"
+    );
+    let err = env::from_vars([("COMPACT_KEEP_RECENT_TURNS", "many")]).unwrap_err();
+    assert!(
+        err.to_string().contains("COMPACT_KEEP_RECENT_TURNS"),
+        "{err}"
+    );
+    let flags = Overrides {
+        summarizer_kind: Some("gemini".into()),
+        ..Overrides::default()
+    };
+    let err = Config::from_sources(None, &none(), &flags).unwrap_err();
+    assert!(err.to_string().contains("summarizer.kind"), "{err}");
+}
+
+#[test]
+fn defaults_without_any_source() {
+    let c = Config::from_sources(None, &none(), &none()).unwrap();
+    assert_eq!(c.policy(), &compact_core::policy::Policy::default());
+    assert_eq!(c.summarizer().kind, SummarizerKind::Deterministic);
+    let flags = Overrides {
+        tool_output_mode: Some("bytes".into()),
+        ..Overrides::default()
+    };
+    let c = Config::from_sources(None, &none(), &flags).unwrap();
+    assert_eq!(c.policy().tool_output.mode, TruncationMode::Bytes);
+}
+
+#[test]
+fn documented_example_file_resolves() {
+    let lib = include_str!("../src/lib.rs");
+    let start = lib.find("//! ```yaml\n").unwrap() + "//! ```yaml\n".len();
+    let end = start + lib[start..].find("//! ```\n").unwrap();
+    let yaml: String = lib[start..end]
+        .lines()
+        .map(|l| format!("{}\n", l.strip_prefix("//! ").unwrap_or("")))
+        .collect();
+    let c = Config::from_sources(Some(("example.yaml", &yaml)), &none(), &none()).unwrap();
+    assert_eq!(c.summarizer().kind, SummarizerKind::OpenAi);
+    assert_eq!(c.policy().soft_trigger_pct, Some(0.70));
+    assert!(c.registry().lookup("my-local-model").is_some());
+}
