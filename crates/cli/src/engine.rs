@@ -52,7 +52,8 @@ pub fn config(args: &EngineArgs) -> anyhow::Result<Config> {
         summarizer_template: args.template.clone(),
         ..Overrides::default()
     };
-    Config::load(args.config.as_deref().map(Path::new), &flags).map_err(|e| BadInput(e.to_string()).into())
+    Config::load(args.config.as_deref().map(Path::new), &flags)
+        .map_err(|e| BadInput(e.to_string()).into())
 }
 
 /// Resolves the configuration and builds the compactor with the summariser it selects.
@@ -63,7 +64,8 @@ pub fn compactor(args: &EngineArgs) -> anyhow::Result<Compactor> {
         None => config.counter(),
     };
     let summarizer = summarizer(config.summarizer())?;
-    Compactor::new(config.policy().clone(), summarizer, counter).map_err(|e| BadInput(e.to_string()).into())
+    Compactor::new(config.policy().clone(), summarizer, counter)
+        .map_err(|e| BadInput(e.to_string()).into())
 }
 
 /// The summariser the settings select. LLM summarisers are built without their own fallback: the
@@ -71,7 +73,10 @@ pub fn compactor(args: &EngineArgs) -> anyhow::Result<Compactor> {
 pub fn summarizer(settings: &SummarizerSettings) -> anyhow::Result<Arc<dyn Summarizer>> {
     let kind = match settings.kind {
         SummarizerKind::Deterministic => {
-            if settings.model.is_some() || settings.base_url.is_some() || settings.template.is_some() {
+            if settings.model.is_some()
+                || settings.base_url.is_some()
+                || settings.template.is_some()
+            {
                 return Err(BadInput(
                     "--summarizer-model, --base-url and --template need --summarizer openai or anthropic".into(),
                 )
@@ -93,7 +98,10 @@ pub fn summarizer(settings: &SummarizerSettings) -> anyhow::Result<Arc<dyn Summa
         llm.api_key_env = env.clone();
     }
     if let Some(template) = &settings.template {
-        llm.template = template.parse().map_err(|e| BadInput(format!("--template: {e}")))?;
+        llm.template = template
+            .parse()
+            .map_err(|e| BadInput(format!("--template: {e}")))?;
     }
-    compact_llm::build_without_fallback(llm).map_err(|e| BadInput(format!("--summarizer: {e}")).into())
+    compact_llm::build_without_fallback(llm)
+        .map_err(|e| BadInput(format!("--summarizer: {e}")).into())
 }

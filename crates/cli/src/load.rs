@@ -31,12 +31,19 @@ pub struct Loaded {
 /// Reads and imports the input; warnings go to stderr.
 pub fn load(args: &LoadArgs) -> anyhow::Result<Loaded> {
     let format = match &args.format {
-        Some(f) => Some(f.parse::<Format>().map_err(|e| BadInput(format!("--format: {e}")))?),
+        Some(f) => Some(
+            f.parse::<Format>()
+                .map_err(|e| BadInput(format!("--format: {e}")))?,
+        ),
         None => None,
     };
     let bytes = read_input(&args.file)?;
     let name = display_name(&args.file).to_owned();
-    let mode = if args.lenient { ImportMode::Lenient } else { ImportMode::Strict };
+    let mode = if args.lenient {
+        ImportMode::Lenient
+    } else {
+        ImportMode::Strict
+    };
     let options = ImportOptions { format, mode };
     let imported = import(&bytes, &name, &options).map_err(|e| BadInput(e.to_string()))?;
     for warning in &imported.warnings {

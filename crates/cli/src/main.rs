@@ -33,6 +33,8 @@ enum Command {
     Diff(cmd::diff::DiffArgs),
     /// Print the original content of an item.
     Recall(cmd::recall::RecallArgs),
+    /// Replay transcripts through strategies: overflows, cost with prompt caching, fact retention.
+    Replay(cmd::replay::ReplayArgs),
 }
 
 fn main() -> ExitCode {
@@ -44,6 +46,7 @@ fn main() -> ExitCode {
         Command::Plan(args) => cmd::plan::run(args),
         Command::Diff(args) => cmd::diff::run(args),
         Command::Recall(args) => cmd::recall::run(args),
+        Command::Replay(args) => cmd::replay::run(args),
     };
     match result {
         Ok(code) => code,

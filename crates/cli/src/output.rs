@@ -7,13 +7,17 @@ use std::io::Write;
 /// and renamed, so a failure never leaves a half-written output.
 pub fn write_output(path: Option<&str>, text: &str) -> anyhow::Result<()> {
     match path {
-        None | Some("-") => {
+        // `/dev/stdout` is a symlink to the process's fd 1: renaming a temporary file onto it would
+        // replace the symlink itself, so it means standard output.
+        None | Some("-") | Some("/dev/stdout") => {
             let mut out = std::io::stdout().lock();
-            out.write_all(text.as_bytes()).context("writing standard output")?;
+            out.write_all(text.as_bytes())
+                .context("writing standard output")?;
             out.flush().context("writing standard output")
         }
-        Some(path) if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) => {
-            // A device or pipe (`/dev/stdout`, a FIFO): write in place.
+        Some(path) if std::fs::symlink_metadata(path).is_ok_and(|m| !m.is_file()) => {
+            // A symlink, device or pipe (`/dev/stderr`, a FIFO): write in place, through the link,
+            // never replacing the link itself.
             std::fs::write(path, text).with_context(|| format!("writing {path}"))
         }
         Some(path) => {

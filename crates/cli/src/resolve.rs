@@ -18,15 +18,19 @@ pub struct ModelChoice {
 /// The counter the flags select (default `o200k_base`).
 pub fn counter(choice: &ModelChoice) -> anyhow::Result<TokenCounter> {
     if let Some(name) = &choice.encoding {
-        let enc: Encoding = name.parse().map_err(|e| BadInput(format!("--encoding: {e}")))?;
+        let enc: Encoding = name
+            .parse()
+            .map_err(|e| BadInput(format!("--encoding: {e}")))?;
         return Ok(TokenCounter::new(enc));
     }
     if let Some(model) = &choice.model {
         let registry = compact_core::registry::ModelRegistry::builtin();
-        let info = registry
-            .lookup(model)
-            .ok_or_else(|| BadInput(format!("--model: unknown model `{model}` (add it under `models:` in the config)")))?;
-        return Ok(TokenCounter::with_framing(info.encoding, info.framing));
+        let info = registry.lookup(model).ok_or_else(|| {
+            BadInput(format!(
+                "--model: unknown model `{model}` (add it under `models:` in the config)"
+            ))
+        })?;
+        return Ok(info.counter());
     }
     Ok(TokenCounter::new(Encoding::O200kBase))
 }

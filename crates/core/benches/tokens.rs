@@ -1,6 +1,7 @@
 //! Token counting benchmarks (`cargo bench -p compact-core --bench tokens`; plain `std::time`, no
-//! framework): exact-count throughput side by side with tiktoken-rs, the estimator's speed, and the
-//! cost of recounting a 200k-token conversation after appending one 1k-token message.
+//! framework): exact-count throughput side by side with tiktoken-rs (whole mixed corpus, then per
+//! content type), the estimator's speed, and the cost of recounting a 200k-token conversation after
+//! appending one 1k-token message. Figures and their reading: BENCHMARKS.md.
 //!
 //! Throughput is reported per core: each figure is the best of several passes, timed both by wall
 //! clock and by the thread's own CPU time (`/proc/thread-self/schedstat` on Linux), because a
@@ -159,6 +160,50 @@ fn throughput(label: &str, texts: &[String]) {
     }
 }
 
+/// Passes over each small fixture in the per-type table (each pass starts with an empty cache).
+const FIXTURE_PASSES: usize = 200;
+
+/// Per content type: each ~4 KB fixture counted cold (empty piece cache) many times.
+fn per_type(fixtures: &[(String, String)]) {
+    println!("\n## Exact counting per content type (o200k_base; one fixture, cold piece cache every pass)");
+    println!(
+        "{:<8} {:>8} {:>16} {:>16} {:>16}",
+        "type", "tokens", "compact MB/s", "no cache MB/s", "tiktoken MB/s"
+    );
+    let tk = tiktoken_rs::o200k_base_singleton();
+    let enc = Encoding::O200kBase;
+    for (name, text) in fixtures {
+        let bytes = text.len() * FIXTURE_PASSES;
+        let (_, oc, n) = time(|| {
+            (0..FIXTURE_PASSES)
+                .map(|_| {
+                    clear_piece_cache();
+                    enc.count(text)
+                })
+                .sum::<usize>()
+        });
+        let (_, uc, _) = time(|| {
+            (0..FIXTURE_PASSES)
+                .map(|_| enc.count_uncached(text))
+                .sum::<usize>()
+        });
+        let (_, tc, m) = time(|| {
+            (0..FIXTURE_PASSES)
+                .map(|_| tk.encode_ordinary(text).len())
+                .sum::<usize>()
+        });
+        assert_eq!(n, m, "{name}: counts differ from tiktoken-rs");
+        println!(
+            "{:<8} {:>8} {:>16.1} {:>16.1} {:>16.1}",
+            name,
+            n / FIXTURE_PASSES,
+            mbps(bytes, oc),
+            mbps(bytes, uc),
+            mbps(bytes, tc)
+        );
+    }
+}
+
 fn estimator(texts: &[String]) {
     let bytes: usize = texts.iter().map(String::len).sum();
     let (w, c, n) = best(
@@ -273,6 +318,7 @@ fn main() {
             );
             estimator(&mixed);
             incremental(&mixed.concat());
+            per_type(&fixtures);
         }
         None => {
             println!("shared corpus not found: measuring on the fixtures only");
@@ -283,6 +329,7 @@ fn main() {
             throughput("fixtures x50 (prose, code, JSON, shell, CJK)", &texts);
             estimator(&texts);
             incremental(&fixture_texts.concat());
+            per_type(&fixtures);
         }
     }
 }

@@ -5,7 +5,11 @@ use compact_core::model::{Checkpoint, Conversation, Item, Role};
 
 #[test]
 fn checkpoint_wire_text_round_trips() {
-    let cp = Checkpoint { text: "## Goal\n- fix it".into(), generation: 3, ..Checkpoint::default() };
+    let cp = Checkpoint {
+        text: "## Goal\n- fix it".into(),
+        generation: 3,
+        ..Checkpoint::default()
+    };
     let text = cp.wire_text();
     assert!(text.starts_with("<compact-checkpoint generation=\"3\">\n"));
     let back = Checkpoint::from_wire_text(&text).expect("recognised");

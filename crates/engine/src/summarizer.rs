@@ -71,5 +71,8 @@ pub trait Summarizer: Send + Sync {
     /// Short name for reports (`deterministic`, `openai`, `anthropic`).
     fn name(&self) -> &str;
     /// Summarises `request`.
-    fn summarize<'a>(&'a self, request: SummaryRequest<'a>) -> BoxFuture<'a, Result<Summary, SummarizeError>>;
+    fn summarize<'a>(
+        &'a self,
+        request: SummaryRequest<'a>,
+    ) -> BoxFuture<'a, Result<Summary, SummarizeError>>;
 }

@@ -2,7 +2,7 @@
 //! preflight with the deterministic checkpoint, exactly as a live session would call it.
 
 use crate::preflighter::{
-    Compaction, Outcome, Preflighter, Refusal, StrategyFactory, NONE_STRATEGY,
+    Compaction, History, Outcome, Preflighter, Refusal, StrategyFactory, NONE_STRATEGY,
 };
 use crate::ReplayError;
 use compact_core::model::Conversation;
@@ -51,15 +51,31 @@ struct EnginePreflight {
 impl Preflighter for EnginePreflight {
     fn preflight(&mut self, held: Conversation) -> Result<Outcome, Box<Refusal>> {
         match block_on(self.compactor.preflight(&held)) {
-            Ok(done) => {
-                let compaction = done.report.map(|r| Compaction {
-                    tiers: r.tiers_applied.iter().map(|t| format!("tier{t}")).collect(),
-                });
-                Ok(Outcome {
+            Ok(done) => match done.report {
+                Some(report) => Ok(Outcome {
                     conversation: done.conversation,
-                    compaction,
-                })
-            }
+                    compaction: Some(Compaction {
+                        tiers: report
+                            .tiers_applied
+                            .iter()
+                            .map(|t| format!("tier{t}"))
+                            .collect(),
+                    }),
+                    history: History::AsHeld,
+                }),
+                // Without a compaction the engine sends the normalised history: usually equal to the
+                // held one (kept, so its per-item data stays valid), else repaired.
+                None if done.conversation == held => Ok(Outcome {
+                    conversation: held,
+                    compaction: None,
+                    history: History::AsHeld,
+                }),
+                None => Ok(Outcome {
+                    conversation: done.conversation,
+                    compaction: None,
+                    history: History::Repaired,
+                }),
+            },
             Err(e) => Err(Box::new(Refusal {
                 conversation: held,
                 reason: e.to_string(),

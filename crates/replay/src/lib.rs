@@ -9,6 +9,16 @@
 //! call. Nothing is recounted from scratch: items carry memoised token counts, and per-item fingerprints
 //! and probe hits are computed once, when an item enters the held history.
 //!
+//! Pieces, in the order a replay uses them: [`setup`] resolves the configuration, model and prices;
+//! [`load_job`] imports a transcript, undoes compactions recorded in it and derives its [`ProbeSet`];
+//! [`strategy`] builds `none` or an engine strategy by name; [`run_matrix`] replays every (session,
+//! strategy) pair on a few threads with [`replay_session`]; [`Report`] aggregates, and [`render`]
+//! prints a table, Markdown or an SVG plot.
+//!
+//! Architecture invariants: a replay never fails halfway (a strategy's error is recorded on its call
+//! and the held history is sent as is); probes are derived from the original transcript only, never
+//! from a summariser's output; the replay's figures do not depend on the thread count.
+//!
 //! ```
 //! use compact_core::model::{Conversation, Item, Role};
 //! use compact_core::tokens::{Encoding, TokenCounter};
@@ -53,7 +63,8 @@ pub use fingerprint::fingerprint;
 pub use load::{load_job, undo_source_compactions, LoadNotes};
 pub use parallel::{run_matrix, Job, ProgressSink};
 pub use preflighter::{
-    Compaction, NoCompaction, Outcome, Preflighter, Refusal, StrategyFactory, NONE_STRATEGY,
+    Compaction, History, NoCompaction, Outcome, Preflighter, Refusal, StrategyFactory,
+    NONE_STRATEGY,
 };
 pub use pricing::{Pricing, DEFAULT_MIN_CACHED_PREFIX};
 pub use probes::{Probe, ProbeKind, ProbeSet};

@@ -10,14 +10,27 @@ pub struct Compaction {
     pub tiers: Vec<String>,
 }
 
+/// What a preflight did to the history when it did not compact.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum History {
+    /// Handed back exactly as held.
+    #[default]
+    AsHeld,
+    /// Repaired in place (e.g. normalised: a synthetic result for an interrupted call), so per-item
+    /// data must be recomputed although no compaction ran.
+    Repaired,
+}
+
 /// What a preflight produced: the request to send, which is also the history held for the next call.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Outcome {
     /// The conversation the call sends.
     pub conversation: Conversation,
-    /// `Some` when the preflight rewrote the history. When `None`, `conversation` must be exactly the
-    /// history passed in (the replay keeps per-item data for it instead of recomputing it).
+    /// `Some` when the preflight compacted the history.
     pub compaction: Option<Compaction>,
+    /// Without a compaction: whether the history came back exactly as held (the replay then keeps its
+    /// per-item data instead of recomputing it) or repaired.
+    pub history: History,
 }
 
 /// A preflight that could not bring the history within budget. The live session would still have sent
@@ -46,6 +59,7 @@ impl Preflighter for NoCompaction {
         Ok(Outcome {
             conversation: held,
             compaction: None,
+            history: History::AsHeld,
         })
     }
 }

@@ -158,6 +158,8 @@ pub struct SessionReport {
     pub strategies: Vec<StrategyTotals>,
     /// Request tokens per call, per strategy (for plots).
     pub tokens_per_call: Vec<Vec<usize>>,
+    /// Share of expected probes present at each call, per strategy (`None` before any is expected).
+    pub retention_per_call: Vec<Vec<Option<f64>>>,
 }
 
 /// A whole replay: every session and the aggregate per strategy.
@@ -211,6 +213,10 @@ impl Report {
                         .iter()
                         .map(|r| r.calls.iter().map(|c| c.tokens).collect())
                         .collect(),
+                    retention_per_call: row
+                        .iter()
+                        .map(|r| r.calls.iter().map(|c| c.retention.overall()).collect())
+                        .collect(),
                 }
             })
             .collect();
@@ -244,11 +250,12 @@ impl Report {
                 let strategies: Vec<Value> = s
                     .strategies
                     .iter()
-                    .zip(&s.tokens_per_call)
-                    .map(|(t, tokens)| {
+                    .zip(s.tokens_per_call.iter().zip(&s.retention_per_call))
+                    .map(|(t, (tokens, retention))| {
                         let mut v = t.to_json();
                         if let Value::Object(map) = &mut v {
                             map.insert("tokens_per_call".into(), json!(tokens));
+                            map.insert("retention_per_call_series".into(), json!(retention));
                         }
                         v
                     })

@@ -3,7 +3,7 @@
 use crate::cache::{PrefixCache, RequestShape};
 use crate::calls::{call_points, run_end};
 use crate::fingerprint::{fingerprint, tools_fingerprint};
-use crate::preflighter::{Compaction, Preflighter, Refusal};
+use crate::preflighter::{Compaction, History, Preflighter, Refusal};
 use crate::pricing::Pricing;
 use crate::probes::ProbeSet;
 use crate::retention::{Retention, RetentionTracker};
@@ -187,10 +187,10 @@ pub fn replay_session(
         let started = Instant::now();
         let result = strategy.preflight(conversation);
         let preflight_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
-        let (compaction, refusal) = match result {
+        let (compaction, refusal, history) = match result {
             Ok(outcome) => {
                 held.conversation = outcome.conversation;
-                (outcome.compaction, None)
+                (outcome.compaction, None, outcome.history)
             }
             Err(refusal) => {
                 let Refusal {
@@ -198,10 +198,13 @@ pub fn replay_session(
                     reason,
                 } = *refusal;
                 held.conversation = conversation;
-                (None, Some(reason))
+                (None, Some(reason), History::AsHeld)
             }
         };
-        if compaction.is_some() || !held.looks_unchanged(last_id.as_deref()) {
+        if compaction.is_some()
+            || history == History::Repaired
+            || !held.looks_unchanged(last_id.as_deref())
+        {
             held.rebuild(probes);
         }
 

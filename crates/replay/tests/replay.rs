@@ -1,5 +1,6 @@
 //! Integration tests of the replay: call points, overflows, carried-forward compactions, prompt-cache
-//! accounting, retention, reports and the SVG plot, on small synthetic transcripts written here.
+//! accounting, retention, reports and the SVG plot, on small synthetic transcripts written here; and a
+//! replay of a few real sessions of the shared corpus (skipped when it is absent).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use compact_core::model::{
@@ -7,10 +8,13 @@ use compact_core::model::{
     ToolResult,
 };
 use compact_core::tokens::{Encoding, TokenCounter};
+use compact_formats::import::ImportMode;
 use compact_replay::{
-    replay_session, run_matrix, Compaction, Job, NoCompaction, Outcome, Preflighter, Pricing,
-    ProbeKind, ProbeSet, Refusal, ReplayOptions, Report, StrategyFactory,
+    load_job, replay_session, run_matrix, setup, strategy, strategy_names, Compaction, History,
+    Job, NoCompaction, Outcome, Preflighter, Pricing, ProbeKind, ProbeSet, Refusal, ReplayOptions,
+    Report, StrategyFactory, NONE_STRATEGY,
 };
+use std::path::Path;
 
 fn counter() -> TokenCounter {
     TokenCounter::new(Encoding::O200kBase)
@@ -133,6 +137,7 @@ impl Preflighter for DropOldest {
             return Ok(Outcome {
                 conversation: held,
                 compaction: None,
+                history: History::AsHeld,
             });
         }
         let head: Vec<Item> = held.items.drain(..2).collect();
@@ -167,6 +172,7 @@ impl Preflighter for DropOldest {
             compaction: Some(Compaction {
                 tiers: vec!["drop".into()],
             }),
+            history: History::AsHeld,
         })
     }
 }
@@ -258,20 +264,25 @@ fn cache_accounting_matches_hand_computation() {
     conv.push(Item::text(Role::Assistant, "third answer").with_id("a3"));
 
     /// Rewrites the first user message at the third call.
-    struct RewriteAtThird(usize);
+    /// Rewrites the first user message at the third call, reporting it as a compaction or (second
+    /// field `Repaired`) as an in-place repair.
+    struct RewriteAtThird(usize, History);
     impl Preflighter for RewriteAtThird {
         fn preflight(&mut self, mut held: Conversation) -> Result<Outcome, Box<Refusal>> {
             self.0 += 1;
             if self.0 == 3 {
                 held.items[1].set_body(Item::text(Role::User, "FIRST REQUEST").body().clone());
+                let compaction = (self.1 == History::AsHeld).then(Compaction::default);
                 return Ok(Outcome {
                     conversation: held,
-                    compaction: Some(Compaction::default()),
+                    compaction,
+                    history: self.1,
                 });
             }
             Ok(Outcome {
                 conversation: held,
                 compaction: None,
+                history: History::AsHeld,
             })
         }
     }
@@ -280,12 +291,27 @@ fn cache_accounting_matches_hand_computation() {
     let tok = |id: &str| c.count_item(conv.find(id).unwrap());
     let per_request = c.framing().per_request as usize;
     let opts = options(100_000);
+    let repaired = replay_session(
+        &conv,
+        &ProbeSet::derive(&conv),
+        &mut RewriteAtThird(0, History::Repaired),
+        &opts,
+    );
     let run = replay_session(
         &conv,
         &ProbeSet::derive(&conv),
-        &mut RewriteAtThird(0),
+        &mut RewriteAtThird(0, History::AsHeld),
         &opts,
     );
+    // A repair is not a compaction, but the cache sees the rewrite all the same.
+    assert_eq!((run.compactions(), repaired.compactions()), (1, 0));
+    let figures = |r: &compact_replay::SessionRun| -> Vec<(usize, usize)> {
+        r.calls
+            .iter()
+            .map(|c| (c.tokens, c.cached_tokens))
+            .collect()
+    };
+    assert_eq!(figures(&run), figures(&repaired));
     assert_eq!(run.calls.len(), 3);
     let [first, second, third] = [&run.calls[0], &run.calls[1], &run.calls[2]];
     assert_eq!(first.tokens, per_request + tok("s") + tok("u"));
@@ -378,6 +404,7 @@ fn probes_in_a_checkpoint_count_as_present() {
                 return Ok(Outcome {
                     conversation: held,
                     compaction: None,
+                    history: History::AsHeld,
                 });
             }
             let keep = held.items.split_off(held.items.len() - 4);
@@ -394,6 +421,7 @@ fn probes_in_a_checkpoint_count_as_present() {
                 compaction: Some(Compaction {
                     tiers: vec!["summary".into()],
                 }),
+                history: History::AsHeld,
             })
         }
     }
@@ -543,4 +571,141 @@ fn svg_is_well_formed_and_labelled() {
     ] {
         assert!(doc.contains(label), "missing {label}");
     }
+}
+
+#[test]
+fn compactions_recorded_in_the_transcript_are_undone() {
+    let mut conv = session(3, 2);
+    let covered: Vec<_> = conv.items[2..5].iter().map(|i| i.meta.id.clone()).collect();
+    for item in &mut conv.items[2..5] {
+        item.meta.visibility.model = false;
+    }
+    let checkpoint = Checkpoint {
+        text: "earlier work".into(),
+        generation: 1,
+        covers: covered,
+        ..Default::default()
+    };
+    conv.items.insert(
+        5,
+        Item::new(ItemBody::Checkpoint(checkpoint)).with_id("source-cp"),
+    );
+    let before = conv.items.len();
+    let notes = compact_replay::undo_source_compactions(&mut conv);
+    assert_eq!(notes.source_checkpoints, 1);
+    assert_eq!(notes.restored_items, 3);
+    assert_eq!(conv.items.len(), before - 1);
+    assert!(conv.items.iter().all(|i| i.meta.visibility.model));
+}
+
+#[test]
+fn json_has_per_call_series() {
+    let json = report(8_000).to_json();
+    let series = json["sessions"][0]["strategies"][1]["retention_per_call_series"]
+        .as_array()
+        .unwrap();
+    assert_eq!(series.len(), 41);
+    // Before the first user message's probes are expected nothing is measured; afterwards a fraction.
+    assert!(series
+        .iter()
+        .skip(1)
+        .all(|v| v.as_f64().is_some_and(|f| (0.0..=1.0).contains(&f))));
+}
+
+#[test]
+fn engine_strategies_keep_a_long_synthetic_session_in_the_window() {
+    let window = 16_000;
+    let conv = session(80, 40);
+    let setup = setup(None, window, Some("gpt-5")).unwrap();
+    let probes = ProbeSet::derive(&conv);
+    let baseline = replay_session(&conv, &probes, &mut NoCompaction, &setup.options);
+    assert!(
+        baseline.peak_tokens() > 3 * window,
+        "the session must be at least 3x the window"
+    );
+    let mut failures = Vec::new();
+    for name in strategy_names().into_iter().filter(|n| *n != NONE_STRATEGY) {
+        let factory = strategy(name, &setup.policy, setup.options.counter).unwrap();
+        let run = replay_session(&conv, &probes, factory.start().as_mut(), &setup.options);
+        assert_eq!(run.calls.len(), baseline.calls.len(), "{name}");
+        if run.overflows() > 0 || run.compactions() == 0 {
+            let reason = run.calls.iter().find_map(|c| c.refusal.clone());
+            failures.push(format!(
+                "{name}: {} overflows, {} compactions, peak {}, first refusal {reason:?}",
+                run.overflows(),
+                run.compactions(),
+                run.peak_tokens()
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+// ---- Corpus: real sessions at a 32k window -------------------------------------------------------
+
+const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/corpus");
+const WINDOW: usize = 32_000;
+
+/// Sessions that outgrow a 32k window (so the baseline overflows and the strategies have work to
+/// do), one per agent family that does.
+const FILES: [&str; 3] = [
+    "codex-rollout/bumpy-croc__rollout-2025-10-14T22-34-26-0199e4a5-5b78-78f2-b041-6b876f71fdab.jsonl",
+    "codex-rollout/MoonLadderStudios__rollout-2025-11-13T18-21-11-019a802a-aab1-7c31-9831-d2510c7a74a2.jsonl",
+    "aider/AlexShchuka__aider.chat.history.md",
+];
+
+#[test]
+fn no_strategy_overflows_a_32k_window_on_corpus_sessions() {
+    if !Path::new(CORPUS).is_dir() {
+        println!("corpus not found at {CORPUS}; skipping");
+        return;
+    }
+    let setup = setup(None, WINDOW, Some("gpt-5")).unwrap();
+    let jobs: Vec<_> = FILES
+        .iter()
+        .map(|f| {
+            let bytes = std::fs::read(Path::new(CORPUS).join(f)).unwrap();
+            load_job(&bytes, f, ImportMode::Strict, &setup.options)
+                .unwrap()
+                .0
+        })
+        .collect();
+    let names: Vec<String> = strategy_names().iter().map(|s| (*s).to_owned()).collect();
+    let strategies: Vec<_> = names
+        .iter()
+        .map(|n| strategy(n, &setup.policy, setup.options.counter).unwrap())
+        .collect();
+    let runs = run_matrix(&jobs, &strategies, &setup.options, 2, &());
+    let report = Report::build(&setup.model, "o200k_base", WINDOW, &jobs, &names, &runs);
+
+    let baseline = &report.aggregate[0];
+    assert_eq!(baseline.strategy, NONE_STRATEGY);
+    assert!(
+        baseline.overflows > 0,
+        "these sessions must outgrow the window"
+    );
+    let mut failures = Vec::new();
+    for session in &report.sessions {
+        for t in session
+            .strategies
+            .iter()
+            .filter(|t| t.strategy != NONE_STRATEGY)
+        {
+            assert_eq!(
+                t.calls, session.strategies[0].calls,
+                "every strategy sees every call"
+            );
+            if t.overflows > 0 {
+                failures.push(format!(
+                    "{} / {}: {} overflows, peak {}, {:?}",
+                    session.name, t.strategy, t.overflows, t.peak_tokens, t.refusal_reasons
+                ));
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "calls over the window:\n{}",
+        failures.join("\n")
+    );
 }

@@ -55,7 +55,9 @@ pub fn run(args: &DiffArgs) -> anyhow::Result<ExitCode> {
     let color = match args.color {
         ColorChoice::Always => true,
         ColorChoice::Never => false,
-        ColorChoice::Auto => std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
+        ColorChoice::Auto => {
+            std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none()
+        }
     };
     let loaded = load(&args.load)?;
     let compactor = engine::compactor(&args.engine)?;
@@ -69,9 +71,16 @@ pub fn run(args: &DiffArgs) -> anyhow::Result<ExitCode> {
             print_checkpoint(&done.conversation, color);
         }
         let (mark, colour) = style(&entry.action);
-        let text = source.items.get(entry.index).map(|i| i.plain_text()).unwrap_or_default();
-        let preview: String =
-            text.chars().take(PREVIEW_CHARS).map(|c| if c.is_control() { ' ' } else { c }).collect();
+        let text = source
+            .items
+            .get(entry.index)
+            .map(|i| i.plain_text())
+            .unwrap_or_default();
+        let preview: String = text
+            .chars()
+            .take(PREVIEW_CHARS)
+            .map(|c| if c.is_control() { ' ' } else { c })
+            .collect();
         let kind = match &entry.tool {
             Some(t) => format!("{}({t})", entry.kind.as_str()),
             None => entry.kind.as_str().to_owned(),

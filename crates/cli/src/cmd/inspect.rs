@@ -107,11 +107,23 @@ impl Summary {
             .collect();
         Summary {
             items: conv.items.len(),
-            hidden: conv.items.iter().filter(|i| !i.meta.visibility.model).count(),
+            hidden: conv
+                .items
+                .iter()
+                .filter(|i| !i.meta.visibility.model)
+                .count(),
             by_kind,
             by_role,
-            tool_calls: conv.items.iter().filter(|i| i.kind() == ItemKind::ToolCall).count(),
-            tool_results: conv.items.iter().filter(|i| i.kind() == ItemKind::ToolResult).count(),
+            tool_calls: conv
+                .items
+                .iter()
+                .filter(|i| i.kind() == ItemKind::ToolCall)
+                .count(),
+            tool_results: conv
+                .items
+                .iter()
+                .filter(|i| i.kind() == ItemKind::ToolResult)
+                .count(),
             orphan_calls: pairing.orphan_calls.len(),
             orphan_results: pairing.orphan_results.len(),
             errors,
@@ -122,10 +134,18 @@ impl Summary {
     }
 
     fn to_json(&self, format: &str, warnings: &usize) -> Value {
-        let by_role: BTreeMap<&str, usize> =
-            self.count.by_role.iter().map(|(r, n)| (r.as_str(), *n)).collect();
-        let by_kind: BTreeMap<&str, usize> =
-            self.count.by_kind.iter().map(|(k, n)| (k.as_str(), *n)).collect();
+        let by_role: BTreeMap<&str, usize> = self
+            .count
+            .by_role
+            .iter()
+            .map(|(r, n)| (r.as_str(), *n))
+            .collect();
+        let by_kind: BTreeMap<&str, usize> = self
+            .count
+            .by_kind
+            .iter()
+            .map(|(k, n)| (k.as_str(), *n))
+            .collect();
         json!({
             "format": format,
             "items": self.items,
@@ -152,14 +172,25 @@ impl Summary {
 }
 
 fn print_human(name: &str, report: &Value, summary: &Summary) {
-    println!("{name}: {} conversation", report["format"].as_str().unwrap_or("?"));
+    println!(
+        "{name}: {} conversation",
+        report["format"].as_str().unwrap_or("?")
+    );
     println!(
         "  items        {} ({} hidden from the model)",
         summary.items, summary.hidden
     );
-    let kinds: Vec<String> = summary.by_kind.iter().map(|(k, n)| format!("{k} {n}")).collect();
+    let kinds: Vec<String> = summary
+        .by_kind
+        .iter()
+        .map(|(k, n)| format!("{k} {n}"))
+        .collect();
     println!("  by kind      {}", kinds.join(", "));
-    let roles: Vec<String> = summary.by_role.iter().map(|(k, n)| format!("{k} {n}")).collect();
+    let roles: Vec<String> = summary
+        .by_role
+        .iter()
+        .map(|(k, n)| format!("{k} {n}"))
+        .collect();
     println!("  by role      {}", roles.join(", "));
     println!(
         "  tool calls   {} calls, {} results, {} orphan calls, {} orphan results, {} errors",
@@ -169,7 +200,10 @@ fn print_human(name: &str, report: &Value, summary: &Summary) {
         summary.orphan_results,
         summary.errors
     );
-    println!("  tokens       {} total ({} in tool declarations)", summary.count.total, summary.count.tools);
+    println!(
+        "  tokens       {} total ({} in tool declarations)",
+        summary.count.total, summary.count.tools
+    );
     for (role, n) in &summary.count.by_role {
         println!("    {:<11}{n}", role.as_str());
     }

@@ -6,3 +6,4 @@ pub mod diff;
 pub mod inspect;
 pub mod plan;
 pub mod recall;
+pub mod replay;

@@ -20,7 +20,10 @@ pub fn run(args: &PlanArgs) -> anyhow::Result<ExitCode> {
     let compactor = engine::compactor(&args.engine)?;
     let dry = compactor.plan(&loaded.imported.conversation)?;
     if dry.input_repairs > 0 {
-        println!("input: {} normalisation repairs (orphaned calls or results)", dry.input_repairs);
+        println!(
+            "input: {} normalisation repairs (orphaned calls or results)",
+            dry.input_repairs
+        );
     }
     print!("{}", dry.plan);
     Ok(ExitCode::SUCCESS)

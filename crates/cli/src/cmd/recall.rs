@@ -20,7 +20,12 @@ pub fn run(args: &RecallArgs) -> anyhow::Result<ExitCode> {
     let loaded = load(&args.load)?;
     let conv = &loaded.imported.conversation;
     let item = conv.find(&args.id).ok_or_else(|| {
-        BadInput(format!("{}: no item with id `{}` ({} items)", loaded.name, args.id, conv.len()))
+        BadInput(format!(
+            "{}: no item with id `{}` ({} items)",
+            loaded.name,
+            args.id,
+            conv.len()
+        ))
     })?;
     let text = item.plain_text();
     println!("{text}");

@@ -57,7 +57,10 @@ impl Format {
 
     /// True for the three request formats that can be encoded as well as decoded.
     pub fn is_wire(self) -> bool {
-        matches!(self, Format::OpenAiChat | Format::OpenAiResponses | Format::Anthropic)
+        matches!(
+            self,
+            Format::OpenAiChat | Format::OpenAiResponses | Format::Anthropic
+        )
     }
 
     /// The wire format a conversation in this format is written back in: itself for wire formats,

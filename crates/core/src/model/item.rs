@@ -72,7 +72,10 @@ pub struct Visibility {
 
 impl Default for Visibility {
     fn default() -> Self {
-        Visibility { model: true, user: true }
+        Visibility {
+            model: true,
+            user: true,
+        }
     }
 }
 
@@ -274,8 +277,15 @@ impl Checkpoint {
             .and_then(|g| g.parse().ok())
             .unwrap_or(1);
         let body = body.trim_end();
-        let body = body.strip_suffix(CHECKPOINT_CLOSE).unwrap_or(body).trim_end();
-        Some(Checkpoint { text: body.to_owned(), generation, ..Checkpoint::default() })
+        let body = body
+            .strip_suffix(CHECKPOINT_CLOSE)
+            .unwrap_or(body)
+            .trim_end();
+        Some(Checkpoint {
+            text: body.to_owned(),
+            generation,
+            ..Checkpoint::default()
+        })
     }
 }
 
@@ -322,12 +332,19 @@ pub struct Item {
 impl Item {
     /// An item with default metadata.
     pub fn new(body: ItemBody) -> Self {
-        Item { meta: ItemMeta::default(), body, memo: TokenMemo::default() }
+        Item {
+            meta: ItemMeta::default(),
+            body,
+            memo: TokenMemo::default(),
+        }
     }
 
     /// A single-text-part message.
     pub fn text(role: Role, text: impl Into<String>) -> Self {
-        Item::new(ItemBody::Message(Message { role, parts: vec![Part::text(text)] }))
+        Item::new(ItemBody::Message(Message {
+            role,
+            parts: vec![Part::text(text)],
+        }))
     }
 
     /// Sets the id (builder style).

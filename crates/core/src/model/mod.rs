@@ -13,8 +13,8 @@ mod part;
 
 pub use envelope::{Envelope, Format};
 pub use item::{
-    Arguments, Checkpoint, Item, CHECKPOINT_CLOSE, CHECKPOINT_OPEN, ItemBody, ItemId, ItemKind, ItemMeta, Message, Opaque, Reasoning,
-    Role, ToolCall, ToolCallKind, ToolResult, Visibility,
+    Arguments, Checkpoint, Item, ItemBody, ItemId, ItemKind, ItemMeta, Message, Opaque, Reasoning,
+    Role, ToolCall, ToolCallKind, ToolResult, Visibility, CHECKPOINT_CLOSE, CHECKPOINT_OPEN,
 };
 pub use pairing::Pairing;
 pub use part::{Media, MediaSource, Part, PartKind};
@@ -58,7 +58,11 @@ impl Conversation {
             item.meta.id = ItemId::new(format!("i{}", self.items.len()));
         }
         let opens_turn = item.role() == Role::User && matches!(item.body(), ItemBody::Message(_));
-        item.meta.turn = if opens_turn && !self.items.is_empty() { last_turn + 1 } else { last_turn };
+        item.meta.turn = if opens_turn && !self.items.is_empty() {
+            last_turn + 1
+        } else {
+            last_turn
+        };
         self.items.push(item);
     }
 

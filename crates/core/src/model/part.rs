@@ -61,7 +61,10 @@ pub enum MediaSource {
 impl Part {
     /// A text part with no extra fields.
     pub fn text(text: impl Into<String>) -> Self {
-        Part { kind: PartKind::Text(text.into()), extra: Extra::new() }
+        Part {
+            kind: PartKind::Text(text.into()),
+            extra: Extra::new(),
+        }
     }
 
     /// The text of a text part.

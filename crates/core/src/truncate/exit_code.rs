@@ -17,7 +17,7 @@ const NEEDLES: &[&str] = &[
 /// a header (Codex) or a footer (OpenHands, shells); the middle is program output.
 const WINDOW_BYTES: usize = 400;
 
-/// The exit code reported in `text`, looking in its first and last [`WINDOW_BYTES`] bytes (the head
+/// The exit code reported in `text`, looking in its first and last `WINDOW_BYTES` bytes (the head
 /// first), or `None` when no status is reported.
 pub fn exit_code(text: &str) -> Option<i32> {
     let head_end = floor_boundary(text, WINDOW_BYTES.min(text.len()));

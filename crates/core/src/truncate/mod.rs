@@ -1,7 +1,7 @@
 //! Tier 0: tool outputs truncated as they arrive, so one huge output never floods the context.
 //!
 //! [`truncate_output`] first densifies losslessly ([`densify`]); if the output is still over the
-//! budget it keeps a head and a tail (split by [`TruncationPolicy::head_fraction`], cut on line
+//! budget it keeps a head and a tail (split by [`TruncationPolicy`]`::head_fraction`, cut on line
 //! boundaries when possible, UTF-8 safe) around one marker line saying how many tokens and lines were
 //! removed and how to get them back (`compactctl recall <id>`). Lines with error signals from the
 //! removed middle are kept, in order, between the marker and the tail while the budget allows. The

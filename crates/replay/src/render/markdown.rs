@@ -62,7 +62,9 @@ fn short_name(name: &str) -> String {
     if chars.len() <= MAX_NAME_CHARS {
         return name.to_owned();
     }
-    let head: String = chars[..MAX_NAME_CHARS - NAME_TAIL_CHARS - 1].iter().collect();
+    let head: String = chars[..MAX_NAME_CHARS - NAME_TAIL_CHARS - 1]
+        .iter()
+        .collect();
     let tail: String = chars[chars.len() - NAME_TAIL_CHARS..].iter().collect();
     format!("{head}…{tail}")
 }
