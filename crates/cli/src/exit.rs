@@ -24,6 +24,10 @@ pub const EXIT_FAILURE: u8 = 1;
 
 /// Prints the error chain on stderr and picks the exit code.
 pub fn report(err: &anyhow::Error) -> ExitCode {
+    if is_broken_pipe(err) {
+        // The reader went away (`compactctl inspect ... | head`): not a failure.
+        return ExitCode::SUCCESS;
+    }
     eprintln!("compactctl: error: {err}");
     for cause in err.chain().skip(1) {
         eprintln!("  caused by: {cause}");
@@ -47,4 +51,11 @@ fn is_insufficient_budget(err: &(dyn std::error::Error + 'static)) -> bool {
         err.downcast_ref::<compact_engine::CompactError>(),
         Some(compact_engine::CompactError::InsufficientBudget { .. })
     )
+}
+
+fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+    })
 }

@@ -27,3 +27,26 @@ pub fn write_output(path: Option<&str>, text: &str) -> anyhow::Result<()> {
         }
     }
 }
+
+/// `println!` that returns the write error instead of panicking (a closed pipe, as in
+/// `compactctl inspect ... | head`, is reported by [`crate::exit::report`] as success).
+macro_rules! outln {
+    () => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout().lock())?
+    }};
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout().lock(), $($arg)*)?
+    }};
+}
+
+/// `print!` that returns the write error instead of panicking.
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        write!(std::io::stdout().lock(), $($arg)*)?
+    }};
+}
+
+pub(crate) use {out, outln};

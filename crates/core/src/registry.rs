@@ -126,6 +126,19 @@ impl Pricing {
             + output as f64 * self.output)
             / PER
     }
+
+    /// The first price (in field order) that is negative or not a finite number, as
+    /// `(field name, value)`; `None` when every price is valid.
+    pub fn first_invalid(&self) -> Option<(&'static str, f64)> {
+        [
+            ("input", self.input),
+            ("cached_input", self.cached_input),
+            ("cache_write", self.cache_write),
+            ("output", self.output),
+        ]
+        .into_iter()
+        .find(|(_, value)| !value.is_finite() || *value < 0.0)
+    }
 }
 
 /// What Compact knows about one model.

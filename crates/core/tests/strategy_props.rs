@@ -14,6 +14,10 @@ use compact_core::strategy::{plan, StrategyError};
 use compact_core::tokens::{Encoding, TokenCounter};
 use proptest::prelude::*;
 
+/// Room the irreducible floor needs beyond the pinned items: the last user message, tool pair and item
+/// cut to ~64 tokens each, plus a minimal checkpoint with its markers.
+const FLOOR_SLACK: usize = 600;
+
 fn counter() -> TokenCounter {
     TokenCounter::new(Encoding::O200kBase)
 }
@@ -57,8 +61,14 @@ proptest! {
         prop_assert_eq!(&first, &second, "same input, same output");
         let p = match first {
             Ok(p) => p,
-            Err(StrategyError::InsufficientBudget { floor, budget: b, .. }) => {
-                prop_assert!(strategy == StrategyName::Tiered && floor > b);
+            Err(StrategyError::InsufficientBudget { floor, budget: b, breakdown }) => {
+                // Every strategy may only refuse when the pinned items (and framing) alone leave no
+                // room for the floor of the last items and a minimal checkpoint.
+                prop_assert!(floor > b);
+                prop_assert!(
+                    breakdown.pinned + breakdown.overhead + FLOOR_SLACK > b,
+                    "{} refused with room left: {breakdown}", strategy.as_str()
+                );
                 return Ok(());
             }
             Err(e) => return Err(TestCaseError::fail(format!("{e}"))),
@@ -82,11 +92,9 @@ proptest! {
             }
         }
         let after = c.total(&out);
-        if strategy == StrategyName::Tiered {
-            prop_assert!(after <= budget.usable, "tiered output {} over usable {}", after, budget.usable);
-            prop_assert!(after <= total);
-            prop_assert!(p.estimated_after() + 8 >= after, "estimate {} below actual {}", p.estimated_after(), after);
-        }
+        prop_assert!(after <= budget.usable, "{} output {} over usable {}", strategy.as_str(), after, budget.usable);
+        prop_assert!(after <= total);
+        prop_assert!(p.estimated_after() + 8 >= after, "{} estimate {} below actual {}", strategy.as_str(), p.estimated_after(), after);
     }
 
     #[test]

@@ -58,16 +58,7 @@ pub fn setup(
             pricing.validate(&info.name)?;
             (pricing, "registry")
         }
-        None => (
-            Pricing {
-                input: 0.0,
-                cached_input: 0.0,
-                cache_write: 0.0,
-                output: 0.0,
-                ..Pricing::default()
-            },
-            "none",
-        ),
+        None => (Pricing::free(), "none"),
     };
     let mut policy = config.policy().clone();
     policy.max_context_tokens = window;

@@ -25,10 +25,12 @@ fn options(window: usize) -> ReplayOptions {
         window,
         counter: counter(),
         pricing: Pricing {
-            input: 1.0,
-            cached_input: 0.1,
-            cache_write: 1.25,
-            output: 4.0,
+            prices: compact_core::registry::Pricing {
+                input: 1.0,
+                cached_input: 0.1,
+                cache_write: 1.25,
+                output: 4.0,
+            },
             min_cached_prefix: 0,
         },
     }

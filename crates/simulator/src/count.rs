@@ -60,6 +60,13 @@ impl Acc {
         }
     }
 
+    /// Adds every declaration of the request's `tools` array.
+    fn tools(&mut self, body: &Value) {
+        for tool in array_of(body, "tools") {
+            self.tool(&tool.to_string());
+        }
+    }
+
     fn tool(&mut self, decl: &str) {
         self.tokens +=
             self.counter.count_text(decl) as u64 + u64::from(self.counter.framing().per_tool);
@@ -81,6 +88,11 @@ impl Acc {
 
 fn str_of(v: Option<&Value>) -> Option<&str> {
     v.and_then(Value::as_str)
+}
+
+/// The elements of the array member `key` of `v` (none when absent or not an array).
+fn array_of<'a>(v: &'a Value, key: &str) -> impl Iterator<Item = &'a Value> {
+    v.get(key).and_then(Value::as_array).into_iter().flatten()
 }
 
 fn common(body: &Value, acc: Acc) -> Counted {
@@ -133,29 +145,12 @@ fn openai_content(acc: &Acc, content: Option<&Value>, texts: &mut Vec<String>) -
 /// Counts an OpenAI Chat Completions request.
 pub fn count_chat(body: &Value, encoding: Encoding) -> Counted {
     let mut acc = Acc::new(encoding, Framing::OPENAI);
-    for tool in body
-        .get("tools")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        acc.tool(&tool.to_string());
-    }
-    for msg in body
-        .get("messages")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
+    acc.tools(body);
+    for msg in array_of(body, "messages") {
         let role = str_of(msg.get("role")).unwrap_or("user");
         let mut texts = Vec::new();
         let media = openai_content(&acc, msg.get("content"), &mut texts);
-        for call in msg
-            .get("tool_calls")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
+        for call in array_of(msg, "tool_calls") {
             let f = call.get("function");
             texts.push(
                 str_of(f.and_then(|f| f.get("name")))
@@ -179,14 +174,7 @@ pub fn count_chat(body: &Value, encoding: Encoding) -> Counted {
 /// Counts an OpenAI Responses request.
 pub fn count_responses(body: &Value, encoding: Encoding) -> Counted {
     let mut acc = Acc::new(encoding, Framing::OPENAI);
-    for tool in body
-        .get("tools")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        acc.tool(&tool.to_string());
-    }
+    acc.tools(body);
     if let Some(instr) = str_of(body.get("instructions")) {
         acc.message("developer", &[instr.to_owned()], 0);
     }
@@ -215,12 +203,7 @@ pub fn count_responses(body: &Value, encoding: Encoding) -> Counted {
                         ("tool", m)
                     }
                     "reasoning" => {
-                        for s in item
-                            .get("summary")
-                            .and_then(Value::as_array)
-                            .into_iter()
-                            .flatten()
-                        {
+                        for s in array_of(item, "summary") {
                             texts.push(str_of(s.get("text")).unwrap_or("").to_owned());
                         }
                         let enc = str_of(item.get("encrypted_content")).map_or(0, str::len);
@@ -280,12 +263,7 @@ fn anthropic_content(
 pub fn count_messages(body: &Value, encoding: Encoding) -> Counted {
     let mut acc = Acc::new(encoding, Framing::ANTHROPIC);
     let mut cache = false;
-    for tool in body
-        .get("tools")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
+    for tool in array_of(body, "tools") {
         if tool.get("cache_control").is_some() {
             cache = true;
         }
@@ -296,12 +274,7 @@ pub fn count_messages(body: &Value, encoding: Encoding) -> Counted {
         let media = anthropic_content(&acc, body.get("system"), &mut texts, &mut cache);
         acc.message("system", &texts, media);
     }
-    for msg in body
-        .get("messages")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
+    for msg in array_of(body, "messages") {
         let role = str_of(msg.get("role")).unwrap_or("user");
         let mut texts = Vec::new();
         let media = anthropic_content(&acc, msg.get("content"), &mut texts, &mut cache);

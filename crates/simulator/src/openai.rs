@@ -197,22 +197,30 @@ fn response_object(
     })
 }
 
-/// A non-streaming Responses response.
-pub fn response(seq: u64, model: &str, reply: &Reply, usage: &Usage) -> String {
-    let status = if reply.finish == Finish::Length {
+/// The status of a finished response: `incomplete` when the output cap cut it, else `completed`.
+fn final_status(reply: &Reply) -> &'static str {
+    if reply.finish == Finish::Length {
         "incomplete"
     } else {
         "completed"
-    };
+    }
+}
+
+/// The response object of a finished reply (the non-streaming body and the last stream event).
+fn final_response(seq: u64, model: &str, reply: &Reply, usage: &Usage) -> Value {
     response_object(
         seq,
         model,
-        status,
+        final_status(reply),
         responses_output(seq, reply),
         Some(usage),
         Some(reply),
     )
-    .to_string()
+}
+
+/// A non-streaming Responses response.
+pub fn response(seq: u64, model: &str, reply: &Reply, usage: &Usage) -> String {
+    final_response(seq, model, reply, usage).to_string()
 }
 
 /// Numbers Responses events in order.
@@ -290,20 +298,9 @@ pub fn response_stream(seq: u64, model: &str, reply: &Reply, usage: &Usage) -> V
             json!({"output_index": idx, "item": item}),
         ));
     }
-    let (name, status) = if reply.finish == Finish::Length {
-        ("response.incomplete", "incomplete")
-    } else {
-        ("response.completed", "completed")
-    };
-    let done = response_object(
-        seq,
-        model,
-        status,
-        responses_output(seq, reply),
-        Some(usage),
-        Some(reply),
-    );
-    out.push(s.ev(name, json!({"response": done})));
+    let name = format!("response.{}", final_status(reply));
+    let done = final_response(seq, model, reply, usage);
+    out.push(s.ev(&name, json!({"response": done})));
     out
 }
 

@@ -6,7 +6,8 @@ use crate::load::{load, LoadArgs};
 use crate::output::write_output;
 use clap::Args;
 use compact_core::model::Format;
-use compact_engine::block_on;
+use compact_engine::{block_on, CompactError};
+use serde_json::json;
 use std::process::ExitCode;
 
 /// Arguments of `compactctl compact`.
@@ -33,8 +34,51 @@ pub fn run(args: &CompactArgs) -> anyhow::Result<ExitCode> {
     let loaded = load(&args.load)?;
     let target = to.unwrap_or_else(|| loaded.imported.format.wire_target());
     let compactor = engine::compactor(&args.engine)?;
-    let done = block_on(compactor.compact(&loaded.imported.conversation))?;
-    let encoded = compact_formats::wire::encode(&done.conversation, target)
+    let conv = &loaded.imported.conversation;
+    let (compacted, report) = match block_on(compactor.compact(conv)) {
+        Ok(done) => {
+            let r = &done.report;
+            eprintln!(
+                "compacted {}: {} -> {} tokens ({:.0}% smaller), {} -> {} items, strategy {}, tiers {:?}",
+                loaded.name,
+                r.tokens_before,
+                r.tokens_after,
+                100.0 * r.saved() as f64 / r.tokens_before.max(1) as f64,
+                r.items_before,
+                r.items_after,
+                r.strategy,
+                r.tiers_applied
+            );
+            for w in &r.warnings {
+                eprintln!("compactctl: warning: {w}");
+            }
+            let mut json = r.to_json();
+            json["compacted"] = true.into();
+            (done.conversation, json)
+        }
+        // Already at or below the target: nothing to gain. The request is written unchanged (but
+        // normalised, so it is valid to send) rather than failing.
+        Err(CompactError::NoProgress { before, .. }) if compactor.budget().fits(before) => {
+            let sent = block_on(compactor.preflight(conv))?;
+            eprintln!(
+                "compactctl: nothing to compact in {}: {before} tokens already fit (target {}); written unchanged",
+                loaded.name,
+                compactor.budget().target
+            );
+            let json = json!({
+                "tokens_before": before,
+                "tokens_after": compactor.counter().total(&sent.conversation),
+                "items_before": conv.len(),
+                "items_after": sent.conversation.len(),
+                "strategy": compactor.strategy().as_str(),
+                "tiers_applied": [],
+                "compacted": false,
+            });
+            (sent.conversation, json)
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let encoded = compact_formats::wire::encode(&compacted, target)
         .map_err(|e| anyhow::anyhow!("encoding the compacted conversation as {target}: {e}"))?;
     for loss in &encoded.losses {
         eprintln!("compactctl: note: {target} cannot carry everything: {loss}");
@@ -42,23 +86,8 @@ pub fn run(args: &CompactArgs) -> anyhow::Result<ExitCode> {
     let mut text = serde_json::to_string_pretty(&encoded.value)?;
     text.push('\n');
     write_output(args.output.as_deref(), &text)?;
-    let r = &done.report;
-    eprintln!(
-        "compacted {}: {} -> {} tokens ({:.0}% smaller), {} -> {} items, strategy {}, tiers {:?}",
-        loaded.name,
-        r.tokens_before,
-        r.tokens_after,
-        100.0 * r.saved() as f64 / r.tokens_before.max(1) as f64,
-        r.items_before,
-        r.items_after,
-        r.strategy,
-        r.tiers_applied
-    );
-    for w in &r.warnings {
-        eprintln!("compactctl: warning: {w}");
-    }
     if let Some(path) = &args.report_json {
-        let mut json = r.to_json();
+        let mut json = report;
         json["input_format"] = loaded.imported.format.name().into();
         json["output_format"] = target.name().into();
         let mut text = serde_json::to_string_pretty(&json)?;

@@ -1,6 +1,7 @@
 //! `compactctl count`: the token count of raw text.
 
 use crate::input::read_input;
+use crate::output::outln;
 use crate::resolve::{self, ModelChoice};
 use clap::Args;
 use std::process::ExitCode;
@@ -20,6 +21,6 @@ pub fn run(args: &CountArgs) -> anyhow::Result<ExitCode> {
     let counter = resolve::counter(&args.model)?;
     let bytes = read_input(&args.file)?;
     let text = String::from_utf8_lossy(&bytes);
-    println!("{}", counter.count_text(&text));
+    outln!("{}", counter.count_text(&text));
     Ok(ExitCode::SUCCESS)
 }

@@ -3,6 +3,7 @@
 
 use crate::engine::{self, EngineArgs};
 use crate::load::{load, LoadArgs};
+use crate::output::outln;
 use clap::{Args, ValueEnum};
 use compact_core::plan::Action;
 use compact_engine::block_on;
@@ -68,7 +69,7 @@ pub fn run(args: &DiffArgs) -> anyhow::Result<ExitCode> {
     let checkpoint_at = plan.checkpoint.as_ref().map(|c| c.position);
     for entry in &plan.items {
         if checkpoint_at == Some(entry.index) {
-            print_checkpoint(&done.conversation, color);
+            print_checkpoint(&done.conversation, color)?;
         }
         let (mark, colour) = style(&entry.action);
         let text = source
@@ -94,25 +95,29 @@ pub fn run(args: &DiffArgs) -> anyhow::Result<ExitCode> {
             entry.tokens_after
         );
         if color && !colour.is_empty() {
-            println!("{colour}{line}{RESET}");
+            outln!("{colour}{line}{RESET}");
         } else {
-            println!("{line}");
+            outln!("{line}");
         }
     }
     let r = &done.report;
-    println!(
+    outln!(
         "{} -> {} tokens, {} -> {} items ({})",
-        r.tokens_before, r.tokens_after, r.items_before, r.items_after, r.strategy
+        r.tokens_before,
+        r.tokens_after,
+        r.items_before,
+        r.items_after,
+        r.strategy
     );
     Ok(ExitCode::SUCCESS)
 }
 
-fn print_checkpoint(conv: &compact_core::model::Conversation, color: bool) {
+fn print_checkpoint(conv: &compact_core::model::Conversation, color: bool) -> std::io::Result<()> {
     let Some(cp) = conv.items.iter().find_map(|i| match i.body() {
         compact_core::model::ItemBody::Checkpoint(c) => Some(c),
         _ => None,
     }) else {
-        return;
+        return Ok(());
     };
     let line = format!(
         "+ checkpoint generation {}, covers {} items, {} lines",
@@ -121,8 +126,9 @@ fn print_checkpoint(conv: &compact_core::model::Conversation, color: bool) {
         cp.text.lines().count()
     );
     if color {
-        println!("\x1b[32m{line}{RESET}");
+        outln!("\x1b[32m{line}{RESET}");
     } else {
-        println!("{line}");
+        outln!("{line}");
     }
+    Ok(())
 }

@@ -1,6 +1,7 @@
 //! `compactctl inspect`: what a conversation or transcript holds and what it costs.
 
 use crate::load::{load, LoadArgs};
+use crate::output::outln;
 use crate::resolve::{self, ModelChoice};
 use clap::Args;
 use compact_core::model::{Conversation, ItemKind};
@@ -46,13 +47,17 @@ pub fn run(args: &InspectArgs) -> anyhow::Result<ExitCode> {
         "off_branch_items": imported.stats.off_branch_items,
     });
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        outln!("{}", serde_json::to_string_pretty(&report)?);
     } else {
-        print_human(&loaded.name, &report, &summary);
+        print_human(&loaded.name, &report, &summary)?;
         let st = &imported.stats;
-        println!(
+        outln!(
             "  source       {} records read, {} skipped, {} malformed, {} sessions, {} compactions",
-            st.records_read, st.records_skipped, st.records_malformed, st.sessions, st.compactions
+            st.records_read,
+            st.records_skipped,
+            st.records_malformed,
+            st.sessions,
+            st.compactions
         );
     }
     Ok(ExitCode::SUCCESS)
@@ -171,28 +176,29 @@ impl Summary {
     }
 }
 
-fn print_human(name: &str, report: &Value, summary: &Summary) {
-    println!(
+fn print_human(name: &str, report: &Value, summary: &Summary) -> std::io::Result<()> {
+    outln!(
         "{name}: {} conversation",
         report["format"].as_str().unwrap_or("?")
     );
-    println!(
+    outln!(
         "  items        {} ({} hidden from the model)",
-        summary.items, summary.hidden
+        summary.items,
+        summary.hidden
     );
     let kinds: Vec<String> = summary
         .by_kind
         .iter()
         .map(|(k, n)| format!("{k} {n}"))
         .collect();
-    println!("  by kind      {}", kinds.join(", "));
+    outln!("  by kind      {}", kinds.join(", "));
     let roles: Vec<String> = summary
         .by_role
         .iter()
         .map(|(k, n)| format!("{k} {n}"))
         .collect();
-    println!("  by role      {}", roles.join(", "));
-    println!(
+    outln!("  by role      {}", roles.join(", "));
+    outln!(
         "  tool calls   {} calls, {} results, {} orphan calls, {} orphan results, {} errors",
         summary.tool_calls,
         summary.tool_results,
@@ -200,27 +206,29 @@ fn print_human(name: &str, report: &Value, summary: &Summary) {
         summary.orphan_results,
         summary.errors
     );
-    println!(
+    outln!(
         "  tokens       {} total ({} in tool declarations)",
-        summary.count.total, summary.count.tools
+        summary.count.total,
+        summary.count.tools
     );
     for (role, n) in &summary.count.by_role {
-        println!("    {:<11}{n}", role.as_str());
+        outln!("    {:<11}{n}", role.as_str());
     }
     if !summary.count.by_tool.is_empty() {
-        println!("  tokens by tool");
+        outln!("  tokens by tool");
         let mut tools: Vec<(&String, &usize)> = summary.count.by_tool.iter().collect();
         tools.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
         for (tool, n) in tools {
-            println!("    {tool:<24}{n}");
+            outln!("    {tool:<24}{n}");
         }
     }
-    println!("  largest items");
+    outln!("  largest items");
     for (preview, (idx, tokens)) in summary.previews.iter().zip(&summary.largest) {
-        println!(
+        outln!(
             "    #{idx:<5} {:<12} {tokens:>7}  {}",
             preview["kind"].as_str().unwrap_or(""),
             preview["preview"].as_str().unwrap_or("")
         );
     }
+    Ok(())
 }

@@ -2,6 +2,7 @@
 
 use crate::engine::{self, EngineArgs};
 use crate::load::{load, LoadArgs};
+use crate::output::{out, outln};
 use clap::Args;
 use std::process::ExitCode;
 
@@ -20,11 +21,11 @@ pub fn run(args: &PlanArgs) -> anyhow::Result<ExitCode> {
     let compactor = engine::compactor(&args.engine)?;
     let dry = compactor.plan(&loaded.imported.conversation)?;
     if dry.input_repairs > 0 {
-        println!(
+        outln!(
             "input: {} normalisation repairs (orphaned calls or results)",
             dry.input_repairs
         );
     }
-    print!("{}", dry.plan);
+    out!("{}", dry.plan);
     Ok(ExitCode::SUCCESS)
 }

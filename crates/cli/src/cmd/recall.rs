@@ -3,6 +3,7 @@
 
 use crate::exit::BadInput;
 use crate::load::{load, LoadArgs};
+use crate::output::{out, outln};
 use clap::Args;
 use std::process::ExitCode;
 
@@ -28,6 +29,11 @@ pub fn run(args: &RecallArgs) -> anyhow::Result<ExitCode> {
         ))
     })?;
     let text = item.plain_text();
-    println!("{text}");
+    // The original, byte for byte: a newline is added only when the text lacks one.
+    if text.ends_with('\n') {
+        out!("{text}");
+    } else {
+        outln!("{text}");
+    }
     Ok(ExitCode::SUCCESS)
 }

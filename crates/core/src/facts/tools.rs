@@ -95,14 +95,22 @@ const PATH_KEYS: &[&str] = &[
 pub fn classify(call: &ToolCall) -> Vec<Action> {
     let name = call.name.to_ascii_lowercase();
     let args = call.arguments.to_value();
+    // Free text as is; a JSON document's `input` (or `patch`) string, so a patch whose newlines are
+    // still escaped in the raw JSON text is read with real newlines.
+    let patch_text = |v: &Value| {
+        ["input", "patch"]
+            .iter()
+            .find_map(|k| v.get(*k).and_then(Value::as_str))
+            .map(str::to_owned)
+    };
     let raw = match &call.arguments {
-        Arguments::Text(t) => t.clone(),
+        Arguments::Text(t) => args
+            .as_ref()
+            .filter(|v| v.is_object())
+            .and_then(patch_text)
+            .unwrap_or_else(|| t.clone()),
         Arguments::Json(Value::String(s)) => s.clone(),
-        Arguments::Json(v) => v
-            .get("input")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned(),
+        Arguments::Json(v) => patch_text(v).unwrap_or_default(),
     };
     let path = args
         .as_ref()
@@ -245,5 +253,49 @@ fn step_status(s: &str) -> StepStatus {
         "in_progress" | "inprogress" | "active" | "doing" | "started" => StepStatus::InProgress,
         "cancelled" | "canceled" | "skipped" | "dropped" => StepStatus::Cancelled,
         _ => StepStatus::Pending,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Extra;
+
+    fn call(name: &str, arguments: Arguments, kind: ToolCallKind) -> ToolCall {
+        ToolCall {
+            call_id: "c1".to_owned(),
+            name: name.to_owned(),
+            arguments,
+            kind,
+            extra: Extra::default(),
+        }
+    }
+
+    #[test]
+    fn apply_patch_in_json_text_arguments_is_read_with_real_newlines() {
+        let text = r#"{"input":"*** Begin Patch\n*** Update File: src/x.rs\n@@\n-a\n+b\n*** Add File: docs/new.md\n+hi\n*** End Patch"}"#;
+        let c = call(
+            "apply_patch",
+            Arguments::Text(text.to_owned()),
+            ToolCallKind::Function,
+        );
+        assert_eq!(
+            classify(&c),
+            vec![
+                Action::Modify("src/x.rs".to_owned()),
+                Action::Modify("docs/new.md".to_owned())
+            ]
+        );
+    }
+
+    #[test]
+    fn apply_patch_as_free_text_still_works() {
+        let text = "*** Begin Patch\n*** Delete File: old.txt\n*** End Patch";
+        let c = call(
+            "apply_patch",
+            Arguments::Text(text.to_owned()),
+            ToolCallKind::Custom,
+        );
+        assert_eq!(classify(&c), vec![Action::Modify("old.txt".to_owned())]);
     }
 }

@@ -95,6 +95,24 @@ impl<'a> PlanBuilder<'a> {
         self.plan.estimated_after()
     }
 
+    /// True when the plan so far changes nothing.
+    pub fn is_noop(&self) -> bool {
+        self.plan.is_noop()
+    }
+
+    /// True when the plan has a checkpoint slot.
+    pub fn has_checkpoint(&self) -> bool {
+        self.plan.checkpoint.is_some()
+    }
+
+    /// Tokens the checkpoint slot is estimated to cost (0 without one).
+    pub fn checkpoint_tokens(&self) -> usize {
+        self.plan
+            .checkpoint
+            .as_ref()
+            .map_or(0, |c| c.estimated_tokens)
+    }
+
     /// Resets item `idx` to keep.
     pub fn keep(&mut self, idx: usize) {
         let p = &mut self.plan.items[idx];

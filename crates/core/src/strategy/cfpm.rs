@@ -5,11 +5,12 @@
 //! fields), never from keyword heuristics over prose; error noise is left out. A previous memory block is folded in section by section.
 
 use super::common::{builder, remove_units, truncate_tool_outputs};
-use super::{Request, StrategyError};
+use super::fit::{fit, Removal};
+use super::{Breakdown, Request, StrategyError};
 use crate::facts::{extract, CommandStatus, StepStatus};
 use crate::model::{Conversation, Item, ItemBody};
 use crate::partition::{is_checkpoint, Survey};
-use crate::plan::{Action, Placement, Plan, Tier};
+use crate::plan::{Action, Placement, Plan, PlanBuilder, Tier, CHECKPOINT_MARKER_TOKENS};
 use crate::policy::StrategyName;
 
 /// CFPM keeps the first two items (the initial context).
@@ -120,6 +121,34 @@ pub fn memory_block(conv: &Conversation, covered: &[usize], previous: Option<&st
     out
 }
 
+/// Rounds of the fit pass: each recomputes the memory block for what it now covers, whose size the
+/// next round then knows (the block grows by at most a few entries per round).
+const FIT_ROUNDS: usize = 3;
+
+/// Sets the memory block of the items `b` now summarises as the checkpoint's fixed text.
+fn set_block(b: &mut PlanBuilder<'_>, conv: &Conversation) {
+    if !b.has_checkpoint() {
+        return;
+    }
+    let covered: Vec<usize> = (0..conv.items.len())
+        .filter(|&i| *b.action(i) == Action::SummarizeInto)
+        .collect();
+    let previous = covered
+        .iter()
+        .rev()
+        .find(|&&i| is_checkpoint(&conv.items[i]))
+        .map(|&i| match conv.items[i].body() {
+            ItemBody::Checkpoint(c) => c.text.clone(),
+            _ => conv.items[i].plain_text(),
+        });
+    let fresh: Vec<usize> = covered
+        .iter()
+        .copied()
+        .filter(|&i| !is_checkpoint(&conv.items[i]))
+        .collect();
+    b.set_checkpoint_text(memory_block(conv, &fresh, previous.as_deref()));
+}
+
 /// Plans `request` with a CFPM memory checkpoint.
 pub fn plan(req: &Request<'_>) -> Result<Plan, StrategyError> {
     let conv = req.conversation;
@@ -129,37 +158,47 @@ pub fn plan(req: &Request<'_>) -> Result<Plan, StrategyError> {
     if n <= HEAD_ITEMS + TAIL_ITEMS {
         b.note("too few items: nothing replaced");
         truncate_tool_outputs(&mut b, req);
-        return Ok(b.finish());
+    } else {
+        let keep: Vec<bool> = (0..n)
+            .map(|i| i < HEAD_ITEMS || i >= n - TAIL_ITEMS)
+            .collect();
+        let count = remove_units(&mut b, &keep, &Action::SummarizeInto, Tier::Summarize);
+        truncate_tool_outputs(&mut b, req);
+        if count > 0 {
+            b.place_checkpoint(0, Tier::Summarize, Placement::FirstCovered);
+            set_block(&mut b, conv);
+            b.record(
+                Tier::Summarize,
+                count,
+                "middle replaced by a deterministic memory block",
+            );
+        }
     }
-    let keep: Vec<bool> = (0..n)
-        .map(|i| i < HEAD_ITEMS || i >= n - TAIL_ITEMS)
-        .collect();
-    let count = remove_units(&mut b, &keep, &Action::SummarizeInto, Tier::Summarize);
-    truncate_tool_outputs(&mut b, req);
-    if count > 0 {
-        b.place_checkpoint(0, Tier::Summarize, Placement::FirstCovered);
-        let covered: Vec<usize> = (0..n)
-            .filter(|&i| *b.action(i) == Action::SummarizeInto)
-            .collect();
-        let previous = covered
-            .iter()
-            .rev()
-            .find(|&&i| is_checkpoint(&conv.items[i]))
-            .map(|&i| match conv.items[i].body() {
-                ItemBody::Checkpoint(c) => c.text.clone(),
-                _ => conv.items[i].plain_text(),
-            });
-        let fresh: Vec<usize> = covered
-            .iter()
-            .copied()
-            .filter(|&i| !is_checkpoint(&conv.items[i]))
-            .collect();
-        b.set_checkpoint_text(memory_block(conv, &fresh, previous.as_deref()));
-        b.record(
-            Tier::Summarize,
-            count,
-            "middle replaced by a deterministic memory block",
-        );
+    for _ in 0..FIT_ROUNDS {
+        let known = Request {
+            summary_tokens: b
+                .has_checkpoint()
+                .then(|| b.checkpoint_tokens().saturating_sub(slot_extra(req))),
+            ..*req
+        };
+        fit(&mut b, &known, Removal::Summarize(Placement::FirstCovered))?;
+        set_block(&mut b, conv);
+    }
+    let est = b.estimate();
+    if est > req.budget.usable {
+        return Err(StrategyError::InsufficientBudget {
+            floor: est,
+            budget: req.budget.usable,
+            breakdown: Breakdown {
+                checkpoint: b.checkpoint_tokens(),
+                ..Breakdown::default()
+            },
+        });
     }
     Ok(b.finish())
+}
+
+/// Tokens a checkpoint slot costs beyond its text.
+fn slot_extra(req: &Request<'_>) -> usize {
+    CHECKPOINT_MARKER_TOKENS + req.counter.framing().per_message as usize
 }

@@ -2,6 +2,7 @@
 //! (newest first, the boundary one middle-truncated) and one summary of everything else, placed last.
 
 use super::common::{builder, covered_tokens, remove_units, summary_budget, truncate_tool_outputs};
+use super::fit::{fit, Removal};
 use super::{Request, StrategyError};
 use crate::partition::{Class, Partition, Recency, Survey};
 use crate::plan::{Action, Placement, Plan, Tier};
@@ -43,5 +44,6 @@ pub fn plan(req: &Request<'_>) -> Result<Plan, StrategyError> {
             "everything but the initial context and user messages summarised",
         );
     }
+    fit(&mut b, req, Removal::Summarize(Placement::End))?;
     Ok(b.finish())
 }

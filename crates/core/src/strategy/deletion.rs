@@ -2,6 +2,7 @@
 //! the items of one wire message) whole, pinned items never; no summary.
 
 use super::common::{builder, truncate_tool_outputs};
+use super::fit::{fit, Removal};
 use super::{Request, StrategyError};
 use crate::partition::Survey;
 use crate::plan::{Plan, Tier};
@@ -36,5 +37,6 @@ pub fn plan(req: &Request<'_>) -> Result<Plan, StrategyError> {
         }
     }
     b.record(Tier::Drop, count, "oldest items dropped");
+    fit(&mut b, req, Removal::Drop)?;
     Ok(b.finish())
 }

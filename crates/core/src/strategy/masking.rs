@@ -1,7 +1,10 @@
 //! The `observation-masking` strategy: tool outputs older than the recent turns become reference
-//! placeholders; nothing is summarised and nothing else changes.
+//! placeholders; nothing is summarised. When masking alone cannot reach the budget (or has nothing
+//! left to mask), the shared fit pass continues with truncation, more placeholders and, last, dropping
+//! the oldest units, so the strategy never stalls on "no progress".
 
 use super::common::builder;
+use super::fit::{fit, Removal};
 use super::{Request, StrategyError};
 use crate::partition::Survey;
 use crate::plan::{Plan, Tier};
@@ -31,5 +34,6 @@ pub fn plan(req: &Request<'_>) -> Result<Plan, StrategyError> {
             req.policy.keep_recent_turns
         ),
     );
+    fit(&mut b, req, Removal::Drop)?;
     Ok(b.finish())
 }

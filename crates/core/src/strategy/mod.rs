@@ -10,12 +10,18 @@
 //! | `sliding-window` | keep the newest items that fit beside the checkpoint, summarise the older ones |
 //! | `deletion` | drop the oldest items (tool pairs whole) until under the target; no summary |
 //! | `cfpm` | keep the first 2 and last 8 items, replace the middle with a deterministic memory block |
+//!
+//! Every strategy's plan then goes through the shared fit pass (`fit.rs`): when it is over the usable
+//! budget, or changes nothing while above the target, the pass truncates, references, summarises or
+//! drops (as the strategy would) and finally cuts the last items until the plan fits; a strategy fails
+//! with [`StrategyError::InsufficientBudget`] only when the pinned items leave no room.
 
 mod cfpm;
 mod codex;
 mod common;
 mod deletion;
 mod error;
+mod fit;
 mod masking;
 mod segmented;
 mod sliding;

@@ -3,6 +3,7 @@
 //! when head and tail would meet, fall back to the first 3 and last 10 items.
 
 use super::common::{builder, covered_tokens, remove_units, summary_budget, truncate_tool_outputs};
+use super::fit::{fit, Removal};
 use super::{Request, StrategyError};
 use crate::partition::Survey;
 use crate::plan::{Action, Placement, Plan, Tier};
@@ -59,6 +60,7 @@ pub fn plan(req: &Request<'_>) -> Result<Plan, StrategyError> {
     if head + tail >= n {
         b.note("too few items to segment: nothing summarised");
         truncate_tool_outputs(&mut b, req);
+        fit(&mut b, req, Removal::Summarize(Placement::FirstCovered))?;
         return Ok(b.finish());
     }
     let keep: Vec<bool> = (0..n).map(|i| i < head || i >= n - tail).collect();
@@ -73,5 +75,6 @@ pub fn plan(req: &Request<'_>) -> Result<Plan, StrategyError> {
             format!("head {head} items, tail {tail} items kept; middle summarised"),
         );
     }
+    fit(&mut b, req, Removal::Summarize(Placement::FirstCovered))?;
     Ok(b.finish())
 }

@@ -2,6 +2,7 @@
 //! the checkpoint, and summarise everything older into the checkpoint.
 
 use super::common::{builder, covered_tokens, remove_units, summary_budget, truncate_tool_outputs};
+use super::fit::{fit, Removal};
 use super::{Request, StrategyError};
 use crate::partition::Survey;
 use crate::plan::{Action, Placement, Plan, Tier};
@@ -49,5 +50,6 @@ pub fn plan(req: &Request<'_>) -> Result<Plan, StrategyError> {
             format!("window of {used} tokens kept; older items summarised"),
         );
     }
+    fit(&mut b, req, Removal::Summarize(Placement::FirstCovered))?;
     Ok(b.finish())
 }

@@ -2,12 +2,14 @@
 //! outputs by reference stubs (only when that frees the configured minimum, so a prompt-cache
 //! invalidation is worth it), tier 2 summarises the oldest eligible items into one checkpoint until the
 //! target is reached, tier 3 shrinks the
-//! recent turns and then the recent tool pairs down to one each, and tier 4 is the typed
-//! [`StrategyError::InsufficientBudget`]. The estimate is recomputed after each tier and planning stops
+//! recent turns and then the recent tool pairs down to one each; past that the shared fit pass
+//! (`fit.rs`) lets the user-message budget and the last items themselves shrink, and only then is
+//! tier 4 the typed [`StrategyError::InsufficientBudget`], whose floor is what truly cannot shrink. The estimate is recomputed after each tier and planning stops
 //! at the first tier that reaches the target.
 
 use super::common::{builder, covered_tokens, summary_budget, truncate_tool_outputs};
-use super::{Breakdown, Request, StrategyError};
+use super::fit::{fit, Removal};
+use super::{Request, StrategyError};
 use crate::model::ItemBody;
 use crate::partition::{is_checkpoint, Class, Partition, Recency, Survey};
 use crate::plan::{
@@ -25,33 +27,32 @@ pub fn plan(req: &Request<'_>) -> Result<Plan, StrategyError> {
         return Ok(b.finish());
     }
     let start = Recency::of(req.policy);
-    let mut best: Option<(Plan, Partition)> = None;
+    let mut best: Option<PlanBuilder<'_>> = None;
     for recency in tier3_steps(start) {
-        let (plan, partition) = attempt(req, &survey, start, recency);
-        let est = plan.estimated_after();
+        let b = attempt(req, &survey, start, recency);
+        let est = b.estimate();
         if est <= target {
-            return Ok(plan);
+            return Ok(b.finish());
         }
-        if best.as_ref().is_none_or(|(p, _)| est < p.estimated_after()) {
-            best = Some((plan, partition));
+        if best.as_ref().is_none_or(|p| est < p.estimate()) {
+            best = Some(b);
         }
     }
-    let Some((mut plan, partition)) = best else {
+    let Some(mut b) = best else {
         return Ok(builder(req, StrategyName::Tiered, &survey).finish());
     };
-    let floor = plan.estimated_after();
-    if floor <= req.budget.usable {
-        plan.notes.push(format!(
+    let floor = b.estimate();
+    if floor <= req.budget.usable && !b.is_noop() {
+        b.note(format!(
             "target {target} not reached; {floor} tokens fit the usable budget of {}",
             req.budget.usable
         ));
-        return Ok(plan);
+        return Ok(b.finish());
     }
-    Err(StrategyError::InsufficientBudget {
-        floor,
-        budget: req.budget.usable,
-        breakdown: breakdown(&plan, &partition, &survey),
-    })
+    // Past tier 3 at its policy floor: the shared fit pass shrinks the user-message budget, the last
+    // items and the checkpoint before tier 4 reports what truly cannot shrink.
+    fit(&mut b, req, Removal::Summarize(Placement::FirstCovered))?;
+    Ok(b.finish())
 }
 
 /// The recency settings tier 3 tries, in order: the policy's, then fewer recent turns down to 1, then
@@ -70,12 +71,12 @@ fn tier3_steps(start: Recency) -> Vec<Recency> {
     steps
 }
 
-fn attempt(
-    req: &Request<'_>,
-    survey: &Survey,
+fn attempt<'a>(
+    req: &Request<'a>,
+    survey: &'a Survey,
     start: Recency,
     recency: Recency,
-) -> (Plan, Partition) {
+) -> PlanBuilder<'a> {
     let conv = req.conversation;
     let target = req.budget.target;
     let partition = Partition::of(conv, survey, &req.budget.limits, recency);
@@ -101,18 +102,18 @@ fn attempt(
         );
     }
     if b.estimate() <= target {
-        return (b.finish(), partition);
+        return b;
     }
 
     // Tier 1.
     tier1(&mut b, req, &partition);
     if b.estimate() <= target {
-        return (b.finish(), partition);
+        return b;
     }
 
     // Tier 2.
     tier2(&mut b, req, &partition);
-    (b.finish(), partition)
+    b
 }
 
 fn tier1(b: &mut PlanBuilder<'_>, req: &Request<'_>, partition: &Partition) {
@@ -215,22 +216,4 @@ fn tier2(b: &mut PlanBuilder<'_>, req: &Request<'_>, partition: &Partition) {
         format!("oldest items summarised into one checkpoint; summary <= {max_tokens} tokens")
     };
     b.record(Tier::Summarize, count, note);
-}
-
-fn breakdown(plan: &Plan, partition: &Partition, survey: &Survey) -> Breakdown {
-    let mut out = Breakdown {
-        overhead: plan.overhead,
-        ..Breakdown::default()
-    };
-    out.checkpoint = plan.checkpoint.as_ref().map_or(0, |c| c.estimated_tokens);
-    for p in &plan.items {
-        let t = p.tokens_after;
-        match &partition.classes[p.index] {
-            _ if survey.pins[p.index].is_some() => out.pinned += t,
-            Class::Recent | Class::RecentTool => out.recent += t,
-            Class::User(_) => out.user_messages += t,
-            _ => out.other += t,
-        }
-    }
-    out
 }

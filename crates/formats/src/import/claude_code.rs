@@ -184,7 +184,7 @@ impl State {
             return Ok(());
         }
         let mut items = Vec::new();
-        if let Err(e) = decode_message(msg, self.index, "/message", &mut items) {
+        if let Err(e) = decode_message(&request_message(msg), self.index, "/message", &mut items) {
             ctx.decode_problem(ctx.at_line(line, 1), e)?;
             return Ok(());
         }
@@ -279,4 +279,20 @@ fn hide_all(conv: &mut Conversation) -> Vec<ItemId> {
         covers.push(item.meta.id.clone());
     }
     covers
+}
+
+/// The part of a recorded API message that belongs in a request: `role` and `content`. The rest
+/// (`id`, `model`, `usage`, `stop_reason`, ...) describes the response and the API rejects it in a
+/// request, so it is not carried into the conversation. A non-object is passed through for the
+/// decoder to report.
+fn request_message(msg: &Value) -> Value {
+    match msg.as_object() {
+        Some(obj) => Value::Object(
+            obj.iter()
+                .filter(|(k, _)| matches!(k.as_str(), "role" | "content"))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+        ),
+        None => msg.clone(),
+    }
 }

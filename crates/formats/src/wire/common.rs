@@ -1,7 +1,7 @@
 //! Pieces shared by the three wire formats: item construction, checkpoint recognition, grouping items
 //! back into wire messages for encoding, and `data:` URLs.
 
-use super::json::is_plain_text_block;
+use super::json::{is_plain_text_block, merge};
 use super::{Loss, LossKind};
 use compact_core::model::{
     Checkpoint, Envelope, Extra, Format, Item, ItemBody, Message, Part, PartKind, Role,
@@ -219,6 +219,23 @@ pub(crate) fn note_fields(losses: &mut Vec<Loss>, idx: usize, what: &str, extra:
             LossKind::FieldsDropped,
             format!("{what}: {}", keys.join(", ")),
         ));
+    }
+}
+
+/// Re-emits an item's or part's unknown fields into its encoded object `o` when it belongs to the
+/// target format ([`Keep::Extra`]), else reports them dropped (see [`note_fields`]).
+pub(crate) fn carry_extra(
+    o: &mut Extra,
+    extra: &Extra,
+    keep: Keep,
+    idx: usize,
+    what: &str,
+    losses: &mut Vec<Loss>,
+) {
+    if keep == Keep::Extra {
+        merge(o, extra);
+    } else {
+        note_fields(losses, idx, what, extra);
     }
 }
 

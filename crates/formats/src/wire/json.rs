@@ -27,6 +27,11 @@ pub(crate) fn type_name(v: &Value) -> &'static str {
     }
 }
 
+/// The error for a value at `path` that is not what was `expected` ("a string or an array"...).
+pub(crate) fn unexpected(path: impl Into<String>, expected: &str, got: &Value) -> DecodeError {
+    DecodeError::new(path, format!("expected {expected}, got {}", type_name(got)))
+}
+
 /// The fields of one wire object being decoded. Known fields are taken out one by one; what remains
 /// ([`Fields::rest`]) is the object's `extra`, re-emitted verbatim when encoding to the same format.
 pub(crate) struct Fields {
@@ -42,10 +47,7 @@ impl Fields {
                 map: map.clone(),
                 path: path.to_owned(),
             }),
-            other => Err(DecodeError::new(
-                path,
-                format!("expected an object, got {}", type_name(other)),
-            )),
+            other => Err(unexpected(path, "an object", other)),
         }
     }
 
@@ -84,10 +86,7 @@ impl Fields {
                 Some(Value::String(s)) => Ok(s),
                 _ => Err(self.missing(key)),
             },
-            Some(other) => Err(DecodeError::new(
-                self.at(key),
-                format!("expected a string, got {}", type_name(other)),
-            )),
+            Some(other) => Err(unexpected(self.at(key), "a string", other)),
             None => Err(self.missing(key)),
         }
     }
@@ -100,16 +99,19 @@ impl Fields {
                 .map
                 .remove(key)
                 .and_then(|v| v.as_str().map(str::to_owned))),
-            Some(other) => Err(DecodeError::new(
-                self.at(key),
-                format!("expected a string, got {}", type_name(other)),
-            )),
+            Some(other) => Err(unexpected(self.at(key), "a string", other)),
         }
     }
 
     /// A required member of any type.
     pub(crate) fn req(&mut self, key: &str) -> Result<Value, DecodeError> {
         self.map.remove(key).ok_or_else(|| self.missing(key))
+    }
+
+    /// The fields of a required member that must be an object (taken).
+    pub(crate) fn nested(&mut self, key: &str) -> Result<Fields, DecodeError> {
+        let inner = self.req(key)?;
+        Fields::of(&inner, &self.at(key))
     }
 
     /// Takes `key` when it is the string `expected`; leaves it otherwise. True when taken.
@@ -129,13 +131,15 @@ impl Fields {
 
     /// A required string tag (`type`), not taken; an error when absent or not a string.
     pub(crate) fn tag(&self, key: &str) -> Result<String, DecodeError> {
+        self.opt_tag(key)?.ok_or_else(|| self.missing(key))
+    }
+
+    /// An optional string tag, not taken: `None` when absent, an error when not a string.
+    pub(crate) fn opt_tag(&self, key: &str) -> Result<Option<String>, DecodeError> {
         match self.map.get(key) {
-            Some(Value::String(s)) => Ok(s.clone()),
-            Some(other) => Err(DecodeError::new(
-                self.at(key),
-                format!("expected a string, got {}", type_name(other)),
-            )),
-            None => Err(self.missing(key)),
+            None => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(other) => Err(unexpected(self.at(key), "a string", other)),
         }
     }
 

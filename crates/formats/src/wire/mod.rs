@@ -61,6 +61,7 @@ mod json;
 mod loss;
 pub mod openai_chat;
 pub mod openai_responses;
+mod part;
 mod request;
 
 use crate::error::{DecodeError, EncodeError};

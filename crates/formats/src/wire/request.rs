@@ -1,9 +1,11 @@
 //! Request-level conversion between wire formats: top-level fields (`model`, token limits, sampling)
-//! and declared tools. Same-format encodes copy both verbatim.
+//! and declared tools. Same-format encodes copy both verbatim. Also the request-level steps the
+//! decoders share (the `messages` array, the finished conversation).
 
-use super::json::obj;
+use super::json::{elem, obj, unexpected, Fields};
 use super::{Loss, LossKind};
-use compact_core::model::{Conversation, Extra, Format, ToolSpec};
+use crate::error::DecodeError;
+use compact_core::model::{Conversation, Extra, Format, Item, ToolSpec};
 use serde_json::Value;
 
 /// One request field and its name in each format (`None`: the format has no such field).
@@ -270,4 +272,42 @@ pub(crate) fn decode_tools(tools: &[Value]) -> Vec<ToolSpec> {
             }
         })
         .collect()
+}
+
+/// Decodes the required `messages` array of a request (Chat, Anthropic) with the format's
+/// `decode_message(message, index, path, out)`, appending the items to `out`.
+pub(crate) fn decode_messages(
+    f: &mut Fields,
+    out: &mut Vec<Item>,
+    decode_message: impl Fn(&Value, u32, &str, &mut Vec<Item>) -> Result<(), DecodeError>,
+) -> Result<(), DecodeError> {
+    let path = f.at("messages");
+    let messages = f.req("messages")?;
+    let Value::Array(messages) = messages else {
+        return Err(unexpected(path, "an array", &messages));
+    };
+    for (i, m) in messages.iter().enumerate() {
+        let index = u32::try_from(i).unwrap_or(u32::MAX);
+        decode_message(m, index, &elem(&path, i), out)?;
+    }
+    Ok(())
+}
+
+/// The conversation of a decoded request of `format`: its `items` in order, the declared tools (a
+/// non-empty `tools` array; any other value stays a plain field) and the fields not taken as extra.
+pub(crate) fn decoded_request(format: Format, mut f: Fields, items: Vec<Item>) -> Conversation {
+    let mut conv = Conversation {
+        format: Some(format),
+        ..Conversation::default()
+    };
+    match f.take("tools") {
+        Some(Value::Array(tools)) if !tools.is_empty() => conv.tools = decode_tools(&tools),
+        Some(other) => f.put("tools", other),
+        None => {}
+    }
+    conv.extra = f.rest();
+    for item in items {
+        conv.push(item);
+    }
+    conv
 }

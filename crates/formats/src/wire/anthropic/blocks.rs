@@ -1,7 +1,8 @@
 //! Anthropic content blocks <-> parts and item bodies (decode side).
 
 use crate::error::DecodeError;
-use crate::wire::json::{child, nest, type_name, Fields};
+use crate::wire::json::{child, nest, unexpected, Fields};
+use crate::wire::part::opaque_part;
 use compact_core::model::{
     Arguments, Extra, ItemBody, Media, MediaSource, Part, PartKind, Reasoning, ToolCall,
     ToolCallKind, ToolResult,
@@ -140,10 +141,7 @@ pub(crate) fn decode_block(block: &Value, path: &str) -> Result<Block, DecodeErr
 }
 
 fn opaque(block: &Value) -> Block {
-    Block::Part(Part {
-        kind: PartKind::Opaque(block.clone()),
-        extra: Extra::new(),
-    })
+    Block::Part(opaque_part(block))
 }
 
 /// `is_error`: `true` is modelled; `false` and `null` stay in extra so they are re-emitted as given.
@@ -154,10 +152,7 @@ pub(crate) fn error_flag(f: &mut Fields) -> Result<bool, DecodeError> {
             f.take("is_error");
             Ok(true)
         }
-        Some(other) => Err(DecodeError::new(
-            f.at("is_error"),
-            format!("expected a boolean, got {}", type_name(other)),
-        )),
+        Some(other) => Err(unexpected(f.at("is_error"), "a boolean", other)),
     }
 }
 
@@ -181,10 +176,7 @@ fn result_content(f: &mut Fields) -> Result<(Vec<Part>, bool), DecodeError> {
             }
             Ok((parts, false))
         }
-        Some(other) => Err(DecodeError::new(
-            path,
-            format!("expected a string or an array, got {}", type_name(&other)),
-        )),
+        Some(other) => Err(unexpected(path, "a string or an array", &other)),
     }
 }
 

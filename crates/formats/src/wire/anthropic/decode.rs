@@ -3,8 +3,8 @@
 use super::blocks::{decode_block, Block};
 use crate::error::DecodeError;
 use crate::wire::common::{envelope, new_item, push_parts};
-use crate::wire::json::{elem, type_name, Fields};
-use crate::wire::request::decode_tools;
+use crate::wire::json::{elem, unexpected, Fields};
+use crate::wire::request::{decode_messages, decoded_request};
 use compact_core::model::{Conversation, Envelope, Format, Item, ItemBody, Message, Part, Role};
 use serde_json::Value;
 use std::sync::Arc;
@@ -14,35 +14,12 @@ const FORMAT: Format = Format::Anthropic;
 /// Decodes a whole request.
 pub(crate) fn decode_request(req: &Value) -> Result<Conversation, DecodeError> {
     let mut f = Fields::of(req, "")?;
-    let mut conv = Conversation {
-        format: Some(FORMAT),
-        ..Conversation::default()
-    };
     let mut items = Vec::new();
     if let Some(system) = f.take_non_null("system") {
         items.push(decode_system(&system, &f.at("system"))?);
     }
-    let messages = f.req("messages")?;
-    let Value::Array(messages) = messages else {
-        return Err(DecodeError::new(
-            f.at("messages"),
-            format!("expected an array, got {}", type_name(&messages)),
-        ));
-    };
-    for (i, m) in messages.iter().enumerate() {
-        let index = u32::try_from(i).unwrap_or(u32::MAX);
-        decode_message(m, index, &elem("/messages", i), &mut items)?;
-    }
-    match f.take("tools") {
-        Some(Value::Array(tools)) if !tools.is_empty() => conv.tools = decode_tools(&tools),
-        Some(other) => f.put("tools", other),
-        None => {}
-    }
-    conv.extra = f.rest();
-    for item in items {
-        conv.push(item);
-    }
-    Ok(conv)
+    decode_messages(&mut f, &mut items, decode_message)?;
+    Ok(decoded_request(FORMAT, f, items))
 }
 
 /// Decodes the `system` field (a string or text blocks) into one system item with slot `"system"`.
@@ -64,12 +41,7 @@ fn decode_system(system: &Value, path: &str) -> Result<Item, DecodeError> {
             }
             (parts, false)
         }
-        other => {
-            return Err(DecodeError::new(
-                path,
-                format!("expected a string or an array, got {}", type_name(other)),
-            ))
-        }
+        other => return Err(unexpected(path, "a string or an array", other)),
     };
     let env = Arc::new(Envelope {
         format: Some(FORMAT),
@@ -129,12 +101,7 @@ pub fn decode_message(
             push_parts(&mut bodies, role, pending);
             false
         }
-        other => {
-            return Err(DecodeError::new(
-                content_path,
-                format!("expected a string or an array, got {}", type_name(&other)),
-            ))
-        }
+        other => return Err(unexpected(content_path, "a string or an array", &other)),
     };
     if bodies.is_empty() {
         bodies.push(ItemBody::Message(Message {

@@ -8,7 +8,7 @@ use super::blocks::MCP_TOOL_RESULT;
 use super::decode::implied_role;
 use super::parts::encode_part;
 use crate::wire::common::{
-    checkpoint_part_extra, checkpoint_text, content_value, dialect, is_native, note_fields, units,
+    carry_extra, checkpoint_part_extra, checkpoint_text, content_value, dialect, is_native, units,
     Keep, LegacyIds, Unit,
 };
 use crate::wire::json::{merge, obj};
@@ -257,7 +257,7 @@ impl Enc<'_> {
         o.insert("id".into(), Value::String(id));
         o.insert("name".into(), Value::String(c.name.clone()));
         o.insert("input".into(), input);
-        self.finish(idx, &mut o, &c.extra, keep, "tool call");
+        carry_extra(&mut o, &c.extra, keep, idx, "tool call", self.losses);
         Some(Value::Object(o))
     }
 
@@ -315,7 +315,7 @@ impl Enc<'_> {
         if r.is_error {
             o.insert("is_error".into(), Value::Bool(true));
         }
-        self.finish(idx, &mut o, &r.extra, keep, "tool result");
+        carry_extra(&mut o, &r.extra, keep, idx, "tool result", self.losses);
         Some(Value::Object(o))
     }
 
@@ -346,17 +346,8 @@ impl Enc<'_> {
                 return None;
             }
         };
-        self.finish(idx, &mut o, &r.extra, keep, "reasoning");
+        carry_extra(&mut o, &r.extra, keep, idx, "reasoning", self.losses);
         Some(Value::Object(o))
-    }
-
-    /// Re-emits `extra` (same format) or reports it dropped.
-    fn finish(&mut self, idx: usize, o: &mut Extra, extra: &Extra, keep: Keep, what: &str) {
-        if keep == Keep::Extra {
-            merge(o, extra);
-        } else {
-            note_fields(self.losses, idx, what, extra);
-        }
     }
 }
 

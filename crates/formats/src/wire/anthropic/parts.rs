@@ -1,15 +1,14 @@
 //! Parts -> Anthropic content blocks (`text`, `image`, `document`; opaque blocks of the same format).
 
-use crate::wire::common::{note_fields, split_data_url, Keep};
-use crate::wire::json::{merge, obj};
+use crate::wire::common::{split_data_url, Keep};
+use crate::wire::json::obj;
+use crate::wire::part::{drop_part, encode_opaque_part, finish_part, DEFAULT_IMAGE_MIME};
 use crate::wire::{Loss, LossKind};
 use compact_core::model::{MediaSource, Part, PartKind};
 use serde_json::Value;
 
 /// MIME type assumed for an inline document whose type was not declared (the API requires one).
 const DEFAULT_DOCUMENT_MIME: &str = "application/pdf";
-/// MIME type assumed for an inline image whose type was not declared.
-const DEFAULT_IMAGE_MIME: &str = "image/png";
 
 /// One content block for a part; `None` (with a loss) when Anthropic cannot carry it.
 pub(crate) fn encode_part(
@@ -18,7 +17,7 @@ pub(crate) fn encode_part(
     idx: usize,
     losses: &mut Vec<Loss>,
 ) -> Option<Value> {
-    let mut o = match &p.kind {
+    let o = match &p.kind {
         // The API rejects empty text blocks; a same-format one is kept as it was.
         PartKind::Text(t) if t.is_empty() && keep == Keep::Canonical => return None,
         PartKind::Text(t) => obj([("type", "text".into()), ("text", Value::String(t.clone()))]),
@@ -72,12 +71,7 @@ pub(crate) fn encode_part(
                     ("file_id", Value::String(id.clone())),
                 ]),
                 MediaSource::FileId(_) | MediaSource::None => {
-                    losses.push(Loss::item(
-                        idx,
-                        LossKind::PartDropped,
-                        "media by file id of another provider",
-                    ));
-                    return None;
+                    return drop_part(idx, "media by file id of another provider", losses)
                 }
             };
             let ty = if image { "image" } else { "document" };
@@ -90,26 +84,8 @@ pub(crate) fn encode_part(
             }
             o
         }
-        PartKind::Audio(_) => {
-            losses.push(Loss::item(idx, LossKind::PartDropped, "audio input"));
-            return None;
-        }
-        PartKind::Opaque(v) => {
-            if keep == Keep::Extra {
-                return Some(v.clone());
-            }
-            losses.push(Loss::item(
-                idx,
-                LossKind::PartDropped,
-                "opaque part of another format",
-            ));
-            return None;
-        }
+        PartKind::Audio(_) => return drop_part(idx, "audio input", losses),
+        PartKind::Opaque(v) => return encode_opaque_part(v, keep, idx, losses),
     };
-    if keep == Keep::Extra {
-        merge(&mut o, &p.extra);
-    } else {
-        note_fields(losses, idx, "part", &p.extra);
-    }
-    Some(Value::Object(o))
+    finish_part(o, p, keep, idx, losses)
 }

@@ -3,8 +3,8 @@
 use super::parts::decode_content;
 use crate::error::DecodeError;
 use crate::wire::common::{envelope, new_item, push_parts};
-use crate::wire::json::{elem, nest, type_name, Fields};
-use crate::wire::request::decode_tools;
+use crate::wire::json::{elem, nest, unexpected, Fields};
+use crate::wire::request::{decode_messages, decoded_request};
 use compact_core::model::{
     Arguments, Conversation, Format, Item, ItemBody, Message, Role, ToolCall, ToolCallKind,
     ToolResult,
@@ -16,32 +16,9 @@ const FORMAT: Format = Format::OpenAiChat;
 /// Decodes a whole request.
 pub(crate) fn decode_request(req: &Value) -> Result<Conversation, DecodeError> {
     let mut f = Fields::of(req, "")?;
-    let mut conv = Conversation {
-        format: Some(FORMAT),
-        ..Conversation::default()
-    };
-    let messages = f.req("messages")?;
-    let Value::Array(messages) = messages else {
-        return Err(DecodeError::new(
-            f.at("messages"),
-            format!("expected an array, got {}", type_name(&messages)),
-        ));
-    };
     let mut items = Vec::new();
-    for (i, m) in messages.iter().enumerate() {
-        let index = u32::try_from(i).unwrap_or(u32::MAX);
-        decode_message(m, index, &elem("/messages", i), &mut items)?;
-    }
-    match f.take("tools") {
-        Some(Value::Array(tools)) if !tools.is_empty() => conv.tools = decode_tools(&tools),
-        Some(other) => f.put("tools", other),
-        None => {}
-    }
-    conv.extra = f.rest();
-    for item in items {
-        conv.push(item);
-    }
-    Ok(conv)
+    decode_messages(&mut f, &mut items, decode_message)?;
+    Ok(decoded_request(FORMAT, f, items))
 }
 
 /// Decodes one Chat message (the `index`-th of its request, found at `path`) into items appended to
@@ -91,12 +68,7 @@ pub fn decode_message(
                 }
                 Some(Value::Array(empty)) => f.put("tool_calls", Value::Array(empty)),
                 Some(Value::Null) => f.put("tool_calls", Value::Null),
-                Some(other) => {
-                    return Err(DecodeError::new(
-                        f.at("tool_calls"),
-                        format!("expected an array, got {}", type_name(&other)),
-                    ))
-                }
+                Some(other) => return Err(unexpected(f.at("tool_calls"), "an array", &other)),
                 None => {}
             }
             if let Some(fc) = f.take_non_null("function_call") {
@@ -162,19 +134,9 @@ fn arguments(f: &mut Fields) -> Result<Arguments, DecodeError> {
 fn decode_tool_call(v: &Value, path: &str) -> Result<ToolCall, DecodeError> {
     let mut f = Fields::of(v, path)?;
     let call_id = f.req_str("id")?;
-    let ty = match f.peek("type") {
-        None => None,
-        Some(Value::String(s)) => Some(s.clone()),
-        Some(other) => {
-            return Err(DecodeError::new(
-                f.at("type"),
-                format!("expected a string, got {}", type_name(other)),
-            ))
-        }
-    };
+    let ty = f.opt_tag("type")?;
     if ty.as_deref() == Some("custom") {
-        let inner = f.req("custom")?;
-        let mut c = Fields::of(&inner, &f.at("custom"))?;
+        let mut c = f.nested("custom")?;
         let name = c.req_str("name")?;
         let input = c.req_str("input")?;
         let mut extra = f.rest();
@@ -187,8 +149,7 @@ fn decode_tool_call(v: &Value, path: &str) -> Result<ToolCall, DecodeError> {
             extra,
         });
     }
-    let inner = f.req("function")?;
-    let mut c = Fields::of(&inner, &f.at("function"))?;
+    let mut c = f.nested("function")?;
     let name = c.req_str("name")?;
     let arguments = arguments(&mut c)?;
     let mut extra = f.rest();

@@ -2,7 +2,10 @@
 
 use crate::error::DecodeError;
 use crate::wire::common::{data_url, split_data_url, Keep};
-use crate::wire::json::{elem, merge, nest, obj, type_name, Fields};
+use crate::wire::json::{elem, nest, obj, unexpected, Fields};
+use crate::wire::part::{
+    drop_part, encode_opaque_part, finish_part, opaque_part, text_document_part, DEFAULT_IMAGE_MIME,
+};
 use crate::wire::{Loss, LossKind};
 use compact_core::model::{Extra, Media, MediaSource, Part, PartKind};
 use serde_json::Value;
@@ -24,17 +27,7 @@ pub(crate) fn decode_content(f: &mut Fields) -> Result<Option<(Vec<Part>, bool)>
             }
             Ok(Some((out, false)))
         }
-        Some(other) => Err(DecodeError::new(
-            path,
-            format!("expected a string or an array, got {}", type_name(&other)),
-        )),
-    }
-}
-
-fn opaque(v: &Value) -> Part {
-    Part {
-        kind: PartKind::Opaque(v.clone()),
-        extra: Extra::new(),
+        Some(other) => Err(unexpected(path, "a string or an array", &other)),
     }
 }
 
@@ -42,7 +35,7 @@ fn opaque(v: &Value) -> Part {
 pub(crate) fn decode_part(v: &Value, path: &str) -> Result<Part, DecodeError> {
     let mut f = Fields::of(v, path)?;
     let Some(ty) = f.peek_str("type").map(str::to_owned) else {
-        return Ok(opaque(v));
+        return Ok(opaque_part(v));
     };
     let kind = match ty.as_str() {
         "text" => {
@@ -52,8 +45,7 @@ pub(crate) fn decode_part(v: &Value, path: &str) -> Result<Part, DecodeError> {
         REFUSAL => PartKind::Text(f.req_str(REFUSAL)?),
         "image_url" => {
             f.take("type");
-            let inner = f.req("image_url")?;
-            let mut i = Fields::of(&inner, &f.at("image_url"))?;
+            let mut i = f.nested("image_url")?;
             let url = i.req_str("url")?;
             let detail = i.opt_str("detail")?;
             let mut extra = f.rest();
@@ -70,8 +62,7 @@ pub(crate) fn decode_part(v: &Value, path: &str) -> Result<Part, DecodeError> {
         }
         "input_audio" => {
             f.take("type");
-            let inner = f.req("input_audio")?;
-            let mut i = Fields::of(&inner, &f.at("input_audio"))?;
+            let mut i = f.nested("input_audio")?;
             let data = i.req_str("data")?;
             let format = i.opt_str("format")?;
             let mut extra = f.rest();
@@ -88,13 +79,13 @@ pub(crate) fn decode_part(v: &Value, path: &str) -> Result<Part, DecodeError> {
         }
         "file" => {
             let Some(inner) = f.peek("file").cloned() else {
-                return Ok(opaque(v));
+                return Ok(opaque_part(v));
             };
             let mut i = Fields::of(&inner, &f.at("file"))?;
             let has_id = i.peek("file_id").is_some_and(Value::is_string);
             let has_data = i.peek("file_data").is_some_and(Value::is_string);
             if has_id == has_data {
-                return Ok(opaque(v));
+                return Ok(opaque_part(v));
             }
             f.take("type");
             f.take("file");
@@ -117,7 +108,7 @@ pub(crate) fn decode_part(v: &Value, path: &str) -> Result<Part, DecodeError> {
                 extra,
             });
         }
-        _ => return Ok(opaque(v)),
+        _ => return Ok(opaque_part(v)),
     };
     Ok(Part {
         kind,
@@ -141,6 +132,23 @@ pub(crate) fn encode_file_data(data: &str, mime: Option<&str>) -> String {
     }
 }
 
+/// Writes the OpenAI file reference of `m` into a file object: `file_id` for a file id, `file_data`
+/// for inline base64 (any other source writes nothing).
+pub(crate) fn insert_file_ref(o: &mut Extra, m: &Media) {
+    match &m.source {
+        MediaSource::FileId(id) => {
+            o.insert("file_id".into(), Value::String(id.clone()));
+        }
+        MediaSource::Base64(b) => {
+            o.insert(
+                "file_data".into(),
+                Value::String(encode_file_data(b, m.mime.as_deref())),
+            );
+        }
+        _ => {}
+    }
+}
+
 /// Encodes a part as a Chat content part; `None` (with a loss recorded) when Chat cannot carry it.
 pub(crate) fn encode_part(
     part: &Part,
@@ -148,7 +156,7 @@ pub(crate) fn encode_part(
     idx: usize,
     losses: &mut Vec<Loss>,
 ) -> Option<Value> {
-    let mut o = match &part.kind {
+    let o = match &part.kind {
         PartKind::Text(t) => {
             if keep == Keep::Extra
                 && part.extra.get("type").and_then(Value::as_str) == Some(REFUSAL)
@@ -162,7 +170,7 @@ pub(crate) fn encode_part(
             let url = match &m.source {
                 MediaSource::Url(u) => u.clone(),
                 MediaSource::Base64(b) => {
-                    let mime = m.mime.as_deref().unwrap_or("image/png");
+                    let mime = m.mime.as_deref().unwrap_or(DEFAULT_IMAGE_MIME);
                     if keep == Keep::Canonical {
                         losses.push(Loss::item(
                             idx,
@@ -172,14 +180,7 @@ pub(crate) fn encode_part(
                     }
                     data_url(mime, b)
                 }
-                _ => {
-                    losses.push(Loss::item(
-                        idx,
-                        LossKind::PartDropped,
-                        "image by file id (Chat takes URLs only)",
-                    ));
-                    return None;
-                }
+                _ => return drop_part(idx, "image by file id (Chat takes URLs only)", losses),
             };
             let mut inner = obj([("url", Value::String(url))]);
             if let Some(d) = &m.detail {
@@ -192,12 +193,7 @@ pub(crate) fn encode_part(
         }
         PartKind::Audio(m) => {
             let MediaSource::Base64(data) = &m.source else {
-                losses.push(Loss::item(
-                    idx,
-                    LossKind::PartDropped,
-                    "audio that is not inline base64",
-                ));
-                return None;
+                return drop_part(idx, "audio that is not inline base64", losses);
             };
             let mut inner = obj([("data", Value::String(data.clone()))]);
             if let Some(fmt) = &m.mime {
@@ -211,33 +207,14 @@ pub(crate) fn encode_part(
         PartKind::File(m) => {
             let mut inner = Extra::new();
             match &m.source {
-                MediaSource::FileId(id) => {
-                    inner.insert("file_id".into(), Value::String(id.clone()));
-                }
-                MediaSource::Base64(b) => {
-                    inner.insert(
-                        "file_data".into(),
-                        Value::String(encode_file_data(b, m.mime.as_deref())),
-                    );
-                }
-                MediaSource::Text(t) => {
-                    losses.push(Loss::item(
-                        idx,
-                        LossKind::PartChanged,
-                        "text document became a text part",
-                    ));
-                    return Some(Value::Object(obj([
-                        ("type", "text".into()),
-                        ("text", Value::String(t.clone())),
-                    ])));
-                }
+                MediaSource::FileId(_) | MediaSource::Base64(_) => insert_file_ref(&mut inner, m),
+                MediaSource::Text(t) => return Some(text_document_part(t, "text", idx, losses)),
                 _ => {
-                    losses.push(Loss::item(
+                    return drop_part(
                         idx,
-                        LossKind::PartDropped,
                         "file that is neither a file id nor inline data",
-                    ));
-                    return None;
+                        losses,
+                    )
                 }
             }
             if let Some(n) = &m.name {
@@ -245,22 +222,7 @@ pub(crate) fn encode_part(
             }
             obj([("type", "file".into()), ("file", Value::Object(inner))])
         }
-        PartKind::Opaque(v) => {
-            if keep == Keep::Extra {
-                return Some(v.clone());
-            }
-            losses.push(Loss::item(
-                idx,
-                LossKind::PartDropped,
-                "opaque part of another format",
-            ));
-            return None;
-        }
+        PartKind::Opaque(v) => return encode_opaque_part(v, keep, idx, losses),
     };
-    if keep == Keep::Extra {
-        merge(&mut o, &part.extra);
-    } else {
-        crate::wire::common::note_fields(losses, idx, "part", &part.extra);
-    }
-    Some(Value::Object(o))
+    finish_part(o, part, keep, idx, losses)
 }

@@ -3,8 +3,8 @@
 use super::parts::{decode_content, INPUT_TEXT, OUTPUT_TEXT};
 use crate::error::DecodeError;
 use crate::wire::common::{checkpoint_of, envelope, new_item, Recognised};
-use crate::wire::json::{elem, type_name, Fields};
-use crate::wire::request::decode_tools;
+use crate::wire::json::{elem, unexpected, Fields};
+use crate::wire::request::decoded_request;
 use compact_core::model::{
     Arguments, Conversation, Envelope, Extra, Format, Item, ItemBody, ItemId, Message, Opaque,
     Part, Reasoning, Role, ToolCall, ToolCallKind, ToolResult,
@@ -24,10 +24,6 @@ pub(crate) const LOCAL_SHELL: &str = "local_shell";
 /// Decodes a whole request.
 pub(crate) fn decode_request(req: &Value) -> Result<Conversation, DecodeError> {
     let mut f = Fields::of(req, "")?;
-    let mut conv = Conversation {
-        format: Some(FORMAT),
-        ..Conversation::default()
-    };
     let mut items = Vec::new();
     match f.take_non_null(INSTRUCTIONS) {
         Some(Value::String(s)) => items.push(slot_item(Role::System, Part::text(s), INSTRUCTIONS)),
@@ -44,24 +40,10 @@ pub(crate) fn decode_request(req: &Value) -> Result<Conversation, DecodeError> {
                 items.push(decode_item(v, index, &elem(&input_path, i))?);
             }
         }
-        Some(other) => {
-            return Err(DecodeError::new(
-                input_path,
-                format!("expected a string or an array, got {}", type_name(&other)),
-            ))
-        }
+        Some(other) => return Err(unexpected(input_path, "a string or an array", &other)),
         None => {}
     }
-    match f.take("tools") {
-        Some(Value::Array(tools)) if !tools.is_empty() => conv.tools = decode_tools(&tools),
-        Some(other) => f.put("tools", other),
-        None => {}
-    }
-    conv.extra = f.rest();
-    for item in items {
-        conv.push(item);
-    }
-    Ok(conv)
+    Ok(decoded_request(FORMAT, f, items))
 }
 
 /// The item of a top-level string field (`instructions`, string `input`).
@@ -93,16 +75,7 @@ fn slot_item(role: Role, part: Part, slot: &'static str) -> Item {
 /// Decodes one Responses input item (the `index`-th of `input`, found at `path`).
 pub fn decode_item(v: &Value, index: u32, path: &str) -> Result<Item, DecodeError> {
     let mut f = Fields::of(v, path)?;
-    let ty = match f.peek("type") {
-        None => None,
-        Some(Value::String(s)) => Some(s.clone()),
-        Some(other) => {
-            return Err(DecodeError::new(
-                f.at("type"),
-                format!("expected a string, got {}", type_name(other)),
-            ))
-        }
-    };
+    let ty = f.opt_tag("type")?;
     let wire_id = f.peek_str("id").map(str::to_owned);
     let mut env_extra = Extra::new();
     let mut was_string = false;

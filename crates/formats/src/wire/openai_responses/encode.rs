@@ -6,7 +6,7 @@
 use super::decode::{INPUT, INSTRUCTIONS};
 use super::parts::{encode_part, INPUT_TEXT, OUTPUT_TEXT};
 use crate::wire::common::{
-    checkpoint_part_extra, checkpoint_text, content_value, dialect, is_native, note_fields, units,
+    carry_extra, checkpoint_part_extra, checkpoint_text, content_value, dialect, is_native, units,
     Keep, LegacyIds, Unit,
 };
 use crate::wire::json::{merge, obj};
@@ -209,7 +209,7 @@ impl Enc<'_> {
                         ])
                     }
                 };
-                self.finish(idx, &mut o, &c.extra, keep, "tool call");
+                carry_extra(&mut o, &c.extra, keep, idx, "tool call", self.losses);
                 o
             }
             ItemBody::ToolResult(r) => {
@@ -265,7 +265,7 @@ impl Enc<'_> {
                         "tool result error flag",
                     ));
                 }
-                self.finish(idx, &mut o, &r.extra, keep, "tool result");
+                carry_extra(&mut o, &r.extra, keep, idx, "tool result", self.losses);
                 o
             }
             ItemBody::Reasoning(r) => {
@@ -296,7 +296,7 @@ impl Enc<'_> {
                 if let Some(e) = &r.encrypted {
                     o.insert("encrypted_content".into(), Value::String(e.clone()));
                 }
-                self.finish(idx, &mut o, &r.extra, keep, "reasoning");
+                carry_extra(&mut o, &r.extra, keep, idx, "reasoning", self.losses);
                 o
             }
             ItemBody::Opaque(op) => {
@@ -315,13 +315,5 @@ impl Enc<'_> {
             merge(&mut o, &env.extra);
         }
         Some(Value::Object(o))
-    }
-
-    fn finish(&mut self, idx: usize, o: &mut Extra, extra: &Extra, keep: Keep, what: &str) {
-        if keep == Keep::Extra {
-            merge(o, extra);
-        } else {
-            note_fields(self.losses, idx, what, extra);
-        }
     }
 }

@@ -2,24 +2,20 @@
 //! parts.
 
 use crate::error::DecodeError;
-use crate::wire::common::{note_fields, Keep};
-use crate::wire::json::{elem, merge, obj, type_name, Fields};
-use crate::wire::openai_chat::parts::{decode_file_data, encode_file_data, REFUSAL};
+use crate::wire::common::{data_url, Keep};
+use crate::wire::json::{elem, obj, unexpected, Fields};
+use crate::wire::openai_chat::parts::{decode_file_data, insert_file_ref, REFUSAL};
+use crate::wire::part::{
+    drop_part, encode_opaque_part, finish_part, opaque_part, text_document_part, DEFAULT_IMAGE_MIME,
+};
 use crate::wire::{Loss, LossKind};
-use compact_core::model::{Extra, Media, MediaSource, Part, PartKind};
+use compact_core::model::{Media, MediaSource, Part, PartKind};
 use serde_json::Value;
 
 /// Text part type of user, system and developer content and of tool output.
 pub(crate) const INPUT_TEXT: &str = "input_text";
 /// Text part type of assistant content.
 pub(crate) const OUTPUT_TEXT: &str = "output_text";
-
-fn opaque(v: &Value) -> Part {
-    Part {
-        kind: PartKind::Opaque(v.clone()),
-        extra: Extra::new(),
-    }
-}
 
 /// Decodes a content array; `text_type` is the text type this context normally uses (a text part of
 /// the other type keeps its `type` in extra).
@@ -44,17 +40,14 @@ pub(crate) fn decode_content(
     match v {
         Value::String(s) => Ok((vec![Part::text(s)], true)),
         Value::Array(parts) => Ok((decode_parts(&parts, path, text_type)?, false)),
-        other => Err(DecodeError::new(
-            path,
-            format!("expected a string or an array, got {}", type_name(&other)),
-        )),
+        other => Err(unexpected(path, "a string or an array", &other)),
     }
 }
 
 fn decode_part(v: &Value, path: &str, text_type: &str) -> Result<Part, DecodeError> {
     let mut f = Fields::of(v, path)?;
     let Some(ty) = f.peek_str("type").map(str::to_owned) else {
-        return Ok(opaque(v));
+        return Ok(opaque_part(v));
     };
     let kind = match ty.as_str() {
         INPUT_TEXT | OUTPUT_TEXT => {
@@ -66,7 +59,7 @@ fn decode_part(v: &Value, path: &str, text_type: &str) -> Result<Part, DecodeErr
             let url = f.peek("image_url").is_some_and(Value::is_string);
             let id = f.peek("file_id").is_some_and(Value::is_string);
             if url == id {
-                return Ok(opaque(v));
+                return Ok(opaque_part(v));
             }
             f.take("type");
             let source = if url {
@@ -87,7 +80,7 @@ fn decode_part(v: &Value, path: &str, text_type: &str) -> Result<Part, DecodeErr
                 .filter(|k| f.peek(k).is_some_and(Value::is_string))
                 .collect();
             let [key] = present.as_slice() else {
-                return Ok(opaque(v));
+                return Ok(opaque_part(v));
             };
             let key = *key;
             f.take("type");
@@ -105,7 +98,7 @@ fn decode_part(v: &Value, path: &str, text_type: &str) -> Result<Part, DecodeErr
                 ..Media::default()
             })
         }
-        _ => return Ok(opaque(v)),
+        _ => return Ok(opaque_part(v)),
     };
     Ok(Part {
         kind,
@@ -121,7 +114,7 @@ pub(crate) fn encode_part(
     idx: usize,
     losses: &mut Vec<Loss>,
 ) -> Option<Value> {
-    let mut o = match &part.kind {
+    let o = match &part.kind {
         PartKind::Text(t) => {
             let extra_type = part
                 .extra
@@ -147,25 +140,15 @@ pub(crate) fn encode_part(
                     o.insert("file_id".into(), Value::String(id.clone()));
                 }
                 MediaSource::Base64(b) => {
-                    let mime = m.mime.as_deref().unwrap_or("image/png");
+                    let mime = m.mime.as_deref().unwrap_or(DEFAULT_IMAGE_MIME);
                     losses.push(Loss::item(
                         idx,
                         LossKind::PartChanged,
                         "base64 image became a data: URL",
                     ));
-                    o.insert(
-                        "image_url".into(),
-                        Value::String(crate::wire::common::data_url(mime, b)),
-                    );
+                    o.insert("image_url".into(), Value::String(data_url(mime, b)));
                 }
-                _ => {
-                    losses.push(Loss::item(
-                        idx,
-                        LossKind::PartDropped,
-                        "image without URL, file id or data",
-                    ));
-                    return None;
-                }
+                _ => return drop_part(idx, "image without URL, file id or data", losses),
             }
             if let Some(d) = &m.detail {
                 o.insert("detail".into(), Value::String(d.clone()));
@@ -175,63 +158,20 @@ pub(crate) fn encode_part(
         PartKind::File(m) => {
             let mut o = obj([("type", "input_file".into())]);
             match &m.source {
-                MediaSource::FileId(id) => {
-                    o.insert("file_id".into(), Value::String(id.clone()));
-                }
+                MediaSource::FileId(_) | MediaSource::Base64(_) => insert_file_ref(&mut o, m),
                 MediaSource::Url(u) => {
                     o.insert("file_url".into(), Value::String(u.clone()));
                 }
-                MediaSource::Base64(b) => {
-                    o.insert(
-                        "file_data".into(),
-                        Value::String(encode_file_data(b, m.mime.as_deref())),
-                    );
-                }
-                MediaSource::Text(t) => {
-                    losses.push(Loss::item(
-                        idx,
-                        LossKind::PartChanged,
-                        "text document became a text part",
-                    ));
-                    return Some(Value::Object(obj([
-                        ("type", text_type.into()),
-                        ("text", Value::String(t.clone())),
-                    ])));
-                }
-                MediaSource::None => {
-                    losses.push(Loss::item(
-                        idx,
-                        LossKind::PartDropped,
-                        "file without id, URL or data",
-                    ));
-                    return None;
-                }
+                MediaSource::Text(t) => return Some(text_document_part(t, text_type, idx, losses)),
+                MediaSource::None => return drop_part(idx, "file without id, URL or data", losses),
             }
             if let Some(n) = &m.name {
                 o.insert("filename".into(), Value::String(n.clone()));
             }
             o
         }
-        PartKind::Audio(_) => {
-            losses.push(Loss::item(idx, LossKind::PartDropped, "audio input"));
-            return None;
-        }
-        PartKind::Opaque(v) => {
-            if keep == Keep::Extra {
-                return Some(v.clone());
-            }
-            losses.push(Loss::item(
-                idx,
-                LossKind::PartDropped,
-                "opaque part of another format",
-            ));
-            return None;
-        }
+        PartKind::Audio(_) => return drop_part(idx, "audio input", losses),
+        PartKind::Opaque(v) => return encode_opaque_part(v, keep, idx, losses),
     };
-    if keep == Keep::Extra {
-        merge(&mut o, &part.extra);
-    } else {
-        note_fields(losses, idx, "part", &part.extra);
-    }
-    Some(Value::Object(o))
+    finish_part(o, part, keep, idx, losses)
 }

@@ -1,0 +1,10 @@
+//! End-to-end tests of the `compactctl` binary: every subcommand run as a process on fixtures.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod compact;
+mod count;
+mod exit;
+mod inspect;
+mod plan_diff;
+mod recall;
+mod support;

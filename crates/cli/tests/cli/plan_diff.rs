@@ -1,0 +1,70 @@
+//! `compactctl plan` and `compactctl diff` on the bundled example.
+
+use crate::support::{inspect, run};
+
+const EXAMPLE: &str = "examples/session.json";
+const ESC: char = '\x1b';
+
+/// Item ids of the example, in order.
+fn example_ids() -> Vec<String> {
+    // `largest_items` lists at most ten; `diff --color never` is checked against the count instead.
+    let report = inspect(EXAMPLE, &[]);
+    let n = report["items"].as_u64().unwrap() as usize;
+    (0..n).map(|i| format!("i{i}")).collect()
+}
+
+#[test]
+fn plan_shows_tokens_before_after_and_tiers() {
+    let before = inspect(EXAMPLE, &[])["tokens"]["total"].as_u64().unwrap();
+    let out = run(&["plan", EXAMPLE, "--window", "8000"]).ok();
+    assert!(
+        out.stdout.contains(&format!("{before} -> ")),
+        "{}",
+        out.stdout
+    );
+    for tier in ["tier 0", "tier 1", "tier 2"] {
+        assert!(out.stdout.contains(tier), "no {tier}:\n{}", out.stdout);
+    }
+    // Every item has its row, by index and id.
+    for (i, id) in example_ids().iter().enumerate() {
+        let row = out.stdout.lines().any(|l| {
+            let mut f = l.split_whitespace();
+            f.next() == Some(&i.to_string()) && f.next() == Some(id.as_str())
+        });
+        assert!(row, "no row for item {i} ({id})");
+    }
+}
+
+#[test]
+fn diff_lists_every_item_and_colours_on_request() {
+    let plain = run(&["diff", EXAMPLE, "--window", "8000", "--color", "never"]).ok();
+    assert!(!plain.stdout.contains(ESC), "ANSI codes with --color never");
+    for id in example_ids() {
+        let rows = plain
+            .stdout
+            .lines()
+            .filter(|l| l.split_whitespace().nth(1) == Some(id.as_str()))
+            .count();
+        assert_eq!(rows, 1, "item {id} appears {rows} times");
+    }
+    for action in ["keep", "summarize"] {
+        assert!(
+            plain.stdout.contains(action),
+            "no {action} in:\n{}",
+            plain.stdout
+        );
+    }
+    assert!(
+        plain.stdout.contains("checkpoint generation 1"),
+        "{}",
+        plain.stdout
+    );
+    let coloured = run(&["diff", EXAMPLE, "--window", "8000", "--color", "always"]).ok();
+    assert!(
+        coloured.stdout.contains("\x1b["),
+        "no ANSI codes with --color always"
+    );
+    // Piped output with the default `auto` stays plain.
+    let auto = run(&["diff", EXAMPLE, "--window", "8000"]).ok();
+    assert!(!auto.stdout.contains(ESC));
+}

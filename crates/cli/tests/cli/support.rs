@@ -1,0 +1,164 @@
+//! Running the built binary and reading its output: the helpers every test module shares.
+
+use serde_json::Value;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// What one run of the binary produced.
+pub struct Out {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Out {
+    /// Panics with the run's output unless it exited with `code`.
+    pub fn expect_code(self, code: i32) -> Out {
+        assert_eq!(
+            self.code, code,
+            "exit code {} (wanted {code})\nstdout:\n{}\nstderr:\n{}",
+            self.code, self.stdout, self.stderr
+        );
+        self
+    }
+
+    /// Panics unless the run succeeded.
+    pub fn ok(self) -> Out {
+        self.expect_code(0)
+    }
+
+    /// Standard output parsed as JSON.
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{}", self.stdout))
+    }
+}
+
+/// The workspace root (where `examples/` lives); commands run from there.
+pub fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Absolute path of a fixture of this crate.
+pub fn fixture(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// The binary, run from the workspace root, with no `COMPACT_*` variable of the caller's
+/// environment leaking into the run.
+fn command(args: &[&str]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_compactctl"));
+    cmd.args(args).current_dir(root());
+    for (key, _) in std::env::vars_os() {
+        if key.to_string_lossy().starts_with("COMPACT_") {
+            cmd.env_remove(key);
+        }
+    }
+    cmd
+}
+
+fn finish(output: std::process::Output) -> Out {
+    Out {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+/// Runs the binary with `args` and no standard input.
+pub fn run(args: &[&str]) -> Out {
+    run_env(args, &[])
+}
+
+/// Runs the binary with `args` and extra environment variables.
+pub fn run_env(args: &[&str], env: &[(&str, &str)]) -> Out {
+    let mut cmd = command(args);
+    cmd.envs(env.iter().copied()).stdin(Stdio::null());
+    finish(cmd.output().expect("running compactctl"))
+}
+
+/// Runs the binary with `input` on standard input.
+pub fn run_stdin(args: &[&str], input: &[u8]) -> Out {
+    let mut child = command(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawning compactctl");
+    let mut stdin = child.stdin.take().unwrap();
+    let input = input.to_vec();
+    let writer = std::thread::spawn(move || stdin.write_all(&input));
+    let output = child.wait_with_output().expect("waiting for compactctl");
+    // A run that fails before reading its input closes the pipe: that is not the test's failure.
+    match writer.join().unwrap() {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+        other => other.unwrap(),
+    }
+    finish(output)
+}
+
+/// `inspect --json` of `path` (plus `extra` flags); must succeed.
+pub fn inspect(path: &str, extra: &[&str]) -> Value {
+    let mut args = vec!["inspect", path, "--json"];
+    args.extend_from_slice(extra);
+    run(&args).ok().json()
+}
+
+/// A fresh empty directory for one test's outputs.
+pub fn temp_dir(test: &str) -> PathBuf {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "compactctl-test-{}-{}-{test}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A path inside `dir`, as a string.
+pub fn in_dir(dir: &Path, name: &str) -> String {
+    dir.join(name).to_string_lossy().into_owned()
+}
+
+/// Reads a JSON file (relative paths from the workspace root, like the commands).
+pub fn read_json(path: &str) -> Value {
+    let text = std::fs::read_to_string(root().join(path))
+        .unwrap_or_else(|e| panic!("reading {path}: {e}"));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path} is not JSON ({e})"))
+}
+
+/// Exact token count by tiktoken-rs (an implementation independent of ours), special-token strings
+/// counted as ordinary text.
+pub fn oracle(encoding: &str, text: &str) -> usize {
+    use std::sync::OnceLock;
+    static O200K: OnceLock<tiktoken_rs::CoreBPE> = OnceLock::new();
+    static CL100K: OnceLock<tiktoken_rs::CoreBPE> = OnceLock::new();
+    let bpe = match encoding {
+        "o200k_base" => O200K.get_or_init(|| tiktoken_rs::o200k_base().unwrap()),
+        "cl100k_base" => CL100K.get_or_init(|| tiktoken_rs::cl100k_base().unwrap()),
+        other => panic!("no oracle for {other}"),
+    };
+    bpe.encode_ordinary(text).len()
+}
+
+/// The corpus of real transcripts, when present.
+pub fn corpus() -> Option<PathBuf> {
+    let dir = Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../shared/corpus"
+    ));
+    if dir.is_dir() {
+        Some(dir.to_path_buf())
+    } else {
+        println!("corpus not found at {}: skipping", dir.display());
+        None
+    }
+}
