@@ -2,7 +2,7 @@
 //! outputs through `truncate_item`; user and assistant messages through `truncate_output` on their
 //! joined text, media parts kept; tool-call arguments by middle-cutting their longest string values).
 
-use crate::model::{Arguments, Item, ItemBody, Part, PartKind};
+use crate::model::{Arguments, Item, ItemBody, Part};
 use crate::tokens::TokenCounter;
 use crate::truncate::{truncate_item, truncate_output, TruncationMode, TruncationPolicy};
 use serde_json::Value;
@@ -33,22 +33,8 @@ pub(super) fn shrink_item(
                 return None;
             }
             let mut msg = m.clone();
-            let mut placed = false;
-            let mut parts = Vec::with_capacity(msg.parts.len());
-            for part in msg.parts.drain(..) {
-                if let PartKind::Text(_) = part.kind {
-                    if !placed {
-                        placed = true;
-                        parts.push(Part {
-                            kind: PartKind::Text(outcome.text.clone()),
-                            extra: part.extra,
-                        });
-                    }
-                } else {
-                    parts.push(part);
-                }
-            }
-            msg.parts = parts;
+            msg.parts =
+                crate::truncate::replace_text_parts(std::mem::take(&mut msg.parts), &outcome.text);
             let mut copy = item.clone();
             copy.set_body(ItemBody::Message(msg));
             Some(copy)

@@ -88,3 +88,30 @@ pub fn covered_tokens(b: &PlanBuilder<'_>) -> usize {
         .map(|i| survey.tokens[i])
         .sum()
 }
+
+/// The shared ending of the keep-mask strategies (`segmented`, `sliding-window`): summarise every unit
+/// `keep` leaves out, truncate oversized tool outputs, place the checkpoint at the first covered item
+/// and record the tier with `note`, then run the final fit pass.
+pub fn summarize_outside(
+    b: &mut PlanBuilder<'_>,
+    req: &Request<'_>,
+    keep: &[bool],
+    note: impl FnOnce() -> String,
+) -> Result<(), super::StrategyError> {
+    let count = remove_units(b, keep, &Action::SummarizeInto, Tier::Summarize);
+    truncate_tool_outputs(b, req);
+    if count > 0 {
+        let max_tokens = summary_budget(req, covered_tokens(b));
+        b.place_checkpoint(
+            max_tokens,
+            Tier::Summarize,
+            crate::plan::Placement::FirstCovered,
+        );
+        b.record(Tier::Summarize, count, note());
+    }
+    super::fit::fit(
+        b,
+        req,
+        super::fit::Removal::Summarize(crate::plan::Placement::FirstCovered),
+    )
+}

@@ -2,11 +2,11 @@
 //! and 2 items) and a tail (30%, at least 768 tokens and 6 items) verbatim and summarise the middle;
 //! when head and tail would meet, fall back to the first 3 and last 10 items.
 
-use super::common::{builder, covered_tokens, remove_units, summary_budget, truncate_tool_outputs};
+use super::common::{builder, summarize_outside, truncate_tool_outputs};
 use super::fit::{fit, Removal};
 use super::{Request, StrategyError};
 use crate::partition::Survey;
-use crate::plan::{Action, Placement, Plan, Tier};
+use crate::plan::{Placement, Plan};
 use crate::policy::StrategyName;
 
 /// Head share of the usable budget (AGIME: 12% of the window).
@@ -64,17 +64,8 @@ pub fn plan(req: &Request<'_>) -> Result<Plan, StrategyError> {
         return Ok(b.finish());
     }
     let keep: Vec<bool> = (0..n).map(|i| i < head || i >= n - tail).collect();
-    let count = remove_units(&mut b, &keep, &Action::SummarizeInto, Tier::Summarize);
-    truncate_tool_outputs(&mut b, req);
-    if count > 0 {
-        let max_tokens = summary_budget(req, covered_tokens(&b));
-        b.place_checkpoint(max_tokens, Tier::Summarize, Placement::FirstCovered);
-        b.record(
-            Tier::Summarize,
-            count,
-            format!("head {head} items, tail {tail} items kept; middle summarised"),
-        );
-    }
-    fit(&mut b, req, Removal::Summarize(Placement::FirstCovered))?;
+    summarize_outside(&mut b, req, &keep, || {
+        format!("head {head} items, tail {tail} items kept; middle summarised")
+    })?;
     Ok(b.finish())
 }

@@ -1,11 +1,10 @@
 //! The `sliding-window` strategy: keep the newest items that fit the target beside the pinned items and
 //! the checkpoint, and summarise everything older into the checkpoint.
 
-use super::common::{builder, covered_tokens, remove_units, summary_budget, truncate_tool_outputs};
-use super::fit::{fit, Removal};
+use super::common::{builder, summarize_outside, summary_budget};
 use super::{Request, StrategyError};
 use crate::partition::Survey;
-use crate::plan::{Action, Placement, Plan, Tier};
+use crate::plan::Plan;
 use crate::policy::StrategyName;
 
 /// Plans `request` with a sliding window.
@@ -39,17 +38,8 @@ pub fn plan(req: &Request<'_>) -> Result<Plan, StrategyError> {
         keep[i] = true;
     }
     let mut b = builder(req, StrategyName::SlidingWindow, &survey);
-    let count = remove_units(&mut b, &keep, &Action::SummarizeInto, Tier::Summarize);
-    truncate_tool_outputs(&mut b, req);
-    if count > 0 {
-        let max_tokens = summary_budget(req, covered_tokens(&b));
-        b.place_checkpoint(max_tokens, Tier::Summarize, Placement::FirstCovered);
-        b.record(
-            Tier::Summarize,
-            count,
-            format!("window of {used} tokens kept; older items summarised"),
-        );
-    }
-    fit(&mut b, req, Removal::Summarize(Placement::FirstCovered))?;
+    summarize_outside(&mut b, req, &keep, || {
+        format!("window of {used} tokens kept; older items summarised")
+    })?;
     Ok(b.finish())
 }

@@ -274,22 +274,7 @@ pub fn truncate_item_with_report(
         return None;
     }
     let mut new_result = result.clone();
-    let mut parts = Vec::with_capacity(new_result.parts.len());
-    let mut placed = false;
-    for part in new_result.parts.drain(..) {
-        if let PartKind::Text(_) = part.kind {
-            if !placed {
-                placed = true;
-                parts.push(Part {
-                    kind: PartKind::Text(outcome.text.clone()),
-                    extra: part.extra,
-                });
-            }
-        } else {
-            parts.push(part);
-        }
-    }
-    new_result.parts = parts;
+    new_result.parts = replace_text_parts(std::mem::take(&mut new_result.parts), &outcome.text);
     let mut copy = item.clone();
     copy.set_body(ItemBody::ToolResult(new_result));
     Some((copy, outcome))
@@ -304,4 +289,25 @@ pub(crate) fn thousands(n: usize) -> String {
         .map(|g| g.iter().collect())
         .collect();
     groups.join(",")
+}
+
+/// `parts` with all text parts replaced by one text part holding `text`, placed where the first text
+/// part was (keeping that part's extra fields); media and opaque parts stay as they are.
+pub(crate) fn replace_text_parts(parts: Vec<Part>, text: &str) -> Vec<Part> {
+    let mut out = Vec::with_capacity(parts.len());
+    let mut placed = false;
+    for part in parts {
+        if let PartKind::Text(_) = part.kind {
+            if !placed {
+                placed = true;
+                out.push(Part {
+                    kind: PartKind::Text(text.to_owned()),
+                    extra: part.extra,
+                });
+            }
+        } else {
+            out.push(part);
+        }
+    }
+    out
 }
