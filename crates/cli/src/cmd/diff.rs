@@ -5,6 +5,7 @@ use crate::engine::{self, EngineArgs};
 use crate::load::{load, LoadArgs};
 use crate::output::outln;
 use clap::{Args, ValueEnum};
+use compact_core::normalize::normalize;
 use compact_core::plan::Action;
 use compact_engine::block_on;
 use std::io::IsTerminal;
@@ -62,9 +63,10 @@ pub fn run(args: &DiffArgs) -> anyhow::Result<ExitCode> {
     };
     let loaded = load(&args.load)?;
     let compactor = engine::compactor(&args.engine)?;
-    let done = block_on(compactor.compact(&loaded.imported.conversation))?;
-    let dry = compactor.plan(&loaded.imported.conversation)?;
-    let source = &dry.conversation;
+    let conv = &loaded.imported.conversation;
+    let done = block_on(compactor.compact(conv))?;
+    // The plan's indices point into the normalised input.
+    let source = &normalize(conv, &compactor.rules_for(conv)).conversation;
     let plan = &done.plan;
     let checkpoint_at = plan.checkpoint.as_ref().map(|c| c.position);
     for entry in &plan.items {

@@ -32,10 +32,7 @@ pub fn run(args: &InspectArgs) -> anyhow::Result<ExitCode> {
     let counter = resolve::counter(&args.model)?;
     let loaded = load(&args.load)?;
     let imported = &loaded.imported;
-    let mut summary = Summary::of(&imported.conversation, &counter);
-    // Wire formats carry error flags on results only; transcripts also report errors elsewhere
-    // (error observations, API errors), which the importer counts.
-    summary.errors = summary.errors.max(imported.stats.errors);
+    let summary = Summary::of(&imported.conversation, &counter, imported.stats.errors);
     let mut report = summary.to_json(imported.format.name(), &imported.warnings.len());
     report["source"] = json!({
         "records_read": imported.stats.records_read,
@@ -80,18 +77,14 @@ struct Summary {
 }
 
 impl Summary {
-    fn of(conv: &Conversation, counter: &TokenCounter) -> Summary {
+    fn of(conv: &Conversation, counter: &TokenCounter, errors: usize) -> Summary {
         let count = counter.count_conversation(conv);
         let pairing = conv.pairing();
         let mut by_kind = BTreeMap::new();
         let mut by_role = BTreeMap::new();
-        let mut errors = 0;
         for item in &conv.items {
             *by_kind.entry(item.kind().as_str()).or_insert(0) += 1;
             *by_role.entry(item.role().as_str()).or_insert(0) += 1;
-            if item.as_tool_result().is_some_and(|r| r.is_error) {
-                errors += 1;
-            }
         }
         let mut largest: Vec<(usize, u32)> = count.per_item.iter().copied().enumerate().collect();
         largest.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));

@@ -90,105 +90,108 @@ pub(super) fn repair(input: &[Item], rules: ProviderRules) -> (Vec<Item>, Vec<Di
         slot_owner.insert(grp.slot, gi);
     }
 
-    let mut taken_ids: HashSet<String> = items
+    let taken_ids: HashSet<String> = items
         .iter()
         .map(|i| i.meta.id.as_str().to_owned())
         .collect();
-    let mut out: Vec<Item> = Vec::with_capacity(n + 4);
-    let mut placed: Vec<Diagnostic> = Vec::new();
+    let mut emitter = Emitter {
+        items: &items,
+        answer: &answer,
+        fate: &fate,
+        out: Vec::with_capacity(n + 4),
+        diags: Vec::new(),
+        taken_ids,
+    };
     for i in 0..n {
         match fate[i] {
-            Fate::Keep => out.push(items[i].clone()),
+            Fate::Keep => emitter.out.push(items[i].clone()),
             Fate::Move(_) | Fate::Remove => {}
             Fate::NotAResult => {
-                out.push(items[i].clone());
+                emitter.out.push(items[i].clone());
                 if let Some(call) = items[i].as_tool_call() {
                     if call.kind == ToolCallKind::Server {
-                        emit_answer(
-                            &items,
-                            &answer,
-                            &fate,
-                            i,
-                            &mut out,
-                            &mut placed,
-                            &mut taken_ids,
-                        );
+                        emitter.emit(i);
                     }
                 }
             }
         }
         if let Some(&gi) = slot_owner.get(&i) {
             let grp = &groups[gi];
-            for c in grp.start..=grp.end {
-                let Some(call) = items[c].as_tool_call() else {
-                    continue;
-                };
-                if call.kind == ToolCallKind::Server {
-                    continue;
-                }
-                emit_answer(
-                    &items,
-                    &answer,
-                    &fate,
-                    c,
-                    &mut out,
-                    &mut placed,
-                    &mut taken_ids,
-                );
+            let calls = (grp.start..=grp.end).filter(|&c| {
+                items[c]
+                    .as_tool_call()
+                    .is_some_and(|call| call.kind != ToolCallKind::Server)
+            });
+            for c in calls {
+                emitter.emit(c);
             }
         }
     }
-    diags.extend(placed);
-    (out, diags)
+    diags.extend(emitter.diags);
+    (emitter.out, diags)
 }
 
-/// Emits the answer of call `c` if it is not kept in place: its moved result, or a synthetic one.
-fn emit_answer(
-    items: &[Item],
-    answer: &HashMap<usize, usize>,
-    fate: &[Fate],
-    c: usize,
-    out: &mut Vec<Item>,
-    diags: &mut Vec<Diagnostic>,
-    taken_ids: &mut HashSet<String>,
-) {
-    let after = out.last().map(|i| i.meta.id.clone()).unwrap_or_default();
-    let Some(call) = items[c].as_tool_call() else {
-        return;
-    };
-    match answer.get(&c) {
-        Some(&r) => {
-            if fate[r] == Fate::Move(c) {
-                diags.push(Diagnostic::MovedResult {
-                    call_id: call.call_id.clone(),
-                    item: items[r].meta.id.clone(),
-                    after,
-                });
-                out.push(items[r].clone());
+/// The output being built, with what the emission of answers reads and records.
+struct Emitter<'a> {
+    items: &'a [Item],
+    answer: &'a HashMap<usize, usize>,
+    fate: &'a [Fate],
+    out: Vec<Item>,
+    /// Placement diagnostics (moved or synthetic results), in output order.
+    diags: Vec<Diagnostic>,
+    taken_ids: HashSet<String>,
+}
+
+impl Emitter<'_> {
+    /// Emits the answer of call `c` if it is not kept in place: its moved result, or a synthetic one.
+    fn emit(&mut self, c: usize) {
+        let Emitter {
+            items,
+            answer,
+            fate,
+            out,
+            diags,
+            taken_ids,
+        } = self;
+        let (items, answer, fate) = (*items, *answer, *fate);
+        let after = out.last().map(|i| i.meta.id.clone()).unwrap_or_default();
+        let Some(call) = items[c].as_tool_call() else {
+            return;
+        };
+        match answer.get(&c) {
+            Some(&r) => {
+                if fate[r] == Fate::Move(c) {
+                    diags.push(Diagnostic::MovedResult {
+                        call_id: call.call_id.clone(),
+                        item: items[r].meta.id.clone(),
+                        after,
+                    });
+                    out.push(items[r].clone());
+                }
             }
-        }
-        None => {
-            let id = fresh_id(&format!("{SYNTHETIC_ID_PREFIX}{}", call.call_id), taken_ids);
-            let mut result = Item::new(ItemBody::ToolResult(ToolResult {
-                call_id: call.call_id.clone(),
-                tool_name: Some(call.name.clone()),
-                parts: vec![Part::text(SYNTHETIC_RESULT_TEXT)],
-                is_error: true,
-                kind: call.kind,
-                content_was_string: true,
-                extra: Extra::new(),
-            }));
-            result.meta = ItemMeta {
-                id: ItemId::new(id),
-                turn: items[c].meta.turn,
-                ..ItemMeta::default()
-            };
-            diags.push(Diagnostic::InsertedSyntheticResult {
-                call_id: call.call_id.clone(),
-                call_item: items[c].meta.id.clone(),
-                result_item: result.meta.id.clone(),
-            });
-            out.push(result);
+            None => {
+                let id = fresh_id(&format!("{SYNTHETIC_ID_PREFIX}{}", call.call_id), taken_ids);
+                let mut result = Item::new(ItemBody::ToolResult(ToolResult {
+                    call_id: call.call_id.clone(),
+                    tool_name: Some(call.name.clone()),
+                    parts: vec![Part::text(SYNTHETIC_RESULT_TEXT)],
+                    is_error: true,
+                    kind: call.kind,
+                    content_was_string: true,
+                    extra: Extra::new(),
+                }));
+                result.meta = ItemMeta {
+                    id: ItemId::new(id),
+                    turn: items[c].meta.turn,
+                    ..ItemMeta::default()
+                };
+                diags.push(Diagnostic::InsertedSyntheticResult {
+                    call_id: call.call_id.clone(),
+                    call_item: items[c].meta.id.clone(),
+                    result_item: result.meta.id.clone(),
+                });
+                out.push(result);
+            }
         }
     }
 }

@@ -98,7 +98,8 @@ pub struct ImportStats {
     pub records_malformed: usize,
     /// Skipped records by kind (`event_msg:token_count`, `sidechain`, `summary`, ...).
     pub skipped_kinds: BTreeMap<String, usize>,
-    /// Errors the source reports: failed tool calls, error observations, API error messages.
+    /// Errors the source reports: failed tool calls (for plain wire files: results flagged as
+    /// errors), error observations, API error messages.
     pub errors: usize,
     /// Sessions in the file (aider histories and OpenHands evaluation files hold several; others 1).
     pub sessions: usize,

@@ -19,19 +19,26 @@ pub(crate) fn import(
     format: Format,
     ctx: &mut Ctx<'_>,
 ) -> Result<Conversation, ImportError> {
-    match ctx.parse_document(bytes) {
-        Ok(v) => document(v, format, bytes, ctx),
+    let conversation = match ctx.parse_document(bytes) {
+        Ok(v) => document(v, format, bytes, ctx)?,
         Err(doc_err) => {
             let jsonl = lines(bytes)
                 .find(|l| !l.is_blank())
                 .is_some_and(|l| serde_json::from_slice::<Value>(l.bytes).is_ok());
             if jsonl {
-                jsonl_file(bytes, format, ctx)
+                jsonl_file(bytes, format, ctx)?
             } else {
-                Err(doc_err)
+                return Err(doc_err);
             }
         }
-    }
+    };
+    // A wire request reports failures only through its results' error flags.
+    ctx.stats.errors += conversation
+        .items
+        .iter()
+        .filter(|i| i.as_tool_result().is_some_and(|r| r.is_error))
+        .count();
+    Ok(conversation)
 }
 
 /// The key of a request's list: `input` for Responses, `messages` for the others.
