@@ -30,6 +30,7 @@
 //! conv.push(Item::text(Role::Assistant, "Looking at it."));
 //! let options = ReplayOptions {
 //!     window: 32_000,
+//!     usable: 24_000,
 //!     counter: TokenCounter::new(Encoding::O200kBase),
 //!     pricing: Pricing::default(),
 //! };
@@ -41,6 +42,7 @@
 
 mod cache;
 mod calls;
+mod continuation;
 mod engine;
 mod error;
 mod fingerprint;
@@ -58,11 +60,15 @@ mod stats;
 
 pub use cache::{PrefixCache, RequestShape};
 pub use calls::{call_points, is_assistant_side, run_end};
+pub use continuation::{
+    prune_generic, tail_within, Anchor, AnchorKind, BoundaryScore, ContinuationSet, Cut, CutScore,
+    Held, SourceBoundary, CUT_SHARES, GENERIC_PROJECTS, NEXT_CALLS,
+};
 pub use engine::{strategy, strategy_names};
 pub use error::ReplayError;
 pub use fingerprint::fingerprint;
 pub use load::{load_job, undo_source_compactions, LoadNotes};
-pub use parallel::{run_matrix, Job, ProgressSink};
+pub use parallel::{prune_generic_jobs, run_matrix, score_boundaries, Job, ProgressSink};
 pub use preflighter::{
     Compaction, History, NoCompaction, Outcome, Preflighter, Refusal, StrategyFactory,
     NONE_STRATEGY,

@@ -1,6 +1,7 @@
 //! Turning transcript files into replay [`Job`]s: import, then restore the history the source's own
 //! compactions had hidden, so every strategy starts from what the agent really produced.
 
+use crate::continuation::SourceBoundary;
 use crate::parallel::Job;
 use crate::session::ReplayOptions;
 use crate::ReplayError;
@@ -17,6 +18,8 @@ pub struct LoadNotes {
     pub restored_items: usize,
     /// Import warnings (lenient mode).
     pub warnings: Vec<String>,
+    /// Where those compactions happened in the restored history, with the summaries they wrote.
+    pub boundaries: Vec<SourceBoundary>,
 }
 
 /// Imports `bytes` (named `file_name`) and prepares it for replay.
@@ -35,10 +38,10 @@ pub fn load_job(
         || file_name.to_owned(),
         |n| n.to_string_lossy().into_owned(),
     );
-    Ok((
-        Job::new(name, imported.format.name(), conversation, options),
-        notes,
-    ))
+    let mut job = Job::new(name, imported.format.name(), conversation, options);
+    job.continuation =
+        std::mem::take(&mut job.continuation).with_boundaries(&job.conversation, &notes.boundaries);
+    Ok((job, notes))
 }
 
 /// Undoes compactions recorded in the source (Codex `compacted`, Claude Code compact boundaries): the
@@ -58,11 +61,20 @@ pub fn undo_source_compactions(conversation: &mut Conversation) -> LoadNotes {
     if covered.is_empty() {
         return notes;
     }
-    conversation.items.retain(|item| {
-        let source_checkpoint =
-            matches!(item.body(), ItemBody::Checkpoint(c) if !c.covers.is_empty());
-        notes.source_checkpoints += usize::from(source_checkpoint);
-        !source_checkpoint
+    let mut kept = 0usize;
+    conversation.items.retain(|item| match item.body() {
+        ItemBody::Checkpoint(c) if !c.covers.is_empty() => {
+            notes.source_checkpoints += 1;
+            notes.boundaries.push(SourceBoundary {
+                at: kept,
+                summary: c.text.clone(),
+            });
+            false
+        }
+        _ => {
+            kept += 1;
+            true
+        }
     });
     for item in &mut conversation.items {
         if covered.contains(&item.meta.id) && !item.meta.visibility.model {

@@ -1,8 +1,10 @@
 //! Running every (session, strategy) pair of a comparison on a few threads, largest sessions first.
 
+use crate::continuation::{prune_generic, tail_within, BoundaryScore, ContinuationSet, Held};
 use crate::preflighter::StrategyFactory;
 use crate::probes::ProbeSet;
-use crate::session::{replay_session, ReplayOptions, SessionRun};
+use crate::session::{replay_session_with_cuts, ReplayOptions, SessionRun};
+use compact_core::checkpoint::{build, CheckpointOptions};
 use compact_core::model::Conversation;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -18,6 +20,8 @@ pub struct Job {
     pub conversation: Conversation,
     /// Its probes.
     pub probes: ProbeSet,
+    /// Its continuation cuts and anchors (and the compactions the transcript recorded).
+    pub continuation: ContinuationSet,
 }
 
 impl Job {
@@ -31,11 +35,16 @@ impl Job {
     ) -> Job {
         options.counter.total(&conversation);
         let probes = ProbeSet::derive(&conversation);
+        let fixed = options.counter.count_tools(&conversation.tools)
+            + options.counter.framing().per_request as usize;
+        let continuation =
+            ContinuationSet::derive(&conversation, &options.counter, fixed, options.usable);
         Job {
             name: name.into(),
             format: format.into(),
             conversation,
             probes,
+            continuation,
         }
     }
 }
@@ -76,9 +85,10 @@ pub fn run_matrix(
                 let k = next.fetch_add(1, Ordering::Relaxed);
                 let Some(&(j, s)) = order.get(k) else { break };
                 let mut preflighter = strategies[s].start();
-                let run = replay_session(
+                let run = replay_session_with_cuts(
                     &jobs[j].conversation,
                     &jobs[j].probes,
+                    &jobs[j].continuation,
                     preflighter.as_mut(),
                     options,
                 );
@@ -95,4 +105,59 @@ pub fn run_matrix(
         .into_iter()
         .map(|row| row.into_iter().map(Option::unwrap_or_default).collect())
         .collect()
+}
+
+/// Drops the anchors that sessions of several projects share (see [`prune_generic`]); call it once
+/// all the jobs of a replay are loaded.
+pub fn prune_generic_jobs(jobs: &mut [Job]) {
+    prune_generic(
+        jobs.iter_mut()
+            .map(|j| (&mut j.continuation, j.name.as_str())),
+    );
+}
+
+/// Scores every compaction the transcripts recorded: the agent's own summary, a deterministic
+/// checkpoint of the same size built from the history before it, and a tail of that size. Returned
+/// with the job's format, in job order.
+pub fn score_boundaries(jobs: &[Job], options: &ReplayOptions) -> Vec<(String, BoundaryScore)> {
+    let counter = options.counter;
+    let mut out = Vec::new();
+    for job in jobs {
+        let set = &job.continuation;
+        for (cut, summary) in set.boundaries() {
+            let summary_tokens = counter.count_text(summary);
+            let history: Vec<_> = job.conversation.items[..cut.at]
+                .iter()
+                .filter(|i| i.meta.visibility.model)
+                .cloned()
+                .collect();
+            let checkpoint = build(
+                &history,
+                None,
+                &CheckpointOptions {
+                    max_tokens: summary_tokens,
+                    counter,
+                },
+            );
+            let in_text =
+                |text: &str| -> Held { set.held_in(cut, &set.find_in(text).into_iter().collect()) };
+            let tail = tail_within(
+                &job.conversation.items[..cut.at],
+                &counter,
+                0,
+                summary_tokens,
+            );
+            out.push((
+                job.format.clone(),
+                BoundaryScore {
+                    summary_tokens,
+                    checkpoint_tokens: counter.count_text(&checkpoint.text),
+                    summary: in_text(summary),
+                    checkpoint: in_text(&checkpoint.text),
+                    tail: set.held_by(cut, tail),
+                },
+            ));
+        }
+    }
+    out
 }

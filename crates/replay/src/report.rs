@@ -1,5 +1,6 @@
 //! Reports: per-session and aggregate figures per strategy, and their JSON form.
 
+use crate::continuation::{BoundaryScore, CutScore};
 use crate::parallel::Job;
 use crate::probes::ProbeKind;
 use crate::retention::Retention;
@@ -46,6 +47,135 @@ pub struct StrategyTotals {
     pub tiers: Vec<(String, usize)>,
     /// The first few distinct reasons preflights failed, for diagnosis.
     pub refusal_reasons: Vec<String>,
+    /// Continuation probes at the cuts, with the naive baselines.
+    pub continuation: ContinuationTotals,
+}
+
+/// Continuation probes pooled over cuts: the mean share of anchors held by the strategy's request, by
+/// a tail of the same size and by a window filling the usable budget, and the strategy's record
+/// against the same-size tail cut by cut.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ContinuationTotals {
+    /// Cuts scored.
+    pub cuts: usize,
+    /// Sum of the strategy's shares.
+    pub strategy_sum: f64,
+    /// Sum of the same-size tail's shares.
+    pub tail_sum: f64,
+    /// Sum of the usable-budget window's shares.
+    pub window_sum: f64,
+    /// Sum of the request tokens at the cuts.
+    pub tokens_sum: u64,
+    /// Cuts where the strategy held more than the same-size tail.
+    pub wins: usize,
+    /// Cuts where they held as much.
+    pub ties: usize,
+    /// Cuts where the tail held more.
+    pub losses: usize,
+}
+
+impl ContinuationTotals {
+    /// Adds one cut.
+    pub fn add(&mut self, cut: &CutScore) {
+        self.cuts += 1;
+        let (s, t) = (cut.strategy.share(), cut.tail.share());
+        self.strategy_sum += s;
+        self.tail_sum += t;
+        self.window_sum += cut.window.share();
+        self.tokens_sum += cut.tokens as u64;
+        match s.partial_cmp(&t) {
+            Some(std::cmp::Ordering::Greater) => self.wins += 1,
+            Some(std::cmp::Ordering::Less) => self.losses += 1,
+            _ => self.ties += 1,
+        }
+    }
+
+    fn mean(&self, sum: f64) -> Option<f64> {
+        (self.cuts > 0).then(|| sum / self.cuts as f64)
+    }
+
+    /// Mean share the strategy held (`None` without cuts).
+    pub fn strategy(&self) -> Option<f64> {
+        self.mean(self.strategy_sum)
+    }
+
+    /// Mean share the same-size tail held.
+    pub fn tail(&self) -> Option<f64> {
+        self.mean(self.tail_sum)
+    }
+
+    /// Mean share the usable-budget window held.
+    pub fn window(&self) -> Option<f64> {
+        self.mean(self.window_sum)
+    }
+
+    /// Mean request tokens at the cuts.
+    pub fn tokens(&self) -> Option<f64> {
+        self.mean(self.tokens_sum as f64)
+    }
+
+    /// The JSON object of these figures.
+    pub fn to_json(self) -> Value {
+        json!({
+            "cuts": self.cuts,
+            "score": self.strategy(),
+            "tail_same_size": self.tail(),
+            "window_usable": self.window(),
+            "tokens_at_cut": self.tokens(),
+            "vs_tail": {"wins": self.wins, "ties": self.ties, "losses": self.losses},
+        })
+    }
+}
+
+/// The agent's own compactions recorded in transcripts, pooled: mean shares held by its summary, by a
+/// deterministic checkpoint of the same size and by a tail of that size.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct BoundaryTotals {
+    /// Compactions scored.
+    pub count: usize,
+    /// Sum of the summaries' tokens.
+    pub summary_tokens: u64,
+    /// Sum of the checkpoints' tokens.
+    pub checkpoint_tokens: u64,
+    /// Sum of the summaries' shares.
+    pub summary_sum: f64,
+    /// Sum of the checkpoints' shares.
+    pub checkpoint_sum: f64,
+    /// Sum of the tails' shares.
+    pub tail_sum: f64,
+}
+
+impl BoundaryTotals {
+    /// Totals of `scores`.
+    pub fn of<'a>(scores: impl IntoIterator<Item = &'a BoundaryScore>) -> Self {
+        let mut t = BoundaryTotals::default();
+        for b in scores {
+            t.count += 1;
+            t.summary_tokens += b.summary_tokens as u64;
+            t.checkpoint_tokens += b.checkpoint_tokens as u64;
+            t.summary_sum += b.summary.share();
+            t.checkpoint_sum += b.checkpoint.share();
+            t.tail_sum += b.tail.share();
+        }
+        t
+    }
+
+    /// Mean of `sum` over the compactions (`None` without any).
+    pub fn mean(&self, sum: f64) -> Option<f64> {
+        (self.count > 0).then(|| sum / self.count as f64)
+    }
+
+    /// The JSON object of these figures.
+    pub fn to_json(self) -> Value {
+        json!({
+            "compactions": self.count,
+            "summary_tokens": self.mean(self.summary_tokens as f64),
+            "checkpoint_tokens": self.mean(self.checkpoint_tokens as f64),
+            "summary": self.mean(self.summary_sum),
+            "checkpoint": self.mean(self.checkpoint_sum),
+            "tail": self.mean(self.tail_sum),
+        })
+    }
 }
 
 /// At most this many distinct refusal reasons are kept per strategy (enough to diagnose, short enough
@@ -75,6 +205,9 @@ impl StrategyTotals {
             out.call_retention.add(&run.pooled_retention());
             for call in &run.calls {
                 times.push(call.preflight_us);
+                if let Some(cut) = &call.cut {
+                    out.continuation.add(cut);
+                }
                 if let Some(reason) = &call.refusal {
                     if out.refusal_reasons.len() < MAX_REFUSAL_REASONS
                         && !out.refusal_reasons.contains(reason)
@@ -139,6 +272,7 @@ impl StrategyTotals {
             "preflight_us_max": self.preflight_us_max,
             "tiers": tiers,
             "refusal_reasons": self.refusal_reasons,
+            "continuation": self.continuation.to_json(),
         })
     }
 }
@@ -189,6 +323,9 @@ pub struct Report {
     /// Transcripts left out because they could not be read, in input order (empty from
     /// [`Report::build`]; the caller that loaded the files fills it).
     pub skipped: Vec<SkippedFile>,
+    /// The compactions the transcripts recorded, scored per format (formats in name order; empty
+    /// from [`Report::build`], filled by [`Report::with_boundaries`]).
+    pub boundaries: Vec<(String, BoundaryTotals)>,
 }
 
 /// Figures per strategy over all sessions, in the order of the comparison.
@@ -264,7 +401,30 @@ impl Report {
             aggregate,
             by_format,
             skipped: Vec::new(),
+            boundaries: Vec::new(),
         }
+    }
+
+    /// The same report with the transcripts' own compactions scored (from
+    /// [`crate::score_boundaries`]), pooled per format and over all as `all`.
+    pub fn with_boundaries(mut self, scores: &[(String, BoundaryScore)]) -> Report {
+        if scores.is_empty() {
+            return self;
+        }
+        let formats: std::collections::BTreeSet<&str> =
+            scores.iter().map(|(f, _)| f.as_str()).collect();
+        self.boundaries = formats
+            .into_iter()
+            .map(|f| {
+                let of = scores.iter().filter(|(g, _)| g == f).map(|(_, b)| b);
+                (f.to_owned(), BoundaryTotals::of(of))
+            })
+            .collect();
+        if self.boundaries.len() > 1 {
+            let all = BoundaryTotals::of(scores.iter().map(|(_, b)| b));
+            self.boundaries.push(("all".to_owned(), all));
+        }
+        self
     }
 
     /// The same report, naming the transcripts that were left out.
@@ -318,6 +478,11 @@ impl Report {
                 .map(|(f, a)| (f.clone(), json!(a.iter().map(StrategyTotals::to_json).collect::<Vec<_>>())))
                 .collect::<Map<String, Value>>(),
             "sessions": sessions,
+            "source_compactions": self
+                .boundaries
+                .iter()
+                .map(|(f, b)| (f.clone(), b.to_json()))
+                .collect::<Map<String, Value>>(),
             "skipped": self
                 .skipped
                 .iter()

@@ -2,6 +2,7 @@
 
 use crate::cache::{PrefixCache, RequestShape};
 use crate::calls::{call_points, run_end};
+use crate::continuation::{tail_within, ContinuationSet, CutScore};
 use crate::fingerprint::{fingerprint, tools_fingerprint};
 use crate::preflighter::{Compaction, History, Preflighter, Refusal};
 use crate::pricing::Pricing;
@@ -17,6 +18,10 @@ use std::time::Instant;
 pub struct ReplayOptions {
     /// The context window, in tokens: a request above it is an overflow.
     pub window: usize,
+    /// What the input may use under the policy (window minus reserved output and buffer): the
+    /// sliding-window baseline of the continuation probes fills it, and a cut is taken only where
+    /// the history exceeds it.
+    pub usable: usize,
     /// The counter used for every figure (the model's tokenizer and framing).
     pub counter: TokenCounter,
     /// The model's prices.
@@ -44,6 +49,8 @@ pub struct CallRecord {
     pub retention: Retention,
     /// Cost of the call in USD.
     pub cost: f64,
+    /// At a continuation cut: the anchors the request and the baselines hold.
+    pub cut: Option<CutScore>,
 }
 
 /// All calls of one session under one strategy.
@@ -148,6 +155,24 @@ pub fn replay_session(
     strategy: &mut dyn Preflighter,
     options: &ReplayOptions,
 ) -> SessionRun {
+    replay_session_with_cuts(
+        source,
+        probes,
+        &ContinuationSet::default(),
+        strategy,
+        options,
+    )
+}
+
+/// [`replay_session`], also scoring the request and the naive baselines at each cut of
+/// `continuation`.
+pub fn replay_session_with_cuts(
+    source: &Conversation,
+    probes: &ProbeSet,
+    continuation: &ContinuationSet,
+    strategy: &mut dyn Preflighter,
+    options: &ReplayOptions,
+) -> SessionRun {
     let counter = options.counter;
     let tools_tokens = counter.count_tools(&source.tools);
     let tools_fp = tools_fingerprint(&source.tools);
@@ -229,6 +254,18 @@ pub fn replay_session(
             .iter()
             .map(|i| counter.count_item(i))
             .sum();
+        let cut = continuation.cut_at(at).map(|cut| {
+            let fixed = tools_tokens + per_request;
+            let held_items = held.conversation.items.iter();
+            let history = &source.items[..at];
+            CutScore {
+                tokens,
+                strategy: continuation.held_by(cut, held_items),
+                tail: continuation.held_by(cut, tail_within(history, &counter, fixed, tokens)),
+                window: continuation
+                    .held_by(cut, tail_within(history, &counter, fixed, options.usable)),
+            }
+        });
         run.calls.push(CallRecord {
             at,
             tokens,
@@ -239,6 +276,7 @@ pub fn replay_session(
             preflight_us,
             retention: held.tracker.measure(probes, at),
             cost: options.pricing.cost(tokens, cached_tokens, output_tokens),
+            cut,
         });
     }
     run

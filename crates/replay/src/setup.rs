@@ -65,6 +65,7 @@ pub fn setup(
     Ok(Setup {
         options: ReplayOptions {
             window,
+            usable: compact_core::budget::Budget::new(&policy).usable,
             counter: info.counter(),
             pricing,
         },

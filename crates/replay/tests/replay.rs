@@ -23,6 +23,7 @@ fn counter() -> TokenCounter {
 fn options(window: usize) -> ReplayOptions {
     ReplayOptions {
         window,
+        usable: window * 3 / 4,
         counter: counter(),
         pricing: Pricing {
             prices: compact_core::registry::Pricing {

@@ -10,8 +10,8 @@ use crate::input::read_input;
 use crate::output::write_output;
 use compact_formats::import::ImportMode;
 use compact_replay::{
-    load_job, render, run_matrix, setup, strategy, strategy_names, ProgressSink, Report,
-    SkippedFile, StrategyFactory, NONE_STRATEGY,
+    load_job, prune_generic_jobs, render, run_matrix, score_boundaries, setup, strategy,
+    strategy_names, ProgressSink, Report, SkippedFile, StrategyFactory, NONE_STRATEGY,
 };
 use std::io::IsTerminal;
 use std::path::Path;
@@ -126,6 +126,7 @@ pub fn run(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
         .into());
     }
 
+    prune_generic_jobs(&mut jobs);
     let threads = args
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from));
@@ -146,7 +147,8 @@ pub fn run(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
     };
     let encoding = setup.options.counter.encoding().name();
     let report = Report::build(&setup.model, encoding, args.window, &jobs, &names, &runs)
-        .with_skipped(skipped);
+        .with_skipped(skipped)
+        .with_boundaries(&score_boundaries(&jobs, &setup.options));
 
     if let Some(path) = &args.plot {
         write_output(

@@ -245,6 +245,21 @@ pub struct ToolResult {
     pub extra: Extra,
 }
 
+impl ToolResult {
+    /// A successful function-call result holding one text part, sent as a plain string.
+    pub fn text(call_id: impl Into<String>, text: impl Into<String>) -> Self {
+        ToolResult {
+            call_id: call_id.into(),
+            tool_name: None,
+            parts: vec![Part::text(text)],
+            is_error: false,
+            kind: ToolCallKind::Function,
+            content_was_string: true,
+            extra: Extra::default(),
+        }
+    }
+}
+
 /// Model reasoning: visible thinking, summaries, signatures, encrypted payloads.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Reasoning {

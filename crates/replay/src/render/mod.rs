@@ -15,7 +15,7 @@ pub use table::table;
 use crate::report::StrategyTotals;
 
 /// Column headers shared by the table and Markdown renderings.
-pub(crate) const HEADERS: [&str; 13] = [
+pub(crate) const HEADERS: [&str; 16] = [
     "strategy",
     "calls",
     "overflows",
@@ -27,6 +27,9 @@ pub(crate) const HEADERS: [&str; 13] = [
     "cost $",
     "retained",
     "failures kept",
+    "continued",
+    "tail",
+    "window",
     "p50 µs",
     "p99 µs",
 ];
@@ -45,7 +48,30 @@ pub(crate) fn row(t: &StrategyTotals) -> Vec<String> {
         format!("{:.2}", t.cost),
         percent(t.final_retention.overall()),
         percent(t.final_retention.of(crate::ProbeKind::FailedCommand)),
+        percent(t.continuation.strategy()),
+        percent(t.continuation.tail()),
+        percent(t.continuation.window()),
         t.preflight_us_p50.to_string(),
         t.preflight_us_p99.to_string(),
     ]
+}
+
+/// Lines describing the transcripts' own compactions against a checkpoint and a tail of the same size
+/// (empty when there were none).
+pub(crate) fn boundary_lines(report: &crate::report::Report) -> Vec<String> {
+    report
+        .boundaries
+        .iter()
+        .map(|(format, b)| {
+            format!(
+                "{format}: {} compaction(s); the agent's summary ({} tokens) holds {}, a checkpoint of its size ({} tokens) {}, a tail of its size {}",
+                b.count,
+                b.mean(b.summary_tokens as f64).map_or(0, |t| t.round() as u64),
+                percent(b.mean(b.summary_sum)),
+                b.mean(b.checkpoint_tokens as f64).map_or(0, |t| t.round() as u64),
+                percent(b.mean(b.checkpoint_sum)),
+                percent(b.mean(b.tail_sum)),
+            )
+        })
+        .collect()
 }

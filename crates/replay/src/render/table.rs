@@ -1,6 +1,6 @@
 //! The terminal table: one row per strategy, columns aligned.
 
-use super::{row, HEADERS};
+use super::{boundary_lines, row, HEADERS};
 use crate::report::Report;
 
 /// The aggregate comparison as an aligned text table, preceded by a one-line summary and followed
@@ -38,6 +38,13 @@ pub fn table(report: &Report) -> String {
             let total: usize = widths.iter().sum::<usize>() + 2 * (widths.len() - 1);
             out.push_str(&"-".repeat(total));
             out.push('\n');
+        }
+    }
+    let boundaries = boundary_lines(report);
+    if !boundaries.is_empty() {
+        out.push_str("Compactions recorded in the transcripts (continuation anchors held):\n");
+        for line in boundaries {
+            out.push_str(&format!("  {line}\n"));
         }
     }
     if !report.skipped.is_empty() {
