@@ -80,7 +80,7 @@ fn checkpoint_content_and_framing() {
     );
     // The artifact trail: what happened, the last change, the symbols.
     assert!(
-        text.contains("- crates/auth/src/handlers/login.rs — modified ×2; last: + Err(SessionError::Malformed) => return Response::status(400),; symbols: login() [i10, i17]"),
+        text.contains("- crates/auth/src/handlers/login.rs — modified ×2; last: + Err(SessionError::Malformed) => return Response::status(400),; symbols: SessionError, from_token, login() [i10, i17]"),
         "{text}"
     );
     assert!(

@@ -77,6 +77,8 @@ pub use pricing::{Pricing, DEFAULT_MIN_CACHED_PREFIX};
 pub use probes::{Probe, ProbeKind, ProbeSet};
 pub use report::{Aggregate, Report, SessionReport, SkippedFile, StrategyTotals};
 pub use retention::{Retention, RetentionTracker};
-pub use session::{replay_session, CallRecord, ReplayOptions, SessionRun};
+pub use session::{
+    replay_session, replay_session_with_cuts, CallRecord, ReplayOptions, SessionRun,
+};
 pub use setup::{setup, Setup, DEFAULT_MODEL};
 pub use stats::percentile;

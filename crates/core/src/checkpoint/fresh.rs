@@ -21,7 +21,9 @@ pub(super) const FRESH_RECENCY: u64 = 1 << 32;
 /// Longest command shown in an entry, in characters.
 const COMMAND_CHARS: usize = 100;
 /// Symbols shown per file.
-const SYMBOLS_SHOWN: usize = 8;
+const SYMBOLS_SHOWN: usize = 12;
+/// Longest file entry, in characters: a path, what happened and the symbols.
+const FILE_ENTRY_CHARS: usize = 400;
 /// A reply shorter than this ("a", "yes", "2") is left out unless it is one of the latest.
 const TERSE_REPLY_CHARS: usize = 5;
 /// A request shorter than this ("thanks", "continue") means little on its own.
@@ -114,7 +116,7 @@ fn files(facts: &Facts, out: &mut BTreeMap<SectionKind, Section>) {
             }
             push_symbols(&mut text, &f.symbols);
         }
-        let e = Entry::new(&shorten(&text, ENTRY_CHARS), cites(&f.sources));
+        let e = Entry::new(&shorten(&text, FILE_ENTRY_CHARS), cites(&f.sources));
         modified
             .entries
             .push(e.with_hint(hint(f.last_at, f.changes)));
@@ -127,7 +129,7 @@ fn files(facts: &Facts, out: &mut BTreeMap<SectionKind, Section>) {
     {
         let mut text = f.path.clone();
         push_symbols(&mut text, &f.symbols);
-        let e = Entry::new(&shorten(&text, ENTRY_CHARS), cites(&f.sources));
+        let e = Entry::new(&shorten(&text, FILE_ENTRY_CHARS), cites(&f.sources));
         read.entries
             .push(e.with_hint(hint(f.last_at, f.sources.len())));
     }

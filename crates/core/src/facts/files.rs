@@ -2,7 +2,7 @@
 //! deleted), the gist of its last change and the symbols seen in what was read and written.
 
 use super::shorten;
-use super::symbols::definitions;
+use super::symbols::{code_names, definitions};
 use super::tools::Action;
 use crate::model::{ItemId, ToolCall};
 use serde_json::Value;
@@ -14,6 +14,8 @@ const GIST_CHARS: usize = 100;
 pub const MAX_SYMBOLS: usize = 16;
 /// At most this many symbols are read from one piece of text.
 const SYMBOLS_PER_TEXT: usize = 12;
+/// At most this many code names are taken from text an edit wrote (after its definitions).
+const NAMES_PER_CHANGE: usize = 8;
 
 /// What happened to a file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -117,7 +119,14 @@ impl FileSet {
             f.last_change.clone_from(&change.gist);
         }
         if let Some(text) = &change.written {
-            add_symbols(f, &definitions(&change.path, text, SYMBOLS_PER_TEXT));
+            // The definitions first, then the names the change used (fields, calls, types).
+            let mut symbols = definitions(&change.path, text, SYMBOLS_PER_TEXT);
+            for name in code_names(text, NAMES_PER_CHANGE) {
+                if !symbols.iter().any(|s| s.trim_end_matches("()") == name) {
+                    symbols.push(name);
+                }
+            }
+            add_symbols(f, &symbols);
         }
     }
 }

@@ -129,6 +129,47 @@ const MODIFIERS: &[&str] = &[
     "readonly",
 ];
 
+/// Names in `text` that can only be code: `snake_case` (an inner underscore), `camelCase` or
+/// `PascalCase` with an inner capital, or letters with digits (`v2Handler`), 4 to 48 characters. Most
+/// used first (ties: first seen first), without duplicates, at most `max`. These are the fields,
+/// calls and types an edit touched, which the agent is likely to name again.
+pub fn code_names(text: &str, max: usize) -> Vec<String> {
+    let mut seen: Vec<(String, usize, usize)> = Vec::new();
+    let mut index: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for word in text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
+        if !is_code_name(word) {
+            continue;
+        }
+        match index.get(word) {
+            Some(&i) => seen[i].1 += 1,
+            None => {
+                index.insert(word, seen.len());
+                seen.push((word.to_owned(), 1, seen.len()));
+            }
+        }
+    }
+    seen.sort_by_key(|(_, n, first)| (std::cmp::Reverse(*n), *first));
+    seen.into_iter().take(max).map(|(w, _, _)| w).collect()
+}
+
+fn is_code_name(word: &str) -> bool {
+    let b = word.as_bytes();
+    if !(4..=MAX_SYMBOL_CHARS).contains(&b.len()) || !(b[0].is_ascii_alphabetic() || b[0] == b'_') {
+        return false;
+    }
+    let inner = &b[1..b.len() - 1];
+    let letters = b.iter().filter(|c| c.is_ascii_alphabetic()).count();
+    let snake = inner.contains(&b'_')
+        && letters >= 3
+        && !b
+            .iter()
+            .all(|c| c.is_ascii_uppercase() || *c == b'_' || c.is_ascii_digit());
+    let camel = b[1..].iter().any(u8::is_ascii_uppercase) && b.iter().any(u8::is_ascii_lowercase);
+    let digits =
+        b.iter().any(u8::is_ascii_digit) && letters >= 3 && b.iter().any(u8::is_ascii_lowercase);
+    snake || camel || digits
+}
+
 /// Symbols defined in `text` (a file's content or part of it; `cat -n` / Read line-number prefixes
 /// are ignored), in order of appearance, without duplicates, at most `max`.
 pub fn definitions(path: &str, text: &str, max: usize) -> Vec<String> {
@@ -285,7 +326,25 @@ fn toml_section(line: &str) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::definitions;
+    use super::{code_names, definitions};
+
+    #[test]
+    fn code_names_are_names_only_code_has() {
+        let text = "let lane = LanePositionStart; self.base_commit = v2Handler(x);\n\
+                    if returns the value then BaseCommit; base_commit again; MAX_LEN; a_b";
+        let names = code_names(text, 10);
+        assert_eq!(
+            names,
+            vec![
+                "base_commit",
+                "LanePositionStart",
+                "v2Handler",
+                "BaseCommit"
+            ],
+            "most used first; plain words, constants in capitals and short names are left out"
+        );
+        assert_eq!(code_names(text, 1), vec!["base_commit"]);
+    }
 
     #[test]
     fn per_language_definitions() {

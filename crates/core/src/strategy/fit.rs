@@ -16,7 +16,7 @@
 //! what truly cannot shrink. Pinned items are never touched.
 
 use super::common::{summary_budget, MIN_SUMMARY_TOKENS};
-use super::{Breakdown, Request, StrategyError};
+use super::{Breakdown, Request, Staleness, StrategyError};
 use crate::budget::TOOL_OUTPUT_SHARE;
 use crate::model::ItemBody;
 use crate::partition::is_user_message;
@@ -152,24 +152,25 @@ fn truncate_tools(b: &mut PlanBuilder<'_>, req: &Request<'_>, goal: usize) -> bo
     reached
 }
 
-/// Step 2: older tool outputs (outside the floor) replaced by reference stubs, oldest first. Returns
+/// Step 2: older tool outputs (outside the floor) replaced by reference stubs in
+/// [`Staleness::reference_order`] (superseded first, latest views last, oldest first within). Returns
 /// true once the estimate reaches `goal`.
 fn reference_tools(b: &mut PlanBuilder<'_>, goal: usize, floor: &[bool]) -> bool {
     let conv = b.conversation();
     let units = &b.survey().units;
     let mut count = 0usize;
     let mut est = b.estimate();
-    for i in 0..conv.items.len() {
+    let candidates = (0..conv.items.len()).filter(|&i| {
+        changeable(b, i)
+            && !floor[units[i]]
+            && matches!(conv.items[i].body(), ItemBody::ToolResult(_))
+            && !is_reference(&conv.items[i])
+            && b.tokens_after(i) > STUB_WORTH_TOKENS
+    });
+    let order = Staleness::of(conv).reference_order(candidates.collect::<Vec<_>>());
+    for i in order {
         if est <= goal {
             break;
-        }
-        if !changeable(b, i)
-            || floor[units[i]]
-            || !matches!(conv.items[i].body(), ItemBody::ToolResult(_))
-            || is_reference(&conv.items[i])
-            || b.tokens_after(i) <= STUB_WORTH_TOKENS
-        {
-            continue;
         }
         let before = b.tokens_after(i);
         if b.reference(i, Tier::Reference) > 0 {

@@ -25,10 +25,12 @@ mod fit;
 mod masking;
 mod segmented;
 mod sliding;
+mod stale;
 mod tiered;
 
 pub use cfpm::memory_block;
 pub use error::{Breakdown, StrategyError};
+pub use stale::Staleness;
 
 use crate::budget::Budget;
 use crate::model::Conversation;

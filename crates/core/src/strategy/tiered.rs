@@ -9,7 +9,7 @@
 
 use super::common::{builder, cover_tokens, covered_tokens, summary_budget, truncate_tool_outputs};
 use super::fit::{fit, Removal};
-use super::{Request, StrategyError};
+use super::{Request, Staleness, StrategyError};
 use crate::model::ItemBody;
 use crate::partition::{is_checkpoint, Class, Partition, Recency, Survey};
 use crate::plan::{
@@ -123,13 +123,15 @@ fn tier1(b: &mut PlanBuilder<'_>, req: &Request<'_>, partition: &Partition) {
     let mut trial = b.clone();
     let mut saved = 0usize;
     let mut count = 0usize;
-    for (i, item) in conv.items.iter().enumerate() {
-        if partition.classes[i] != Class::Eligible
-            || !matches!(item.body(), ItemBody::ToolResult(_))
-            || is_reference(item)
-        {
-            continue;
-        }
+    // Superseded outputs first, the agent's working set (latest read of each file, latest run of
+    // each command) last.
+    let candidates = conv.items.iter().enumerate().filter(|(i, item)| {
+        partition.classes[*i] == Class::Eligible
+            && matches!(item.body(), ItemBody::ToolResult(_))
+            && !is_reference(item)
+    });
+    let order = Staleness::of(conv).reference_order(candidates.map(|(i, _)| i));
+    for i in order {
         let s = trial.reference(i, Tier::Reference);
         if s > 0 {
             saved += s;
