@@ -19,6 +19,7 @@
 
 use aho_corasick::AhoCorasick;
 use compact_core::model::{Conversation, Item, ItemBody, Role};
+use compact_core::partition::is_user_message;
 use compact_core::tokens::TokenCounter;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -593,7 +594,7 @@ pub fn tail_within<'a>(
     while head < visible.len() && is_system(visible[head]) {
         head += 1;
     }
-    if let Some(first_user) = visible[head..].iter().position(|i| is_user_text(i)) {
+    if let Some(first_user) = visible[head..].iter().position(|i| is_user_message(i)) {
         head += first_user + 1;
     }
     let mut used = fixed_tokens;
@@ -619,10 +620,6 @@ pub fn tail_within<'a>(
 
 fn is_system(item: &Item) -> bool {
     matches!(item.body(), ItemBody::Message(m) if matches!(m.role, Role::System | Role::Developer))
-}
-
-fn is_user_text(item: &Item) -> bool {
-    matches!(item.body(), ItemBody::Message(m) if m.role == Role::User)
 }
 
 fn tool_calls(items: &[Item]) -> Vec<usize> {
@@ -964,18 +961,12 @@ fn project_of(conv: &Conversation) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use compact_core::model::{Arguments, ToolCall, ToolCallKind, ToolResult};
+    use compact_core::model::{ToolCall, ToolResult};
     use compact_core::tokens::Encoding;
     use serde_json::json;
 
     fn call(id: &str, name: &str, args: Value) -> Item {
-        Item::new(ItemBody::ToolCall(ToolCall {
-            call_id: id.into(),
-            name: name.into(),
-            arguments: Arguments::Json(args),
-            kind: ToolCallKind::Function,
-            extra: Default::default(),
-        }))
+        Item::new(ItemBody::ToolCall(ToolCall::function(id, name, args)))
     }
 
     fn result(id: &str, text: &str) -> Item {
@@ -1042,27 +1033,12 @@ mod tests {
 
     #[test]
     fn whole_words_only() {
+        let mut table = AnchorTable::default();
+        table.add("parse_line".into(), AnchorKind::Identifier);
+        table.add("src/lib.rs".into(), AnchorKind::Path);
         let set = ContinuationSet {
-            anchors: vec![
-                Anchor {
-                    text: "parse_line".into(),
-                    kind: AnchorKind::Identifier,
-                },
-                Anchor {
-                    text: "src/lib.rs".into(),
-                    kind: AnchorKind::Path,
-                },
-            ],
-            matcher: build_matcher(&[
-                Anchor {
-                    text: "parse_line".into(),
-                    kind: AnchorKind::Identifier,
-                },
-                Anchor {
-                    text: "src/lib.rs".into(),
-                    kind: AnchorKind::Path,
-                },
-            ]),
+            matcher: build_matcher(&table.anchors),
+            anchors: table.anchors,
             ..ContinuationSet::default()
         };
         assert!(set.find_in("calls parse_lines and xsrc/lib.rsx").is_empty());

@@ -134,7 +134,7 @@ const MODIFIERS: &[&str] = &[
 /// used first (ties: first seen first), without duplicates, at most `max`. These are the fields,
 /// calls and types an edit touched, which the agent is likely to name again.
 pub fn code_names(text: &str, max: usize) -> Vec<String> {
-    let mut seen: Vec<(String, usize, usize)> = Vec::new();
+    let mut seen: Vec<(String, usize)> = Vec::new();
     let mut index: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
     for word in text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
         if !is_code_name(word) {
@@ -144,12 +144,13 @@ pub fn code_names(text: &str, max: usize) -> Vec<String> {
             Some(&i) => seen[i].1 += 1,
             None => {
                 index.insert(word, seen.len());
-                seen.push((word.to_owned(), 1, seen.len()));
+                seen.push((word.to_owned(), 1));
             }
         }
     }
-    seen.sort_by_key(|(_, n, first)| (std::cmp::Reverse(*n), *first));
-    seen.into_iter().take(max).map(|(w, _, _)| w).collect()
+    // Stable: equal counts keep the order they were first seen in.
+    seen.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
+    seen.into_iter().take(max).map(|(w, _)| w).collect()
 }
 
 fn is_code_name(word: &str) -> bool {

@@ -245,6 +245,19 @@ pub struct ToolResult {
     pub extra: Extra,
 }
 
+impl ToolCall {
+    /// A JSON-argument function call (the shape every provider has).
+    pub fn function(call_id: impl Into<String>, name: impl Into<String>, arguments: Value) -> Self {
+        ToolCall {
+            call_id: call_id.into(),
+            name: name.into(),
+            arguments: Arguments::Json(arguments),
+            kind: ToolCallKind::Function,
+            extra: Extra::default(),
+        }
+    }
+}
+
 impl ToolResult {
     /// A successful function-call result holding one text part, sent as a plain string.
     pub fn text(call_id: impl Into<String>, text: impl Into<String>) -> Self {

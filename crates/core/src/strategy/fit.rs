@@ -167,7 +167,7 @@ fn reference_tools(b: &mut PlanBuilder<'_>, goal: usize, floor: &[bool]) -> bool
             && !is_reference(&conv.items[i])
             && b.tokens_after(i) > STUB_WORTH_TOKENS
     });
-    let order = Staleness::of(conv).reference_order(candidates.collect::<Vec<_>>());
+    let order = Staleness::of(conv).reference_order(candidates);
     for i in order {
         if est <= goal {
             break;

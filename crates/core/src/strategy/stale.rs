@@ -12,7 +12,7 @@
 use crate::facts::{classify, command_key, Action};
 use crate::model::{Conversation, ItemBody, ToolCall};
 use serde_json::Value;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// Argument keys that narrow a read to part of a file.
 const RANGE_KEYS: &[&str] = &[
@@ -122,7 +122,7 @@ impl Staleness {
         let mut whole: HashMap<&str, usize> = HashMap::new();
         let mut ranged: HashMap<(&str, &str), usize> = HashMap::new();
         let mut commands: HashMap<&str, usize> = HashMap::new();
-        let mut seen_file: HashMap<&str, ()> = HashMap::new();
+        let mut seen_file: HashSet<&str> = HashSet::new();
         for (r, view) in views.iter().rev() {
             match view {
                 View::Read(path, range) => {
@@ -131,7 +131,7 @@ impl Staleness {
                         .as_deref()
                         .and_then(|g| ranged.get(&(path.as_str(), g)).copied());
                     out.superseded_by[*r] = by_whole.or(by_range);
-                    if seen_file.insert(path.as_str(), ()).is_none() {
+                    if seen_file.insert(path.as_str()) {
                         out.latest_view[*r] = true;
                     }
                     match range {
@@ -145,7 +145,7 @@ impl Staleness {
                 }
                 View::Rewrite(path) => {
                     whole.insert(path.as_str(), *r);
-                    seen_file.insert(path.as_str(), ());
+                    seen_file.insert(path.as_str());
                 }
                 View::Command(key) => {
                     match commands.get(key.as_str()) {
@@ -180,21 +180,13 @@ impl Staleness {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Arguments, Item, ToolCallKind, ToolResult};
+    use crate::model::{Item, ToolResult};
     use serde_json::json;
 
-    fn call(id: &str, name: &str, args: Value) -> Item {
-        Item::new(ItemBody::ToolCall(ToolCall {
-            call_id: id.into(),
-            name: name.into(),
-            arguments: Arguments::Json(args),
-            kind: ToolCallKind::Function,
-            extra: Default::default(),
-        }))
-    }
-
     fn pair(conv: &mut Conversation, id: &str, name: &str, args: Value) {
-        conv.push(call(id, name, args));
+        conv.push(Item::new(ItemBody::ToolCall(ToolCall::function(
+            id, name, args,
+        ))));
         conv.push(Item::new(ItemBody::ToolResult(ToolResult::text(id, "out"))));
     }
 

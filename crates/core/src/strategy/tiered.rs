@@ -27,9 +27,11 @@ pub fn plan(req: &Request<'_>) -> Result<Plan, StrategyError> {
         return Ok(b.finish());
     }
     let start = Recency::of(req.policy);
+    // Read once: it depends on the conversation alone, not on the recency tier 3 tries.
+    let staleness = Staleness::of(req.conversation);
     let mut best: Option<PlanBuilder<'_>> = None;
     for recency in tier3_steps(start) {
-        let b = attempt(req, &survey, start, recency);
+        let b = attempt(req, &survey, &staleness, start, recency);
         let est = b.estimate();
         if est <= target {
             return Ok(b.finish());
@@ -74,6 +76,7 @@ fn tier3_steps(start: Recency) -> Vec<Recency> {
 fn attempt<'a>(
     req: &Request<'a>,
     survey: &'a Survey,
+    staleness: &Staleness,
     start: Recency,
     recency: Recency,
 ) -> PlanBuilder<'a> {
@@ -106,7 +109,7 @@ fn attempt<'a>(
     }
 
     // Tier 1.
-    tier1(&mut b, req, &partition);
+    tier1(&mut b, req, &partition, staleness);
     if b.estimate() <= target {
         return b;
     }
@@ -116,7 +119,7 @@ fn attempt<'a>(
     b
 }
 
-fn tier1(b: &mut PlanBuilder<'_>, req: &Request<'_>, partition: &Partition) {
+fn tier1(b: &mut PlanBuilder<'_>, req: &Request<'_>, partition: &Partition, staleness: &Staleness) {
     let conv = req.conversation;
     let target = req.budget.target;
     let min = req.budget.limits.tier1_min_savings;
@@ -130,7 +133,7 @@ fn tier1(b: &mut PlanBuilder<'_>, req: &Request<'_>, partition: &Partition) {
             && matches!(item.body(), ItemBody::ToolResult(_))
             && !is_reference(item)
     });
-    let order = Staleness::of(conv).reference_order(candidates.map(|(i, _)| i));
+    let order = staleness.reference_order(candidates.map(|(i, _)| i));
     for i in order {
         let s = trial.reference(i, Tier::Reference);
         if s > 0 {
