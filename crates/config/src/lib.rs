@@ -18,8 +18,8 @@
 //!   trigger_pct: 0.95
 //!   soft_trigger_pct: 0.70
 //!   min_tokens_left: 8000
-//!   target_pct: 0.60
-//!   min_gain_pct: 0.25
+//!   target_pct: 0.85
+//!   min_gain_pct: 0.15
 //!   hard_cap_buffer: 1024
 //!   reserved_output_tokens: 20000
 //!   keep_recent_turns: 6

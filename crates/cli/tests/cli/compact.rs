@@ -311,7 +311,7 @@ fn generations(path: &str) -> Vec<u32> {
 #[test]
 fn recompaction_folds_the_checkpoint() {
     let first_dir = temp_dir("fold-1");
-    let (_, first, report) = compact_into(&first_dir, EXAMPLE, &["--window", "8000"], &[]);
+    let (_, first, report) = compact_into(&first_dir, EXAMPLE, &["--window", "6000"], &[]);
     assert!(
         report["tiers_applied"]
             .as_array()
@@ -343,7 +343,7 @@ fn summary_max_tokens_bounds_the_checkpoint() {
         .into_iter()
         .map(|limit| {
             let dir = temp_dir(&format!("summary-max-{}", limit.unwrap_or("default")));
-            let mut flags = vec!["--window", "8000"];
+            let mut flags = vec!["--window", "6000"];
             if let Some(l) = limit {
                 flags.extend(["--summary-max-tokens", l]);
             }

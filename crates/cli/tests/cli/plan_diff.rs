@@ -16,7 +16,7 @@ fn example_ids() -> Vec<String> {
 #[test]
 fn plan_shows_tokens_before_after_and_tiers() {
     let before = inspect(EXAMPLE, &[])["tokens"]["total"].as_u64().unwrap();
-    let out = run(&["plan", EXAMPLE, "--window", "8000"]).ok();
+    let out = run(&["plan", EXAMPLE, "--window", "6000"]).ok();
     assert!(
         out.stdout.contains(&format!("{before} -> ")),
         "{}",
@@ -37,7 +37,7 @@ fn plan_shows_tokens_before_after_and_tiers() {
 
 #[test]
 fn diff_lists_every_item_and_colours_on_request() {
-    let plain = run(&["diff", EXAMPLE, "--window", "8000", "--color", "never"]).ok();
+    let plain = run(&["diff", EXAMPLE, "--window", "6000", "--color", "never"]).ok();
     assert!(!plain.stdout.contains(ESC), "ANSI codes with --color never");
     for id in example_ids() {
         let rows = plain
@@ -59,13 +59,13 @@ fn diff_lists_every_item_and_colours_on_request() {
         "{}",
         plain.stdout
     );
-    let coloured = run(&["diff", EXAMPLE, "--window", "8000", "--color", "always"]).ok();
+    let coloured = run(&["diff", EXAMPLE, "--window", "6000", "--color", "always"]).ok();
     assert!(
         coloured.stdout.contains("\x1b["),
         "no ANSI codes with --color always"
     );
     // Piped output with the default `auto` stays plain.
-    let auto = run(&["diff", EXAMPLE, "--window", "8000"]).ok();
+    let auto = run(&["diff", EXAMPLE, "--window", "6000"]).ok();
     assert!(!auto.stdout.contains(ESC));
 }
 

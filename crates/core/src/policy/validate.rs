@@ -103,13 +103,15 @@ impl Policy {
             self.min_gain_pct,
             "must be between 0 and 0.9",
         );
-        if self.target_pct.is_finite() && self.trigger_pct.is_finite() {
+        // With a minimum gain the target lies that far below the trigger whatever `target_pct` says
+        // (`target_pct` is then only an upper bound); without one it must itself be below.
+        if self.target_pct.is_finite() && self.trigger_pct.is_finite() && self.min_gain_pct <= 0.0 {
             c.check(
                 self.target_pct < self.trigger_pct,
                 "target_pct",
                 self.target_pct,
                 &format!(
-                    "must be below trigger_pct ({}) or compaction would fire again at once",
+                    "must be below trigger_pct ({}) when min_gain_pct is 0, or compaction would fire again at once",
                     self.trigger_pct
                 ),
             );
@@ -219,6 +221,7 @@ mod tests {
         );
         let p = Policy {
             target_pct: 0.96,
+            min_gain_pct: 0.0,
             ..Policy::default()
         };
         let e = p
