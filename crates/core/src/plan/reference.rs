@@ -20,6 +20,23 @@ fn brief(text: &str, max_chars: usize) -> String {
     out
 }
 
+/// At most this many names a referenced file read defines are kept in its stub.
+pub const OUTLINE_SYMBOLS: usize = 16;
+
+/// The file `call` reads, when reading one file is what it does.
+fn read_path(call: &ToolCall) -> Option<String> {
+    let actions = crate::facts::classify(call);
+    let mut reads = actions.iter().filter_map(|a| match a {
+        crate::facts::Action::Read(p) => Some(p),
+        _ => None,
+    });
+    let first = reads.next()?.clone();
+    let modifies = actions
+        .iter()
+        .any(|a| matches!(a, crate::facts::Action::Modify(_)));
+    (reads.next().is_none() && !modifies).then_some(first)
+}
+
 /// The stub text for `result` (answering `call`, if known), which cost `tokens` tokens.
 pub fn reference_stub(call: Option<&ToolCall>, result: &Item, tokens: usize) -> String {
     let (tool, lines) = match result.body() {
@@ -40,9 +57,17 @@ pub fn reference_stub(call: Option<&ToolCall>, result: &Item, tokens: usize) -> 
         .map(|c| brief(&c.arguments.to_text(), ARGUMENTS_BRIEF_CHARS))
         .unwrap_or_default();
     let mut stub = format!(
-        "{REFERENCE_PREFIX}{id}] Output of `{tool}` {args} ({tokens} tokens, {lines} lines) was moved out of the context to save space. It is unchanged in the session log; recall it by id `{id}` if needed.",
+        "{REFERENCE_PREFIX}{id}] Output of `{tool}` {args} ({tokens} tokens, {lines} lines) moved out of the context, unchanged in the session log; recall `{id}` if needed.",
         id = result.meta.id,
     );
+    // A file read keeps its outline: the names it defines, so the agent still knows where things are.
+    if let Some(path) = call.and_then(read_path) {
+        let text = result.plain_text();
+        let defined = crate::facts::symbols::definitions(&path, &text, OUTLINE_SYMBOLS);
+        if !defined.is_empty() {
+            stub.push_str(&format!("\nDefines: {}", defined.join(", ")));
+        }
+    }
     // A failure keeps its status and the line that says why: what failed must stay known.
     match crate::facts::failure_of(result) {
         Some((Some(code), line)) => {
@@ -104,6 +129,22 @@ mod tests {
         // Detected from the exit code as well as from the flag.
         let exit = "Exit code: 2\nls: cannot access 'missing': No such file or directory";
         assert!(reference_stub(None, &result(exit, false), 40).contains("cannot access"));
+    }
+
+    #[test]
+    fn a_file_read_keeps_its_outline() {
+        let call = ToolCall::function(
+            "c1",
+            "Read",
+            serde_json::json!({"file_path": "src/page.rs"}),
+        );
+        let text = "     1→pub struct Page {\n     2→    rows: Vec<Row>,\n     3→}\n     4→impl Page {\n     5→    pub fn render(&self) -> String {\n";
+        let stub = reference_stub(Some(&call), &result(text, false), 900);
+        assert!(stub.contains("recall `r1`"), "{stub}");
+        assert!(stub.ends_with("Defines: Page, render()"), "{stub}");
+        // A command's output has no outline.
+        let run = ToolCall::function("c1", "Bash", serde_json::json!({"command": "cargo build"}));
+        assert!(!reference_stub(Some(&run), &result(text, false), 900).contains("Defines"));
     }
 
     #[test]
