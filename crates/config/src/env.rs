@@ -23,7 +23,6 @@
 //! | `COMPACT_TOOL_OUTPUT_SERIALIZATION_BUFFER` | `policy.tool_output.serialization_buffer` |
 //! | `COMPACT_TOOL_OUTPUT_HEAD_FRACTION` | `policy.tool_output.head_fraction` |
 //! | `COMPACT_USER_MESSAGE_MAX_TOKENS` | `policy.user_message_max_tokens` |
-//! | `COMPACT_OVERFLOW_MAX_RETRIES` | `policy.overflow_max_retries` |
 //! | `COMPACT_TIER1_MIN_SAVINGS_TOKENS` | `policy.tier1_min_savings_tokens` |
 //! | `COMPACT_SUMMARY_MAX_TOKENS` | `policy.summary_max_tokens` |
 //! | `COMPACT_ON_SUMMARIZER_FAILURE` | `policy.on_summarizer_failure` |
@@ -33,7 +32,8 @@
 //! | `COMPACT_SUMMARIZER_TEMPLATE` | `summarizer.template` |
 //!
 //! Other `COMPACT_*` variables are ignored (other tools may use the prefix), but an empty or unparsable
-//! value of a listed variable is an error naming the variable.
+//! value of a listed variable is an error naming the variable. `COMPACT_OVERFLOW_MAX_RETRIES` (seed
+//! 003's `policy.overflow_max_retries`) is an error too: nothing in this version acts on it yet.
 
 use crate::error::ConfigError;
 use crate::layer::Overrides;
@@ -139,7 +139,16 @@ where
             }
             "COMPACT_TOOL_OUTPUT_HEAD_FRACTION" => o.tool_output_head_fraction = num(var, value)?,
             "COMPACT_USER_MESSAGE_MAX_TOKENS" => o.user_message_max_tokens = num(var, value)?,
-            "COMPACT_OVERFLOW_MAX_RETRIES" => o.overflow_max_retries = num(var, value)?,
+            "COMPACT_OVERFLOW_MAX_RETRIES" => {
+                return Err(ConfigError::Env {
+                    var: var.to_owned(),
+                    value: value.to_owned(),
+                    reason: format!(
+                        "has no effect in this version: {}",
+                        crate::file::not_yet("overflow_max_retries")
+                    ),
+                })
+            }
             "COMPACT_TIER1_MIN_SAVINGS_TOKENS" => o.tier1_min_savings_tokens = num(var, value)?,
             "COMPACT_SUMMARY_MAX_TOKENS" => o.summary_max_tokens = num(var, value)?,
             "COMPACT_ON_SUMMARIZER_FAILURE" => o.on_summarizer_failure = s,

@@ -16,10 +16,31 @@ pub(crate) struct FileConfig {
     pub summarizer: Option<FileSummarizer>,
     #[serde(default)]
     pub models: Vec<FileModel>,
-    pub telemetry: Option<Telemetry>,
-    pub storage: Option<Storage>,
-    pub redaction: Option<Redaction>,
+    /// Parsed only to be rejected by name (see [`NOT_YET`]).
+    pub telemetry: Option<serde_yaml_ng::Value>,
+    /// Parsed only to be rejected by name (see [`NOT_YET`]).
+    pub storage: Option<serde_yaml_ng::Value>,
+    /// Parsed only to be rejected by name (see [`NOT_YET`]).
+    pub redaction: Option<serde_yaml_ng::Value>,
 }
+
+/// Keys of seed 003's file shape that no part of this version acts on, with the reason. A file that
+/// sets one is rejected naming the key and its line, rather than accepted and silently ignored.
+pub(crate) const NOT_YET: [(&str, &str); 4] = [
+    (
+        "telemetry",
+        "events and OpenTelemetry export are not built yet",
+    ),
+    (
+        "storage",
+        "the session log and archive stores are not built yet",
+    ),
+    ("redaction", "secret redaction is not built yet"),
+    (
+        "overflow_max_retries",
+        "recovery from provider context-overflow errors belongs to the session runtime, which is not built yet",
+    ),
+];
 
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -40,7 +61,8 @@ pub(crate) struct FilePolicy {
     pub strategy: Option<String>,
     pub tool_output: Option<FileToolOutput>,
     pub user_message_max_tokens: Option<usize>,
-    pub overflow_max_retries: Option<u32>,
+    /// Parsed only to be rejected by name (see [`NOT_YET`]).
+    pub overflow_max_retries: Option<serde_yaml_ng::Value>,
     pub tier1_min_savings_tokens: Option<usize>,
     pub summary_max_tokens: Option<usize>,
     pub on_summarizer_failure: Option<String>,
@@ -88,39 +110,34 @@ pub(crate) struct FilePricing {
     pub cache_write: Option<f64>,
 }
 
-/// `telemetry:` (plain data for the crates that export events).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Telemetry {
-    /// `console`, `otlp` or `custom`.
-    pub exporter: Option<String>,
-}
-
-/// `storage:` (plain data for the session log).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Storage {
-    /// `fs`, `s3` or `custom`.
-    pub adapter: Option<String>,
-    /// Where archives go.
-    pub path: Option<String>,
-}
-
-/// `redaction:` (plain data for exporters).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Redaction {
-    /// Whether redaction runs.
-    pub enabled: Option<bool>,
-    /// Regular expressions to redact.
-    #[serde(default)]
-    pub patterns: Vec<String>,
-}
-
 /// Summary styles of seed 003 that may appear as `policy.strategy`.
 pub const SUMMARY_STYLES: [&str; 3] = ["task_state", "brief", "decision_log"];
 
+/// Why `key` (one of [`NOT_YET`]) is rejected.
+pub(crate) fn not_yet(key: &str) -> &'static str {
+    NOT_YET
+        .iter()
+        .find(|(k, _)| *k == key)
+        .map_or("not built yet", |(_, why)| why)
+}
+
 impl FileConfig {
+    /// The first key of [`NOT_YET`] the file sets, with its reason.
+    pub(crate) fn unsupported(&self) -> Option<(&'static str, &'static str)> {
+        let set = [
+            self.telemetry.is_some(),
+            self.storage.is_some(),
+            self.redaction.is_some(),
+            self.policy
+                .as_ref()
+                .is_some_and(|p| p.overflow_max_retries.is_some()),
+        ];
+        NOT_YET
+            .iter()
+            .zip(set)
+            .find_map(|(&entry, set)| set.then_some(entry))
+    }
+
     /// The settings of the file as an overrides layer.
     pub(crate) fn layer(&self) -> Overrides {
         let p = self.policy.clone().unwrap_or_default();
@@ -152,7 +169,6 @@ impl FileConfig {
             tool_output_serialization_buffer: t.serialization_buffer,
             tool_output_head_fraction: t.head_fraction,
             user_message_max_tokens: p.user_message_max_tokens,
-            overflow_max_retries: p.overflow_max_retries,
             tier1_min_savings_tokens: p.tier1_min_savings_tokens,
             summary_max_tokens: p.summary_max_tokens,
             on_summarizer_failure: p.on_summarizer_failure,

@@ -46,8 +46,6 @@ pub struct Overrides {
     pub tool_output_head_fraction: Option<f64>,
     /// User-message budget.
     pub user_message_max_tokens: Option<usize>,
-    /// Overflow retries.
-    pub overflow_max_retries: Option<u32>,
     /// Tier-1 minimum savings.
     pub tier1_min_savings_tokens: Option<usize>,
     /// Checkpoint size bound.
@@ -97,7 +95,6 @@ impl Overrides {
             tool_output_serialization_buffer,
             tool_output_head_fraction,
             user_message_max_tokens,
-            overflow_max_retries,
             tier1_min_savings_tokens,
             summary_max_tokens,
             on_summarizer_failure,

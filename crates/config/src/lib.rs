@@ -1,7 +1,7 @@
 //! Configuration for Compact: a YAML file, `COMPACT_*` environment variables and command-line flags,
 //! merged in that order (later wins) and resolved and validated once into an immutable [`Config`]
 //! holding the [`compact_core::policy::Policy`], the model (from the registry, with `models:`
-//! overrides) and plain-data sections for summarisers, telemetry, storage and redaction.
+//! overrides) and the summariser's settings.
 //!
 //! Defaults are documented in one place: [`compact_core::policy`]. The file's shape is described below,
 //! the variables in [`mod@env`].
@@ -30,17 +30,17 @@
 //!   strategy: tiered
 //!   tool_output: { mode: tokens, max_tokens: 5000, serialization_buffer: 1.2, head_fraction: 0.5 }
 //!   user_message_max_tokens: 20000
-//!   overflow_max_retries: 3
 //!   tier1_min_savings_tokens: 20000
 //!   summary_max_tokens: 6000
 //!   on_summarizer_failure: deterministic
 //! summarizer: { kind: openai, model: gpt-4o-mini, base_url: "https://api.openai.com/v1", template: task_state, api_key_env: OPENAI_API_KEY }
 //! models:
 //!   - { name: my-local-model, context_window: 32768, max_output_tokens: 4096, provider: other, encoding: estimate }
-//! telemetry: { exporter: console }
-//! storage: { adapter: fs, path: ./.compact/archive }
-//! redaction: { enabled: true, patterns: ["(?i)api[_-]?key\\s*[:=]\\s*\\S+"] }
 //! ```
+//!
+//! Seed 003 also names `telemetry:`, `storage:`, `redaction:` and `policy.overflow_max_retries`. No
+//! part of this version acts on them yet, so a file (or `COMPACT_OVERFLOW_MAX_RETRIES`) that sets one
+//! is an error naming the key, its line and why, never a setting silently ignored.
 //!
 //! Seed 003 used `policy.strategy` for the summary style (`task_state`, `brief`, `decision_log`): those
 //! names are accepted there and set `summarizer.template` instead.
@@ -67,6 +67,6 @@ mod layer;
 mod resolve;
 
 pub use error::ConfigError;
-pub use file::{Redaction, Storage, Telemetry, SUMMARY_STYLES};
+pub use file::SUMMARY_STYLES;
 pub use layer::Overrides;
 pub use resolve::{Config, SummarizerKind, SummarizerSettings};

@@ -2,7 +2,7 @@
 //! the model looked up in the registry (with `models:` overrides), and the policy validated once.
 
 use crate::error::ConfigError;
-use crate::file::{FileConfig, Redaction, Storage, Telemetry};
+use crate::file::FileConfig;
 use crate::layer::Overrides;
 use compact_core::model::Role;
 use compact_core::policy::{Mode, Policy, StrategyName, SummarizerFailure, TruncationMode};
@@ -56,9 +56,6 @@ pub struct Config {
     model: Option<ModelInfo>,
     registry: ModelRegistry,
     summarizer: SummarizerSettings,
-    telemetry: Telemetry,
-    storage: Storage,
-    redaction: Redaction,
 }
 
 fn field<T: FromStr>(field: &'static str, value: &Option<String>) -> Result<Option<T>, ConfigError>
@@ -96,7 +93,7 @@ fn parse_file(name: &str, text: &str) -> Result<FileConfig, ConfigError> {
     if text.trim().is_empty() {
         return Ok(FileConfig::default());
     }
-    serde_yaml::from_str::<FileConfig>(text).map_err(|e| {
+    let parsed = serde_yaml_ng::from_str::<FileConfig>(text).map_err(|e| {
         let (line, column) = e.location().map_or((0, 0), |l| (l.line(), l.column()));
         ConfigError::Parse {
             file: name.to_owned(),
@@ -104,7 +101,34 @@ fn parse_file(name: &str, text: &str) -> Result<FileConfig, ConfigError> {
             column,
             message: e.to_string(),
         }
-    })
+    })?;
+    if let Some((key, why)) = parsed.unsupported() {
+        let (line, column) = key_position(text, key);
+        return Err(ConfigError::Parse {
+            file: name.to_owned(),
+            line,
+            column,
+            message: format!("`{key}` has no effect in this version ({why}): remove it"),
+        });
+    }
+    Ok(parsed)
+}
+
+/// The 1-based line and column where `key` is first written as a mapping key (`key:` at the start
+/// of a line's content or after `{` or `,`), or (0, 0).
+fn key_position(text: &str, key: &str) -> (usize, usize) {
+    let needle = format!("{key}:");
+    for (n, line) in text.lines().enumerate() {
+        let mut from = 0;
+        while let Some(at) = line[from..].find(&needle).map(|i| i + from) {
+            let before = line[..at].trim_end();
+            if before.is_empty() || before.ends_with('{') || before.ends_with(',') {
+                return (n + 1, at + 1);
+            }
+            from = at + needle.len();
+        }
+    }
+    (0, 0)
 }
 
 fn model_override(m: &crate::file::FileModel) -> Result<ModelOverride, ConfigError> {
@@ -190,7 +214,6 @@ impl Config {
             tool_output_serialization_buffer => p.tool_output.serialization_buffer,
             tool_output_head_fraction => p.tool_output.head_fraction,
             user_message_max_tokens => p.user_message_max_tokens,
-            overflow_max_retries => p.overflow_max_retries,
             tier1_min_savings_tokens => p.tier1_min_savings_tokens,
             summary_max_tokens => p.summary_max_tokens,
         );
@@ -247,9 +270,6 @@ impl Config {
             model,
             registry,
             summarizer,
-            telemetry: parsed.telemetry.unwrap_or_default(),
-            storage: parsed.storage.unwrap_or_default(),
-            redaction: parsed.redaction.unwrap_or_default(),
         })
     }
 
@@ -301,20 +321,5 @@ impl Config {
     /// Summariser settings.
     pub fn summarizer(&self) -> &SummarizerSettings {
         &self.summarizer
-    }
-
-    /// Telemetry settings (plain data).
-    pub fn telemetry(&self) -> &Telemetry {
-        &self.telemetry
-    }
-
-    /// Storage settings (plain data).
-    pub fn storage(&self) -> &Storage {
-        &self.storage
-    }
-
-    /// Redaction settings (plain data).
-    pub fn redaction(&self) -> &Redaction {
-        &self.redaction
     }
 }

@@ -175,7 +175,7 @@ impl Survey {
             .map(|item| {
                 if !item.meta.visibility.model {
                     Some(PinReason::Hidden)
-                } else if item.meta.protected {
+                } else if item.is_protected(&policy.protected_flag) {
                     Some(PinReason::Protected)
                 } else if matches!(item.body(), ItemBody::Message(_))
                     && policy.is_role_pinned(item.role())
@@ -198,6 +198,16 @@ impl Survey {
             if let Some(call) = items[c].as_tool_call() {
                 if policy.is_tool_protected(&call.name) {
                     latest.insert(call.name.as_str(), (c, r));
+                }
+            }
+        }
+        // A flagged call or result pins its partner: a pair is kept or removed whole.
+        for &(c, r) in &pairing.pairs {
+            if pins[c] == Some(PinReason::Protected) || pins[r] == Some(PinReason::Protected) {
+                for i in [c, r] {
+                    if pins[i].is_none() {
+                        pins[i] = Some(PinReason::Protected);
+                    }
                 }
             }
         }

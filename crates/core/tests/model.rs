@@ -1,7 +1,7 @@
 //! Integration tests of the conversation model.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use compact_core::model::{Checkpoint, Conversation, Item, Role};
+use compact_core::model::{content_id, Checkpoint, Conversation, Item, ItemId, Role};
 
 #[test]
 fn checkpoint_wire_text_round_trips() {
@@ -27,8 +27,28 @@ fn push_assigns_ids_and_turns() {
     conv.push(Item::text(Role::User, "c"));
     let turns: Vec<u32> = conv.items.iter().map(|i| i.meta.turn).collect();
     assert_eq!(turns, vec![0, 1, 1, 2]);
-    assert_eq!(conv.items[3].meta.id.as_str(), "i3");
+    assert_eq!(conv.items[3].meta.id, content_id(&conv.items[3]));
     conv.renumber_turns();
     let turns: Vec<u32> = conv.items.iter().map(|i| i.meta.turn).collect();
     assert_eq!(turns, vec![0, 1, 1, 2]);
+}
+
+#[test]
+fn ids_survive_removal_and_new_items_never_take_an_existing_id() {
+    let mut conv = Conversation::default();
+    for text in ["sys", "a", "b", "c", "d", "e"] {
+        conv.push(Item::text(Role::User, text));
+    }
+    let before: Vec<ItemId> = conv.items.iter().map(|i| i.meta.id.clone()).collect();
+    // A compaction removes the middle; the survivors keep their ids.
+    conv.items.drain(1..4);
+    assert_eq!(conv.items[1].meta.id, before[4]);
+    // Items added afterwards (one a repeat of a survivor) get ids no item has.
+    conv.push(Item::text(Role::User, "f"));
+    conv.push(Item::text(Role::User, "e"));
+    conv.push(Item::text(Role::User, "b"));
+    let ids: std::collections::HashSet<&ItemId> = conv.items.iter().map(|i| &i.meta.id).collect();
+    assert_eq!(ids.len(), conv.len());
+    // A removed item's content comes back with the same id: the id names the content.
+    assert_eq!(conv.items.last().unwrap().meta.id, before[2]);
 }

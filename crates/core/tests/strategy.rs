@@ -43,11 +43,16 @@ fn render(conv: &Conversation) -> String {
 
 fn snapshot(name: &str, actual: &str) {
     let path = dir().join(format!("{name}.snap"));
-    if std::env::var_os("UPDATE_SNAPSHOTS").is_some() || !path.exists() {
+    if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
         std::fs::write(&path, actual).unwrap();
         return;
     }
-    let expected = std::fs::read_to_string(&path).unwrap();
+    let Ok(expected) = std::fs::read_to_string(&path) else {
+        panic!(
+            "snapshot {} is missing (UPDATE_SNAPSHOTS=1 writes it)",
+            path.display()
+        );
+    };
     assert_eq!(
         expected,
         actual,

@@ -7,6 +7,9 @@ use tiktoken_rs::CoreBPE;
 
 /// Bytes of the shared corpus compared in the large-text check (enough to cover every format there
 /// while keeping a debug-build test run short).
+#[path = "fixtures/corpus.rs"]
+mod corpus;
+
 const CORPUS_BUDGET: usize = 1_500_000;
 
 fn tiktoken(enc: Encoding) -> &'static CoreBPE {
@@ -117,11 +120,10 @@ fn special_token_strings_are_ordinary_text() {
 
 #[test]
 fn counts_equal_tiktoken_on_corpus() {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/corpus");
-    let Ok(subdirs) = std::fs::read_dir(dir) else {
-        println!("shared corpus not found at {dir}: skipping the corpus comparison");
+    let Some(dir) = corpus::dir() else {
         return;
     };
+    let subdirs = std::fs::read_dir(dir).unwrap();
     let mut files: Vec<_> = subdirs
         .flatten()
         .filter(|e| e.path().is_dir())

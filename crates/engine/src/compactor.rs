@@ -299,16 +299,26 @@ impl Compactor {
                 return Err(CompactError::Summarizer(e))
             }
             Err(e) => {
+                // The failed calls cost tokens: the report counts them beside the fallback's own.
+                *usage = usage.plus(e.usage());
+                let spent = e.usage();
+                let cost = if spent.calls > 0 {
+                    format!(
+                        " after {} call(s), {} input and {} output tokens",
+                        spent.calls, spent.input_tokens, spent.output_tokens
+                    )
+                } else {
+                    String::new()
+                };
                 warnings.push(format!(
-                    "summariser `{}` failed ({e}); used the deterministic checkpoint instead",
-                    self.summarizer.name()
+                    "summariser `{}` failed{cost} ({}); used the deterministic checkpoint instead",
+                    self.summarizer.name(),
+                    e.cause()
                 ));
                 self.fallback.summarize(request(())).await?
             }
         };
-        usage.calls += summary.usage.calls;
-        usage.input_tokens += summary.usage.input_tokens;
-        usage.output_tokens += summary.usage.output_tokens;
+        *usage = usage.plus(summary.usage);
         warnings.extend(summary.warnings.iter().cloned());
         *produced_by = Some(summary.produced_by.clone());
         Ok(summary.text)

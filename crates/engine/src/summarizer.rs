@@ -63,6 +63,64 @@ pub enum SummarizeError {
     /// Misconfiguration (missing API key, bad URL).
     #[error("summariser configuration: {0}")]
     Config(String),
+    /// A failure after model calls that cost something: the cause, and what the calls used (so a
+    /// report after a fallback counts them). Built with [`SummarizeError::with_usage`].
+    #[error("{cause}")]
+    Spent {
+        /// Why the summariser failed.
+        cause: Box<SummarizeError>,
+        /// The calls made and the tokens they used before failing.
+        usage: SummaryUsage,
+    },
+}
+
+impl SummarizeError {
+    /// This error, carrying the usage of the calls made before it (nothing changes when `usage`
+    /// records no call).
+    #[must_use]
+    pub fn with_usage(self, usage: SummaryUsage) -> Self {
+        if usage == SummaryUsage::default() {
+            return self;
+        }
+        match self {
+            Self::Spent { cause, usage: u } => Self::Spent {
+                cause,
+                usage: u.plus(usage),
+            },
+            cause => Self::Spent {
+                cause: Box::new(cause),
+                usage,
+            },
+        }
+    }
+
+    /// What the failed calls used (zero when no call was made or none was counted).
+    pub fn usage(&self) -> SummaryUsage {
+        match self {
+            Self::Spent { usage, .. } => *usage,
+            _ => SummaryUsage::default(),
+        }
+    }
+
+    /// The cause, without the usage wrapper.
+    pub fn cause(&self) -> &SummarizeError {
+        match self {
+            Self::Spent { cause, .. } => cause.cause(),
+            other => other,
+        }
+    }
+}
+
+impl SummaryUsage {
+    /// The sum of two usages.
+    #[must_use]
+    pub fn plus(self, other: SummaryUsage) -> SummaryUsage {
+        SummaryUsage {
+            calls: self.calls.saturating_add(other.calls),
+            input_tokens: self.input_tokens.saturating_add(other.input_tokens),
+            output_tokens: self.output_tokens.saturating_add(other.output_tokens),
+        }
+    }
 }
 
 /// Produces checkpoint text for a span of items. Implementations: the deterministic checkpoint (no

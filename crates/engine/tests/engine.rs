@@ -5,13 +5,13 @@
 #[path = "../../core/tests/fixtures/strategy/parse.rs"]
 mod fixture;
 
-use compact_core::model::{Conversation, ItemBody};
+use compact_core::model::{Conversation, Item, ItemBody, Role};
 use compact_core::normalize::{normalize, ProviderRules};
 use compact_core::policy::{Decision, Policy, StrategyName, SummarizerFailure};
 use compact_core::tokens::{Encoding, TokenCounter};
 use compact_engine::{
     block_on, BoxFuture, CompactError, Compactor, DeterministicSummarizer, SummarizeError,
-    Summarizer, Summary, SummaryRequest,
+    Summarizer, Summary, SummaryRequest, SummaryUsage,
 };
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
@@ -43,7 +43,15 @@ impl Summarizer for Failing {
         &'a self,
         _: SummaryRequest<'a>,
     ) -> BoxFuture<'a, Result<Summary, SummarizeError>> {
-        Box::pin(async { Err(SummarizeError::Transport("connection reset".into())) })
+        Box::pin(async {
+            Err(
+                SummarizeError::Transport("connection reset".into()).with_usage(SummaryUsage {
+                    calls: 2,
+                    input_tokens: 1_000,
+                    output_tokens: 0,
+                }),
+            )
+        })
     }
 }
 
@@ -122,7 +130,7 @@ fn every_strategy_compacts_the_prepared_fixture() {
                     "{s}"
                 );
             }
-            Err(CompactError::NoProgress { .. }) => {}
+            // Every strategy must free something on this fixture: "no progress" is a failure here.
             Err(e) => panic!("{s}: {e}"),
         }
     }
@@ -135,6 +143,9 @@ fn failed_summariser_falls_back_or_leaves_history_alone() {
     let c = Compactor::new(Policy::for_window(before / 2), Arc::new(Failing), counter()).unwrap();
     let done = block_on(c.compact(&conv)).unwrap();
     assert_eq!(done.report.summarizer.as_deref(), Some("deterministic"));
+    // The failed calls are reported, not hidden behind the fallback.
+    assert_eq!(done.report.summary_usage.calls, 2);
+    assert_eq!(done.report.summary_usage.input_tokens, 1_000);
     assert!(
         done.report.warnings.iter().any(|w| w.contains("failing")),
         "{:?}",
@@ -179,11 +190,36 @@ fn no_progress_is_an_error_not_a_loop() {
     let before = counter().total(&conv);
     let c = compactor(Policy::for_window(before));
     let once = block_on(c.compact(&conv)).unwrap().conversation;
-    // Compacting the compacted conversation again (already below target) changes nothing: typed error.
+    // Compacting the compacted conversation again (it fits, and there is too little left to free
+    // to be worth a rewrite) is a typed error naming both sizes, not another round.
     match block_on(c.compact(&once)) {
-        Err(CompactError::NoProgress { before, after }) => assert!(after >= before.min(after)),
-        Ok(done) => assert!(done.report.tokens_after < done.report.tokens_before),
-        Err(e) => panic!("{e}"),
+        Err(CompactError::NoProgress { before, after }) => {
+            assert_eq!(before, counter().total(&once));
+            assert!(
+                after >= before || before - after < c.budget().min_gain,
+                "{before} -> {after}"
+            );
+        }
+        other => panic!("expected NoProgress, got {other:?}"),
+    }
+    // A history that is all pinned (the system prompt and a protected user message) and over the
+    // budget cannot be compacted by any strategy: a typed error, never a loop or a larger result.
+    let mut pinned = Conversation::default();
+    pinned.push(Item::text(Role::System, "You are a coding agent."));
+    let mut big = Item::text(Role::User, "word ".repeat(4_000));
+    big.meta.protected = true;
+    pinned.push(big);
+    let small = Policy::for_window(2_000);
+    for &s in StrategyName::ALL {
+        let c = compactor(small.clone()).with_strategy(s);
+        match block_on(c.compact(&pinned)) {
+            Err(
+                CompactError::NoProgress { .. }
+                | CompactError::InsufficientBudget { .. }
+                | CompactError::StillOverBudget { .. },
+            ) => {}
+            other => panic!("{s}: expected a typed error, got {other:?}"),
+        }
     }
     // Preflight below the trigger does nothing.
     let p = block_on(c.preflight(&once)).unwrap();

@@ -103,6 +103,9 @@ fn compactor(window: usize, strategy: StrategyName) -> Compactor {
 
 // ---- The corpus sweep ------------------------------------------------------------------------------
 
+#[path = "../../core/tests/fixtures/corpus.rs"]
+mod corpus;
+
 const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/corpus");
 
 /// Windows swept: from tight (every strategy must summarise or drop) to roomy (most inputs fit).
@@ -313,8 +316,7 @@ fn report(total: &Tally, files: usize) {
 
 #[test]
 fn every_compacted_corpus_request_passes_the_provider_rules() {
-    if !Path::new(CORPUS).is_dir() {
-        println!("corpus not found at {CORPUS}; skipping");
+    if corpus::dir().is_none() {
         return;
     }
     let files = corpus_files(Path::new(CORPUS));

@@ -9,7 +9,8 @@ use compact_formats::import::{detect, import, ImportMode, ImportOptions};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
-const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/corpus");
+#[path = "../../core/tests/fixtures/corpus.rs"]
+mod corpus;
 
 /// Counts taken from a file.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -21,11 +22,7 @@ struct Counts {
 }
 
 fn corpus_files(dir: &str) -> Option<Vec<PathBuf>> {
-    let root = Path::new(CORPUS);
-    if !root.is_dir() {
-        println!("corpus not found at {CORPUS}; skipping");
-        return None;
-    }
+    let root = corpus::dir()?;
     let mut files: Vec<PathBuf> = std::fs::read_dir(root.join(dir))
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -66,6 +63,10 @@ fn imported_counts(path: &Path) -> (Counts, compact_formats::Imported) {
         imp.warnings
     );
     let items = &imp.conversation.items;
+    // Ids are unique within a session, even where the source repeats a record (a resumed
+    // transcript copies records, ids and all).
+    let ids: std::collections::HashSet<&str> = items.iter().map(|i| i.meta.id.as_str()).collect();
+    assert_eq!(ids.len(), items.len(), "{name}: duplicate item ids");
     let counts = counts_of(&imp);
     let flagged = items
         .iter()

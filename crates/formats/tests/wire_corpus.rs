@@ -6,15 +6,16 @@ use compact_core::model::Format;
 use compact_formats::wire::{decode, encode};
 use serde_json::{json, Value};
 
-const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/corpus");
+#[path = "../../core/tests/fixtures/corpus.rs"]
+mod corpus;
 
 #[test]
 fn codex_rollout_items_round_trip_as_responses_requests() {
-    let dir = std::path::Path::new(CORPUS).join("codex-rollout");
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        println!("corpus not found at {}: skipping", dir.display());
+    let Some(root) = corpus::dir() else {
         return;
     };
+    let dir = root.join("codex-rollout");
+    let entries = std::fs::read_dir(&dir).unwrap();
     let mut files = 0;
     for entry in entries {
         let path = entry.unwrap().path();

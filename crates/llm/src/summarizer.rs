@@ -359,7 +359,7 @@ impl LlmSummarizer {
         error: LlmError,
     ) -> Result<Summary, SummarizeError> {
         let Some(fallback) = &self.fallback else {
-            return Err(error.into());
+            return Err(SummarizeError::from(error).with_usage(trace.usage));
         };
         let mut summary = fallback.summarize(request).await?;
         let mut warnings = trace.warnings;
@@ -370,9 +370,7 @@ impl LlmSummarizer {
         ));
         warnings.append(&mut summary.warnings);
         summary.warnings = warnings;
-        summary.usage.calls += trace.usage.calls;
-        summary.usage.input_tokens += trace.usage.input_tokens;
-        summary.usage.output_tokens += trace.usage.output_tokens;
+        summary.usage = summary.usage.plus(trace.usage);
         Ok(summary)
     }
 }

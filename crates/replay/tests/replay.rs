@@ -14,7 +14,6 @@ use compact_replay::{
     Job, NoCompaction, Outcome, Preflighter, Pricing, ProbeKind, ProbeSet, Refusal, ReplayOptions,
     Report, StrategyFactory, NONE_STRATEGY,
 };
-use std::path::Path;
 
 fn counter() -> TokenCounter {
     TokenCounter::new(Encoding::O200kBase)
@@ -676,16 +675,13 @@ fn engine_strategies_keep_a_long_synthetic_session_in_the_window() {
 
 // ---- Corpus: every real session at 32k and 128k -------------------------------------------------
 
-const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/corpus");
+#[path = "../../core/tests/fixtures/corpus.rs"]
+mod corpus;
 
 /// Every transcript of the corpus, read leniently (a few Claude Code files have lines broken by
 /// their owners' redaction).
 fn corpus_jobs(options: &ReplayOptions) -> Option<Vec<Job>> {
-    let root = Path::new(CORPUS);
-    if !root.is_dir() {
-        println!("corpus not found at {CORPUS}; skipping");
-        return None;
-    }
+    let root = corpus::dir()?;
     let mut paths: Vec<_> = std::fs::read_dir(root)
         .unwrap()
         .flatten()

@@ -410,3 +410,81 @@ fn report_through_a_symlink_keeps_the_link() {
     );
     assert_eq!(read_json(&target)["strategy"], "tiered");
 }
+
+#[test]
+fn a_message_flagged_protected_survives_compaction_unchanged() {
+    let dir = temp_dir("protected-flag");
+    let mut request: Value = read_json(&format!("{}/{EXAMPLE}", crate::support::root().display()));
+    // An early tool output (11k characters): without the flag, a 6k window cannot keep it.
+    let messages = request["messages"].as_array_mut().unwrap();
+    let flagged = messages
+        .iter()
+        .position(|m| {
+            m["role"] == "tool" && m["content"].as_str().is_some_and(|c| c.len() > 10_000)
+        })
+        .unwrap();
+    let call_id = messages[flagged]["tool_call_id"].clone();
+    let plain = in_dir(&dir, "plain.json");
+    std::fs::write(&plain, serde_json::to_vec(&request).unwrap()).unwrap();
+    request["messages"][flagged]["protected"] = Value::Bool(true);
+    let original = request["messages"][flagged].clone();
+    let input = in_dir(&dir, "flagged.json");
+    std::fs::write(&input, serde_json::to_vec(&request).unwrap()).unwrap();
+
+    let kept = |out_path: &str| -> Vec<Value> {
+        read_json(out_path)["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["tool_call_id"] == call_id)
+            .cloned()
+            .collect()
+    };
+    for strategy in STRATEGIES {
+        let (_, out_path, _) = compact_into(
+            &dir,
+            &plain,
+            &["--window", "6000", "--strategy", strategy],
+            &[],
+        );
+        assert_ne!(
+            kept(&out_path),
+            vec![original.clone()],
+            "{strategy} without the flag"
+        );
+        let (_, out_path, report) = compact_into(
+            &dir,
+            &input,
+            &["--window", "6000", "--strategy", strategy],
+            &[],
+        );
+        // The flagged message is sent exactly as written (flag included), and so is its call.
+        assert_eq!(kept(&out_path), vec![original.clone()], "{strategy}");
+        let calls = read_json(&out_path)["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|m| m["tool_calls"].as_array().cloned().unwrap_or_default())
+            .filter(|c| c["id"] == call_id)
+            .count();
+        assert_eq!(calls, 1, "{strategy}: the flagged result's call");
+        check_output(&input, &out_path, &report, "openai-chat");
+    }
+    // The key is the policy's `protected_flag`: under another name, `protected` means nothing.
+    let (_, out_path, _) = compact_into(
+        &dir,
+        &input,
+        &["--window", "6000"],
+        &[("COMPACT_PROTECTED_FLAG", "pin")],
+    );
+    assert_ne!(kept(&out_path), vec![original.clone()]);
+    request["messages"][flagged]["pin"] = Value::Bool(true);
+    std::fs::write(&input, serde_json::to_vec(&request).unwrap()).unwrap();
+    let (_, out_path, _) = compact_into(
+        &dir,
+        &input,
+        &["--window", "6000"],
+        &[("COMPACT_PROTECTED_FLAG", "pin")],
+    );
+    assert_eq!(kept(&out_path), vec![request["messages"][flagged].clone()]);
+}

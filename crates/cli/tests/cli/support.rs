@@ -151,14 +151,8 @@ pub fn oracle(encoding: &str, text: &str) -> usize {
 
 /// The corpus of real transcripts, when present.
 pub fn corpus() -> Option<PathBuf> {
-    let dir = Path::new(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/corpus"
-    ));
-    if dir.is_dir() {
-        Some(dir.to_path_buf())
-    } else {
-        println!("corpus not found at {}: skipping", dir.display());
-        None
-    }
+    corpus_dir::dir()
 }
+
+#[path = "../../../core/tests/fixtures/corpus.rs"]
+mod corpus_dir;

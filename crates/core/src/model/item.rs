@@ -40,7 +40,9 @@ impl fmt::Display for Role {
     }
 }
 
-/// A stable item id. Decoders keep wire ids when the format has them and otherwise assign `i<N>`.
+/// A stable item id, unique within its conversation: the source's record id when it has one (a
+/// Claude Code uuid, a Responses item id, a transcript line), else the item's content id (see
+/// [`super::content_id`]), so an item keeps its id through compactions and re-imports.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub struct ItemId(String);
 
@@ -403,6 +405,34 @@ impl Item {
     pub fn with_id(mut self, id: impl Into<String>) -> Self {
         self.meta.id = ItemId::new(id);
         self
+    }
+
+    /// True when the item is pinned by its owner: [`ItemMeta::protected`] is set, or the wire object
+    /// that carried it has `flag: true` (the policy's `protected_flag`, `"protected"` by default) on
+    /// its message, its tool call or result block, or one of its content parts.
+    pub fn is_protected(&self, flag: &str) -> bool {
+        fn set(extra: &super::Extra, flag: &str) -> bool {
+            extra.get(flag) == Some(&serde_json::Value::Bool(true))
+        }
+        if self.meta.protected {
+            return true;
+        }
+        if self
+            .meta
+            .envelope
+            .as_ref()
+            .is_some_and(|e| set(&e.extra, flag))
+        {
+            return true;
+        }
+        match &self.body {
+            ItemBody::Message(m) => m.parts.iter().any(|p| set(&p.extra, flag)),
+            ItemBody::ToolCall(c) => set(&c.extra, flag),
+            ItemBody::ToolResult(r) => {
+                set(&r.extra, flag) || r.parts.iter().any(|p| set(&p.extra, flag))
+            }
+            _ => false,
+        }
     }
 
     /// The body.

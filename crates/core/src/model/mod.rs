@@ -7,11 +7,13 @@
 //! make pairing, dropping and per-item token caching simple; the envelope makes encoding lossless.
 
 mod envelope;
+mod ids;
 mod item;
 mod pairing;
 mod part;
 
 pub use envelope::{Envelope, Format};
+pub use ids::content_id;
 pub use item::{
     Arguments, Checkpoint, Item, ItemBody, ItemId, ItemKind, ItemMeta, Message, Opaque, Reasoning,
     Role, ToolCall, ToolCallKind, ToolResult, Visibility, CHECKPOINT_CLOSE, CHECKPOINT_OPEN,
@@ -50,12 +52,17 @@ pub struct Conversation {
 }
 
 impl Conversation {
-    /// Appends an item, giving it a fresh id (`i<N>`) when it has none and the next turn index when
-    /// it is a real user message.
+    /// Appends an item, giving it its content id (see [`content_id`]; with a `~k` suffix when an
+    /// item already has that id) when it has none, and the next turn index when it is a real user
+    /// message. The uniqueness check reads the ids present; [`Conversation::extend_unique`] appends
+    /// many items in linear time.
     pub fn push(&mut self, mut item: Item) {
         let last_turn = self.items.last().map_or(0, |i| i.meta.turn);
         if item.meta.id.as_str().is_empty() {
-            item.meta.id = ItemId::new(format!("i{}", self.items.len()));
+            let items = &self.items;
+            item.meta.id = ids::unique(content_id(&item), |id| {
+                items.iter().any(|i| i.meta.id == *id)
+            });
         }
         let opens_turn = item.role() == Role::User && matches!(item.body(), ItemBody::Message(_));
         item.meta.turn = if opens_turn && !self.items.is_empty() {

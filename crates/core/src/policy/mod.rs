@@ -18,7 +18,7 @@
 //! | `keep_recent_turns` | 6 | recent turns kept verbatim (tier 3 may shrink to 1) |
 //! | `keep_tool_io_pairs` | 4 | recent tool call/result pairs kept verbatim (tier 3 may shrink to 1) |
 //! | `roles_never_prune` | system, developer | roles that are pinned |
-//! | `protected_flag` | `protected` | metadata key that pins an item (maps to `ItemMeta::protected`) |
+//! | `protected_flag` | `protected` | a wire message, tool block or content part with this key set to `true` is pinned (as is an item with `ItemMeta::protected`) |
 //! | `protected_tools` | `manage_todo_list` | tools whose latest call and result are pinned |
 //! | `strategy` | `tiered` | strategy name (see [`StrategyName`]) |
 //! | `tool_output.mode` | `tokens` | tier-0 truncation of tool outputs: `none`, `bytes`, `tokens` |
@@ -26,7 +26,6 @@
 //! | `tool_output.serialization_buffer` | 1.2 | the limit is multiplied by this to allow for JSON overhead |
 //! | `tool_output.head_fraction` | 0.5 | share of a truncated output kept from its head |
 //! | `user_message_max_tokens` | 20,000 | user messages kept verbatim, newest first |
-//! | `overflow_max_retries` | 3 | compaction retries after a provider context-overflow error |
 //! | `tier1_min_savings_tokens` | 20,000 | tier 1 runs only if it frees this much (cache invalidation cost) |
 //! | `summary_max_tokens` | 6,000 | upper bound of the checkpoint (also at most 15% of the usable budget; `--summary-max-tokens`, `COMPACT_SUMMARY_MAX_TOKENS`) |
 //! | `on_summarizer_failure` | `deterministic` | fall back to the deterministic checkpoint, or `fail` |
@@ -73,8 +72,6 @@ pub const DEFAULT_SERIALIZATION_BUFFER: f64 = 1.2;
 pub const DEFAULT_HEAD_FRACTION: f64 = 0.5;
 /// Seed 000 / Codex: 20,000 tokens of user messages survive compaction.
 pub const DEFAULT_USER_MESSAGE_MAX_TOKENS: usize = 20_000;
-/// Seed 000: at most three overflow-recovery retries.
-pub const DEFAULT_OVERFLOW_MAX_RETRIES: u32 = 3;
 /// OpenCode clears old tool outputs only when that frees more than 20,000 tokens: less is not worth a
 /// prompt-cache invalidation.
 pub const DEFAULT_TIER1_MIN_SAVINGS_TOKENS: usize = 20_000;
@@ -179,8 +176,6 @@ pub struct Policy {
     pub tool_output: ToolOutputPolicy,
     /// Budget of user messages kept verbatim.
     pub user_message_max_tokens: usize,
-    /// Retries after a provider context-overflow error.
-    pub overflow_max_retries: u32,
     /// Minimum tokens tier 1 must free to run at all.
     pub tier1_min_savings_tokens: usize,
     /// Upper bound of the checkpoint, in tokens.
@@ -210,7 +205,6 @@ impl Default for Policy {
             strategy: StrategyName::Tiered,
             tool_output: ToolOutputPolicy::default(),
             user_message_max_tokens: DEFAULT_USER_MESSAGE_MAX_TOKENS,
-            overflow_max_retries: DEFAULT_OVERFLOW_MAX_RETRIES,
             tier1_min_savings_tokens: DEFAULT_TIER1_MIN_SAVINGS_TOKENS,
             summary_max_tokens: DEFAULT_SUMMARY_MAX_TOKENS,
             on_summarizer_failure: SummarizerFailure::Deterministic,

@@ -186,6 +186,7 @@ pub fn import(
         });
     }
     crate::wire::resolve_tool_names(&mut conversation);
+    conversation.make_ids_unique();
     conversation.renumber_turns();
     if ctx.stats.sessions == 0 {
         ctx.stats.sessions = 1;

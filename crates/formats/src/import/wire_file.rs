@@ -7,7 +7,7 @@
 //! is a record of its own, so a broken line is reported (or, leniently, skipped) on its own.
 
 use super::source::{lines, Ctx};
-use super::{item_ids, ImportError};
+use super::ImportError;
 use crate::wire::{self, anthropic, openai_chat, openai_responses};
 use compact_core::model::{Conversation, Envelope, Extra, Format, Item, Role};
 use serde_json::{Map, Value};
@@ -112,6 +112,7 @@ fn jsonl_file(
     };
     let key = list_key(format);
     let mut index: u32 = 0;
+    let mut all: Vec<Item> = Vec::new();
     for line in lines(bytes) {
         let Some(v) = ctx.parse_line(&line)? else {
             continue;
@@ -134,14 +135,11 @@ fn jsonl_file(
             continue;
         }
         index += 1;
-        let ids = item_ids(&format!("L{}", line.number), items.len());
-        for (mut item, id) in items.into_iter().zip(ids) {
-            if item.meta.id.as_str().is_empty() {
-                item.meta.id = compact_core::model::ItemId::new(id);
-            }
-            conv.push(item);
-        }
+        // Items keep a wire id (Responses) and otherwise get their content id, as in a request
+        // file: the same message has the same id in the log and in a compacted request.
+        all.extend(items);
     }
+    conv.extend_unique(all);
     Ok(conv)
 }
 

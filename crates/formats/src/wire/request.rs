@@ -306,8 +306,6 @@ pub(crate) fn decoded_request(format: Format, mut f: Fields, items: Vec<Item>) -
         None => {}
     }
     conv.extra = f.rest();
-    for item in items {
-        conv.push(item);
-    }
+    conv.extend_unique(items);
     conv
 }

@@ -228,10 +228,12 @@ async fn fault_matrix() {
         .await
         .unwrap_err();
     assert!(
-        matches!(&err, SummarizeError::Transport(m) if m.contains("malformed")),
+        matches!(err.cause(), SummarizeError::Transport(m) if m.contains("malformed")),
         "{err}"
     );
     assert_eq!(sim.requests().len(), 1);
+    // The failed call is counted in the error, so a caller that falls back can report it.
+    assert_eq!(err.usage().calls, 1, "{err:?}");
     sim.push_fault(Fault::MalformedJson);
     let summary = s.summarize(request(&conv.items, 300)).await.unwrap();
     assert_eq!(summary.produced_by, "deterministic");
@@ -274,7 +276,7 @@ async fn fault_matrix() {
         .await
         .unwrap_err();
     assert!(
-        matches!(&err, SummarizeError::Transport(m) if m.contains("timed out")),
+        matches!(err.cause(), SummarizeError::Transport(m) if m.contains("timed out")),
         "{err}"
     );
 
