@@ -1,6 +1,9 @@
 //! Integration tests of normalisation: repairs per provider, and invariants as properties.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+#[path = "fixtures/strategy/parse.rs"]
+mod fixture;
+
 use compact_core::model::{
     Arguments, Conversation, Envelope, Item, ItemBody, Pairing, Part, Reasoning, Role, ToolCall,
     ToolCallKind, ToolResult,
@@ -261,7 +264,7 @@ fn build(spec: &[(u8, u8, u8)]) -> Conversation {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: fixture::proptest_cases(300), ..ProptestConfig::default() })]
 
     #[test]
     fn normalised_output_is_valid_idempotent_and_keeps_thinking(spec in arb_items()) {

@@ -153,3 +153,25 @@ fn insufficient_budget_is_typed() {
         other => panic!("expected InsufficientBudget, got {other:?}"),
     }
 }
+
+#[test]
+fn a_plan_never_grows_the_request() {
+    // Found by the property test: on a tiny history, cfpm's memory block cost more than the four
+    // items it replaced. The strategy runner keeps the request unchanged instead.
+    let conv = normalize(&fixture::session(2380, 2, 1), &ProviderRules::OpenAiChat).conversation;
+    let c = counter();
+    let before = c.total(&conv);
+    let policy = Policy::for_window(2_048);
+    let budget = Budget::new(&policy);
+    for &name in StrategyName::ALL {
+        let p = plan(name, &conv, &budget, &policy, &c).unwrap();
+        let after = c.total(&apply(&p, &conv));
+        assert!(after <= before, "{name}: {before} -> {after}");
+    }
+    let p = plan(StrategyName::Cfpm, &conv, &budget, &policy, &c).unwrap();
+    assert!(p.is_noop(), "{p}");
+    assert!(
+        p.notes.iter().any(|n| n.contains("would not shrink")),
+        "{p}"
+    );
+}

@@ -68,9 +68,9 @@ fn check_generation(conv: &Conversation, log: &mut HashMap<ItemId, Logged>, labe
     // Markers first: they name items of earlier generations (or of this one).
     for item in &conv.items {
         for id in cited(&item.plain_text()) {
-            let original = log
-                .get(&ItemId::new(id.as_str()))
-                .unwrap_or_else(|| panic!("{label}: marker in {} names unknown id {id}", item.meta.id));
+            let original = log.get(&ItemId::new(id.as_str())).unwrap_or_else(|| {
+                panic!("{label}: marker in {} names unknown id {id}", item.meta.id)
+            });
             let replaced = logged(item);
             assert_eq!(
                 original.call_id, replaced.call_id,
@@ -147,7 +147,10 @@ fn ids_stay_true_over_repeated_compactions_and_reimports() {
                 conv = reimport(&conv, format);
                 check_generation(&conv, &mut log, &format!("{label} + new turns"));
             }
-            assert!(compacted >= 2, "seed {seed} {strategy} {format}: {compacted} compactions");
+            assert!(
+                compacted >= 2,
+                "seed {seed} {strategy} {format}: {compacted} compactions"
+            );
         }
     }
 }

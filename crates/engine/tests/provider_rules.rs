@@ -105,6 +105,8 @@ fn compactor(window: usize, strategy: StrategyName) -> Compactor {
 
 #[path = "../../core/tests/fixtures/corpus.rs"]
 mod corpus;
+#[path = "../../core/tests/fixtures/strategy/parse.rs"]
+mod fixture;
 
 const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/corpus");
 
@@ -600,7 +602,7 @@ fn conversation(turns: &[TurnSpec], format: Format) -> Conversation {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: fixture::proptest_cases(128), ..ProptestConfig::default() })]
 
     /// Normalised and compacted by any strategy, then written in any wire format, a conversation with
     /// parallel, unanswered, stray, hidden and reasoning items (built in memory, or as if decoded one
@@ -609,7 +611,6 @@ proptest! {
     fn compacted_conversations_pass_the_provider_rules(
         turns in prop::collection::vec(turn_spec(), 1..10),
         format in prop::sample::select(TARGETS.to_vec()),
-        strategy in prop::sample::select(StrategyName::ALL.to_vec()),
         window in prop::sample::select(vec![6_000usize, 8_000, 12_000, 64_000]),
         wire_messages in any::<bool>(),
     ) {
@@ -617,23 +618,42 @@ proptest! {
         if wire_messages {
             one_message_per_item(&mut conv, format);
         }
+        for &strategy in StrategyName::ALL {
+            check_strategy(&conv, format, strategy, window)?;
+        }
+    }
+}
+
+/// The requests `strategy` sends for `conv` in every target format pass the provider rules.
+fn check_strategy(
+    conv: &Conversation,
+    format: Format,
+    strategy: StrategyName,
+    window: usize,
+) -> Result<(), TestCaseError> {
+    {
         let compactor = compactor(window, strategy);
-        let out = match compact(&compactor, &conv) {
+        let out = match compact(&compactor, conv) {
             Outcome::Compacted(out) | Outcome::Unchanged(out) => out,
             Outcome::Refused => return Ok(()),
             Outcome::Failed(e) => return Err(TestCaseError::fail(e)),
         };
         for target in TARGETS {
-            let original = encode(&conv, target).unwrap().value;
-            let sent = request(&compactor, &conv, &out, target);
+            let original = encode(conv, target).unwrap().value;
+            let sent = request(&compactor, conv, &out, target);
             let violations = validate_against(&sent, &original, target);
             prop_assert!(
                 violations.is_empty(),
                 "{} -> {target} ({strategy} @ {window}):\n{}\n{}",
                 format,
-                violations.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"),
+                violations
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("\n"),
                 serde_json::to_string_pretty(&sent).unwrap()
             );
         }
     }
+    Ok(())
 }

@@ -229,25 +229,55 @@ pub struct SseEvent {
     pub data: String,
 }
 
-/// Splits an SSE body into events (comments and empty events skipped).
+/// Splits an SSE body into events, as the HTML event-stream rules read it: lines end with CRLF, LF
+/// or CR; a blank line ends an event; `:` opens a comment; a field is `name: value` (one leading
+/// space dropped) or a bare `name` (empty value); `data` lines join with `\n`; an event with no data
+/// is skipped. Unlike a live reader, a last event without its blank line is kept (the body is whole).
 pub fn sse_events(body: &str) -> Vec<SseEvent> {
-    let normalized = body.replace("\r\n", "\n");
     let mut out = Vec::new();
-    for block in normalized.split("\n\n") {
-        let mut ev = SseEvent::default();
-        let mut data: Vec<&str> = Vec::new();
-        for line in block.lines() {
-            if let Some(rest) = line.strip_prefix("event:") {
-                ev.event = Some(rest.trim().to_owned());
-            } else if let Some(rest) = line.strip_prefix("data:") {
-                data.push(rest.strip_prefix(' ').unwrap_or(rest));
-            }
+    let mut ev = SseEvent::default();
+    let mut data: Option<String> = None;
+    let mut dispatch = |ev: &mut SseEvent, data: &mut Option<String>| {
+        let event = std::mem::take(ev);
+        if let Some(d) = data.take() {
+            out.push(SseEvent { data: d, ..event });
         }
-        if !data.is_empty() {
-            ev.data = data.join("\n");
-            out.push(ev);
+    };
+    let body = body.strip_prefix('\u{feff}').unwrap_or(body);
+    let mut rest = body;
+    while !rest.is_empty() {
+        let end = rest.find(['\r', '\n']).unwrap_or(rest.len());
+        let line = &rest[..end];
+        let after = &rest[end..];
+        rest = if let Some(r) = after.strip_prefix("\r\n") {
+            r
+        } else {
+            after.get(1..).unwrap_or("")
+        };
+        if line.is_empty() {
+            dispatch(&mut ev, &mut data);
+            continue;
+        }
+        if line.starts_with(':') {
+            continue;
+        }
+        let (name, value) = match line.split_once(':') {
+            Some((n, v)) => (n, v.strip_prefix(' ').unwrap_or(v)),
+            None => (line, ""),
+        };
+        match name {
+            "event" => ev.event = Some(value.trim().to_owned()),
+            "data" => match &mut data {
+                Some(d) => {
+                    d.push('\n');
+                    d.push_str(value);
+                }
+                None => data = Some(value.to_owned()),
+            },
+            _ => {}
         }
     }
+    dispatch(&mut ev, &mut data);
     out
 }
 
@@ -371,6 +401,25 @@ fn parse_messages_stream(body: &str) -> Result<Completion, LlmError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sse_line_endings_and_bare_fields() {
+        let lf = sse_events("event: a\ndata: 1\ndata: 2\n\ndata\n\n");
+        let crlf = sse_events("event: a\r\ndata: 1\r\ndata: 2\r\n\r\ndata\r\n\r\n");
+        let cr = sse_events("event: a\rdata: 1\rdata: 2\r\rdata\r\r");
+        assert_eq!(lf, crlf);
+        assert_eq!(lf, cr);
+        assert_eq!(lf.len(), 2);
+        assert_eq!(lf[0].event.as_deref(), Some("a"));
+        assert_eq!(lf[0].data, "1\n2");
+        assert_eq!(lf[1].data, "");
+        // The event name belongs to one event only; a last event without its blank line is kept.
+        let evs = sse_events("\u{feff}event: a\n\ndata:x\n\ndata: y");
+        assert_eq!(evs.len(), 2);
+        assert_eq!(evs[0].event, None);
+        assert_eq!(evs[0].data, "x");
+        assert_eq!(evs[1].data, "y");
+    }
 
     #[test]
     fn sse_split() {

@@ -167,7 +167,8 @@ impl Summary {
                     "id": item.meta.id.as_str(),
                     "kind": item.kind().as_str(),
                     "tokens": tokens,
-                    "preview": text.replace(['\n', '\r', '\t'], " "),
+                    // Control characters (line breaks, NUL, terminal escapes) print as spaces.
+                    "preview": text.replace(char::is_control, " "),
                 })
             })
             .collect();

@@ -5,6 +5,7 @@ mod compact;
 mod count;
 mod exit;
 mod inspect;
+mod limits;
 mod llm;
 mod plan_diff;
 mod recall;

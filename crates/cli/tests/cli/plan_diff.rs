@@ -21,7 +21,10 @@ fn example_ids() -> Vec<String> {
         .iter()
         .map(|i| i.meta.id.as_str().to_owned())
         .collect();
-    assert_eq!(ids.len() as u64, inspect(EXAMPLE, &[])["items"].as_u64().unwrap());
+    assert_eq!(
+        ids.len() as u64,
+        inspect(EXAMPLE, &[])["items"].as_u64().unwrap()
+    );
     ids
 }
 

@@ -8,7 +8,7 @@
 use super::fresh::FRESH_RECENCY;
 use super::section::{Entry, Hint, Section, SectionKind};
 use super::{LAST_ACTION, LAST_MESSAGE};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, VecDeque};
 
 /// Sub-heading for a previous summary's open items once newer work exists.
 const EARLIER_OPEN: &str = "Open items of an earlier summary (check whether still open)";
@@ -68,29 +68,42 @@ pub(super) fn merge(
         } else {
             old.intro.extend(new.intro);
         }
-        for entry in new.entries {
-            let wanted = key(kind, &entry.text);
-            match old
-                .entries
-                .iter()
-                .position(|e| key(kind, &e.text) == wanted)
-            {
-                Some(i) => {
-                    let mut merged = entry;
-                    merged.cites = union(&old.entries[i].cites, &merged.cites);
-                    if merged.block.is_none() {
-                        merged.block = old.entries[i].block.take();
-                    }
-                    merged.hint.keep |= old.entries[i].hint.keep;
-                    old.entries.remove(i);
-                    old.entries.push(merged);
-                }
-                None => old.entries.push(entry),
-            }
-        }
+        merge_entries(kind, &mut old.entries, new.entries);
     }
     previous.retain(|_, s| !s.is_empty());
     previous
+}
+
+/// Appends the `new` entries of a `kind` section to `entries`; one with the [`key`] of an entry
+/// already there replaces the first such entry, merged with it, at the end. Linear: entries are
+/// found through an index by key, not by a search per new entry.
+fn merge_entries(kind: SectionKind, entries: &mut Vec<Entry>, new: Vec<Entry>) {
+    let mut slots: Vec<Option<Entry>> = std::mem::take(entries).into_iter().map(Some).collect();
+    // Per key, the slots holding an entry with that key, in order.
+    let mut by_key: HashMap<String, VecDeque<usize>> = HashMap::new();
+    for (i, e) in slots.iter().enumerate() {
+        if let Some(e) = e {
+            by_key.entry(key(kind, &e.text)).or_default().push_back(i);
+        }
+    }
+    for entry in new {
+        let same = by_key.entry(key(kind, &entry.text)).or_default();
+        let merged = match same.pop_front().and_then(|i| slots[i].take()) {
+            Some(mut old) => {
+                let mut merged = entry;
+                merged.cites = union(&old.cites, &merged.cites);
+                if merged.block.is_none() {
+                    merged.block = old.block.take();
+                }
+                merged.hint.keep |= old.hint.keep;
+                merged
+            }
+            None => entry,
+        };
+        same.push_back(slots.len());
+        slots.push(Some(merged));
+    }
+    *entries = slots.into_iter().flatten().collect();
 }
 
 /// Gives every entry of the previous record an old recency (in write order) and marks the original

@@ -43,6 +43,7 @@ pub use status::{request_statuses, RequestStatus};
 use crate::facts;
 use crate::model::{Checkpoint, Extra, Item, ItemBody, ItemId};
 use crate::tokens::TokenCounter;
+use std::collections::HashSet;
 
 /// Longest user request kept verbatim, in characters (longer ones keep their start and say so).
 pub const REQUEST_CHARS: usize = 600;
@@ -87,8 +88,9 @@ pub fn build(
     let sections = merge::merge(earlier, new);
 
     let mut covers: Vec<ItemId> = previous.map(|p| p.covers.clone()).unwrap_or_default();
+    let mut covered: HashSet<ItemId> = covers.iter().cloned().collect();
     for item in items {
-        if !covers.contains(&item.meta.id) {
+        if covered.insert(item.meta.id.clone()) {
             covers.push(item.meta.id.clone());
         }
     }

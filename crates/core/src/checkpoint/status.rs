@@ -11,6 +11,7 @@
 //! The rule is deliberately conservative: a request is only *done* when the record says so.
 
 use crate::facts::{Facts, StepStatus};
+use std::collections::HashSet;
 use std::fmt;
 
 /// The status of a user request.
@@ -37,6 +38,13 @@ impl fmt::Display for RequestStatus {
 /// The status of each of `facts.user_requests`, in order (see the module documentation for the rule).
 pub fn request_statuses(facts: &Facts) -> Vec<RequestStatus> {
     let reqs = &facts.user_requests;
+    // Sorted positions and a set, so each request's span is looked up in logarithmic time (a
+    // conversation of many small requests stays linear, not quadratic).
+    let mut replies = facts.replies.clone();
+    replies.sort_unstable();
+    let mut activity = facts.activity.clone();
+    activity.sort_unstable();
+    let completions: HashSet<usize> = facts.completions.iter().map(|c| c.at).collect();
     reqs.iter()
         .enumerate()
         .map(|(k, req)| {
@@ -58,11 +66,17 @@ pub fn request_statuses(facts: &Facts) -> Vec<RequestStatus> {
                     RequestStatus::InProgress
                 };
             }
-            let last_reply = facts.replies.iter().copied().filter(|&at| inside(at)).max();
-            if last_reply.is_some_and(|r| facts.completions.iter().any(|c| c.at == r)) {
+            // The last reply before `end`, if it is after `start`.
+            let last_reply = replies[..replies.partition_point(|&at| at < end)]
+                .last()
+                .copied()
+                .filter(|&at| inside(at));
+            if last_reply.is_some_and(|r| completions.contains(&r)) {
                 return RequestStatus::Done;
             }
-            if facts.activity.iter().any(|&at| inside(at)) {
+            // The first activity after `start`, if it is before `end`.
+            let first_activity = activity.get(activity.partition_point(|&at| at <= start));
+            if first_activity.is_some_and(|&at| inside(at)) {
                 RequestStatus::InProgress
             } else {
                 RequestStatus::Open

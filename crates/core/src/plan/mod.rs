@@ -204,6 +204,21 @@ impl Plan {
         self.checkpoint.is_some()
     }
 
+    /// The same plan changing nothing (every item kept, no checkpoint), with `note` saying why.
+    #[must_use]
+    pub fn into_noop(mut self, note: impl Into<String>) -> Plan {
+        for item in &mut self.items {
+            item.action = Action::Keep;
+            item.tier = None;
+            item.tokens_after = item.tokens_before;
+            item.replacement = None;
+        }
+        self.checkpoint = None;
+        self.tiers.clear();
+        self.notes.push(note.into());
+        self
+    }
+
     /// True when the plan changes nothing.
     pub fn is_noop(&self) -> bool {
         self.checkpoint.is_none() && self.items.iter().all(|i| i.action == Action::Keep)

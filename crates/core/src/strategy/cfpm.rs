@@ -12,6 +12,7 @@ use crate::model::{Conversation, Item, ItemBody};
 use crate::partition::{is_checkpoint, Survey};
 use crate::plan::{Action, Placement, Plan, PlanBuilder, Tier, CHECKPOINT_MARKER_TOKENS};
 use crate::policy::StrategyName;
+use std::collections::HashMap;
 
 /// CFPM keeps the first two items (the initial context).
 pub const HEAD_ITEMS: usize = 2;
@@ -42,12 +43,33 @@ fn clip(text: &str) -> String {
     s
 }
 
-fn push(section: &mut Vec<String>, entry: String) {
-    if entry.is_empty() {
-        return;
+fn push(added: &mut Vec<String>, entry: String) {
+    if !entry.is_empty() {
+        added.push(entry);
     }
-    section.retain(|e| *e != entry);
-    section.push(entry);
+}
+
+/// A section's entries: those of the previous block, then the `added` ones in turn, an entry added
+/// again (or already in the previous block) moving to the end as one copy. Linear in the entries
+/// (an index of the added ones, not a search per entry).
+fn settle(previous: Vec<String>, added: Vec<String>) -> Vec<String> {
+    let last: HashMap<&str, usize> = added
+        .iter()
+        .enumerate()
+        .map(|(i, e)| (e.as_str(), i))
+        .collect();
+    let mut out: Vec<String> = previous
+        .into_iter()
+        .filter(|e| !last.contains_key(e.as_str()))
+        .collect();
+    out.extend(
+        added
+            .iter()
+            .enumerate()
+            .filter(|&(i, e)| last.get(e.as_str()) == Some(&i))
+            .map(|(_, e)| e.clone()),
+    );
+    out
 }
 
 /// Parses a previous memory block into its sections.
@@ -68,7 +90,8 @@ fn parse_previous(text: &str) -> [Vec<String>; 4] {
 /// from [`crate::facts::extract`]: user requests, commands that succeeded, files modified, paths read
 /// and written, the latest todo list. Failed commands (error noise) are left out.
 pub fn memory_block(conv: &Conversation, covered: &[usize], previous: Option<&str>) -> String {
-    let mut sections: [Vec<String>; 4] = previous.map(parse_previous).unwrap_or_default();
+    let previous: [Vec<String>; 4] = previous.map(parse_previous).unwrap_or_default();
+    let mut sections: [Vec<String>; 4] = Default::default();
     let items: Vec<Item> = covered.iter().map(|&i| conv.items[i].clone()).collect();
     let facts = extract(&items);
     for r in &facts.user_requests {
@@ -106,6 +129,11 @@ pub fn memory_block(conv: &Conversation, covered: &[usize], previous: Option<&st
             }
         }
     }
+    let sections: Vec<Vec<String>> = previous
+        .into_iter()
+        .zip(sections)
+        .map(|(previous, added)| settle(previous, added))
+        .collect();
     let mut out = String::from(HEADER);
     for (name, entries) in SECTIONS.iter().zip(sections.iter()) {
         out.push_str(&format!("\n## {name}"));

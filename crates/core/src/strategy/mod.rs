@@ -74,7 +74,7 @@ impl<'a> Request<'a> {
 
 /// Runs the strategy `name`.
 pub fn run(name: StrategyName, request: &Request<'_>) -> Result<Plan, StrategyError> {
-    match name {
+    let plan = match name {
         StrategyName::Tiered => tiered::plan(request),
         StrategyName::Codex => codex::plan(request),
         StrategyName::Segmented => segmented::plan(request),
@@ -82,7 +82,18 @@ pub fn run(name: StrategyName, request: &Request<'_>) -> Result<Plan, StrategyEr
         StrategyName::SlidingWindow => sliding::plan(request),
         StrategyName::Deletion => deletion::plan(request),
         StrategyName::Cfpm => cfpm::plan(request),
+    }?;
+    // Whatever the strategy, a plan never grows the request: a checkpoint (or stubs) that would
+    // cost more than the items it replaces leaves the request as it is.
+    if !plan.is_noop() && plan.estimated_after() >= plan.tokens_before {
+        let note = format!(
+            "the plan would not shrink the request (~{} -> ~{} tokens): nothing changed",
+            plan.tokens_before,
+            plan.estimated_after()
+        );
+        return Ok(plan.into_noop(note));
     }
+    Ok(plan)
 }
 
 /// Runs the strategy `name` with the budgeted summary size (shorthand for [`run`]).

@@ -30,7 +30,7 @@
 //! whose `step_id` is missing or repeated). A malformed step is an error naming the step's line and
 //! column and the JSON pointer of the bad field (in lenient mode: a warning, the step is skipped).
 
-use super::source::{strip_bom, Ctx};
+use super::source::{strip_bom, Ctx, Locator};
 use super::{item_ids, stamp, ImportError, Location};
 use crate::wire::{decode_tools, type_name};
 use compact_core::model::{
@@ -39,7 +39,7 @@ use compact_core::model::{
 };
 use serde_json::value::RawValue;
 use serde_json::Value;
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 
 /// Members of a tool call the importer models; the others are kept in [`ToolCall::extra`].
@@ -109,11 +109,12 @@ pub(crate) fn import(bytes: &[u8], ctx: &mut Ctx<'_>) -> Result<Conversation, Im
     }
     ctx.stats.sessions = 1;
     let offsets = step_offsets(bytes);
+    let mut locator = Locator::new(bytes);
     for (idx, step) in steps.iter().enumerate() {
         ctx.stats.records_read += 1;
         let at = offsets
             .get(idx)
-            .map_or_else(|| start.clone(), |&o| ctx.at_offset(bytes, o));
+            .map_or_else(|| start.clone(), |&o| locator.at(ctx.file, o));
         match parse_step(step, &format!("/steps/{idx}")) {
             Ok(parsed) => st.push(parsed, idx, at, ctx),
             Err(what) => ctx.problem(at, what)?,
@@ -545,12 +546,22 @@ impl State {
 /// them when there are fewer results than open calls.
 fn pair(calls: &[ToolCall], results: &[Observed]) -> Vec<Option<usize>> {
     let mut answers: Vec<Option<usize>> = vec![None; calls.len()];
+    // The calls of each id, in order: a labelled result answers the first one still open (an
+    // index, so a step of many parallel calls stays linear).
+    let mut open_by_id: HashMap<&str, VecDeque<usize>> = HashMap::new();
+    for (ci, call) in calls.iter().enumerate() {
+        open_by_id
+            .entry(call.call_id.as_str())
+            .or_default()
+            .push_back(ci);
+    }
     let mut unlabelled = Vec::new();
     for (ri, r) in results.iter().enumerate() {
         match &r.call_id {
             Some(id) => {
-                if let Some(ci) =
-                    (0..calls.len()).find(|&ci| calls[ci].call_id == *id && answers[ci].is_none())
+                if let Some(ci) = open_by_id
+                    .get_mut(id.as_str())
+                    .and_then(VecDeque::pop_front)
                 {
                     answers[ci] = Some(ri);
                 }

@@ -194,6 +194,52 @@ impl<'a> Ctx<'a> {
     }
 }
 
+/// Locations of byte offsets of one input, found in a single forward pass when they are asked for in
+/// ascending order (so locating every record of a large document stays linear); an offset behind the
+/// last one asked for is located from the start.
+#[derive(Debug)]
+pub(crate) struct Locator<'b> {
+    bytes: &'b [u8],
+    /// Offset reached so far.
+    offset: usize,
+    /// Line (1-based) and first byte of the line of `offset`.
+    line: usize,
+    line_start: usize,
+}
+
+impl<'b> Locator<'b> {
+    /// A locator at the start of `bytes`.
+    pub fn new(bytes: &'b [u8]) -> Self {
+        Locator {
+            bytes,
+            offset: 0,
+            line: 1,
+            line_start: 0,
+        }
+    }
+
+    /// The location of byte `offset` (clamped to the end), as [`Location::at_offset`] gives it.
+    pub fn at(&mut self, file: &str, offset: usize) -> Location {
+        let offset = offset.min(self.bytes.len());
+        if offset < self.offset {
+            return Location::at_offset(file, self.bytes, offset);
+        }
+        for (i, b) in self.bytes[self.offset..offset].iter().enumerate() {
+            if *b == b'\n' {
+                self.line += 1;
+                self.line_start = self.offset + i + 1;
+            }
+        }
+        self.offset = offset;
+        Location {
+            file: file.to_owned(),
+            line: self.line,
+            column: offset - self.line_start + 1,
+            offset,
+        }
+    }
+}
+
 /// Converts serde_json's line/column of an error in `bytes[base..]` to a file location.
 fn document_location(file: &str, bytes: &[u8], base: usize, e: &serde_json::Error) -> Location {
     let mut offset = base;
@@ -238,4 +284,23 @@ pub(crate) fn text_of(v: &Value) -> String {
 /// Member `key` of `v` as a string, if it is one.
 pub(crate) fn str_field<'v>(v: &'v Value, key: &str) -> Option<&'v str> {
     v.get(key).and_then(Value::as_str)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn locator_agrees_with_at_offset_in_any_order() {
+        let text = b"{\n  \"steps\": [\r\n\n{\"a\": 1},\n   {\"b\": 2}]\n}";
+        let mut locator = Locator::new(text);
+        let ascending: Vec<usize> = (0..=text.len() + 2).collect();
+        for &o in ascending.iter().chain([7, 3, 30, 0].iter()) {
+            assert_eq!(
+                locator.at("f", o),
+                Location::at_offset("f", text, o),
+                "offset {o}"
+            );
+        }
+    }
 }

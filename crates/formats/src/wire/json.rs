@@ -91,6 +91,19 @@ impl Fields {
         }
     }
 
+    /// A required tool call id: a non-empty string. The model has no empty id of its own (an item
+    /// without an id is a legacy Chat `function_call`, which is given one when written), so an empty
+    /// one could not be written back as it was; providers reject it too.
+    pub(crate) fn req_id(&mut self, key: &str) -> Result<String, DecodeError> {
+        match self.map.get(key) {
+            Some(Value::String(s)) if s.is_empty() => Err(DecodeError::new(
+                self.at(key),
+                format!("empty `{key}` (a tool call id must not be empty)"),
+            )),
+            _ => self.req_str(key),
+        }
+    }
+
     /// An optional string member (`null` is left in the rest).
     pub(crate) fn opt_str(&mut self, key: &str) -> Result<Option<String>, DecodeError> {
         match self.map.get(key) {

@@ -59,7 +59,7 @@ pub(crate) fn decode_block(block: &Value, path: &str) -> Result<Block, DecodeErr
             if ty != MCP_TOOL_USE {
                 f.take("type");
             }
-            let call_id = f.req_str("id")?;
+            let call_id = f.req_id("id")?;
             let name = f.req_str("name")?;
             let input = f.req("input")?;
             Block::Body(ItemBody::ToolCall(ToolCall {
@@ -79,7 +79,7 @@ pub(crate) fn decode_block(block: &Value, path: &str) -> Result<Block, DecodeErr
             if ty == "tool_result" {
                 f.take("type");
             }
-            let call_id = f.req_str("tool_use_id")?;
+            let call_id = f.req_id("tool_use_id")?;
             let (parts, content_was_string) = result_content(&mut f)?;
             let is_error = error_flag(&mut f)?;
             Block::Body(ItemBody::ToolResult(ToolResult {
@@ -95,7 +95,7 @@ pub(crate) fn decode_block(block: &Value, path: &str) -> Result<Block, DecodeErr
         t if t.ends_with("_tool_result") => {
             // Server tool results (web search, code execution...): the type stays in extra and the
             // content, whose shape is tool specific, is carried as one opaque part.
-            let call_id = f.req_str("tool_use_id")?;
+            let call_id = f.req_id("tool_use_id")?;
             let parts = match f.take("content") {
                 Some(v) => vec![Part {
                     kind: PartKind::Opaque(v),

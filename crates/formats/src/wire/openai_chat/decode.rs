@@ -92,7 +92,7 @@ pub fn decode_message(
         }
         "tool" | "function" => {
             let (call_id, tool_name) = if role_name == "tool" {
-                (f.req_str("tool_call_id")?, None)
+                (f.req_id("tool_call_id")?, None)
             } else {
                 (String::new(), Some(f.req_str("name")?))
             };
@@ -133,7 +133,7 @@ fn arguments(f: &mut Fields) -> Result<Arguments, DecodeError> {
 /// One `tool_calls` entry. Its `type` stays in extra (it is optional in practice).
 fn decode_tool_call(v: &Value, path: &str) -> Result<ToolCall, DecodeError> {
     let mut f = Fields::of(v, path)?;
-    let call_id = f.req_str("id")?;
+    let call_id = f.req_id("id")?;
     let ty = f.opt_tag("type")?;
     if ty.as_deref() == Some("custom") {
         let mut c = f.nested("custom")?;

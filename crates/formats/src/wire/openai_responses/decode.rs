@@ -118,7 +118,7 @@ pub fn decode_item(v: &Value, index: u32, path: &str) -> Result<Item, DecodeErro
         Some("function_call") | Some("custom_tool_call") => {
             let custom = ty.as_deref() == Some("custom_tool_call");
             f.take("type");
-            let call_id = f.req_str("call_id")?;
+            let call_id = f.req_id("call_id")?;
             let name = f.req_str("name")?;
             let (arguments, kind) = if custom {
                 (Arguments::Text(f.req_str("input")?), ToolCallKind::Custom)
@@ -139,7 +139,7 @@ pub fn decode_item(v: &Value, index: u32, path: &str) -> Result<Item, DecodeErro
         }
         Some("local_shell_call") => {
             f.take("type");
-            let call_id = f.req_str("call_id")?;
+            let call_id = f.req_id("call_id")?;
             let action = f.req("action")?;
             ItemBody::ToolCall(ToolCall {
                 call_id,
@@ -190,14 +190,17 @@ pub fn decode_item(v: &Value, index: u32, path: &str) -> Result<Item, DecodeErro
 /// `id` in extra, so both spellings round-trip).
 fn output_call_id(f: &mut Fields, kind: ToolCallKind) -> Result<String, DecodeError> {
     if kind == ToolCallKind::LocalShell {
-        let id = f.peek_str("id").map(str::to_owned);
+        let id = f
+            .peek_str("id")
+            .filter(|id| !id.is_empty())
+            .map(str::to_owned);
         match (f.peek_str("call_id").map(str::to_owned), id) {
             (Some(c), Some(id)) if c == id => return Ok(c),
             (None, Some(id)) => return Ok(id),
             _ => {}
         }
     }
-    f.req_str("call_id")
+    f.req_id("call_id")
 }
 
 /// A reasoning item whose `summary` is a list of `summary_text` parts; `None` for any other shape
