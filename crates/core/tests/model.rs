@@ -52,3 +52,20 @@ fn ids_survive_removal_and_new_items_never_take_an_existing_id() {
     // A removed item's content comes back with the same id: the id names the content.
     assert_eq!(conv.items.last().unwrap().meta.id, before[2]);
 }
+
+#[test]
+fn a_checkpoint_is_a_checkpoint_item_or_a_user_message_opening_with_the_marker() {
+    use compact_core::model::CHECKPOINT_OPEN;
+    use compact_core::partition::{is_checkpoint, is_user_message};
+    let marked = format!("  {CHECKPOINT_OPEN} generation=\"1\">\nrecord\n</compact-checkpoint>");
+    let user = Item::text(Role::User, marked.clone());
+    assert!(is_checkpoint(&user));
+    assert!(!is_user_message(&user));
+    // The same text from the assistant (quoting one, say) is not a checkpoint.
+    let assistant = Item::text(Role::Assistant, marked.clone());
+    assert!(!is_checkpoint(&assistant));
+    // The marker must open the message, not appear inside it.
+    let quoted = Item::text(Role::User, format!("what is this? {marked}"));
+    assert!(!is_checkpoint(&quoted));
+    assert!(is_user_message(&quoted));
+}

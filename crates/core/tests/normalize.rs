@@ -109,6 +109,58 @@ fn missing_result_gets_synthetic_before_next_user_text() {
 }
 
 #[test]
+fn hidden_items_keep_their_place_around_repairs() {
+    let hidden = |text: &str| {
+        let mut item = Item::text(Role::Assistant, text);
+        item.meta.visibility.model = false;
+        item
+    };
+    let c = conv(vec![
+        Item::text(Role::User, "go"),
+        hidden("h1"),
+        result("zz", F),
+        hidden("h2"),
+        call("a", F),
+        result("a", F),
+        hidden("h3"),
+    ]);
+    let out = normalize(&c, &ProviderRules::OpenAiChat);
+    let picture: Vec<String> = out
+        .conversation
+        .items
+        .iter()
+        .map(|i| {
+            if i.meta.visibility.model {
+                shape(&conv(vec![i.clone()])).remove(0)
+            } else {
+                i.plain_text()
+            }
+        })
+        .collect();
+    // The orphan result goes; the hidden items before it move with the next visible survivor, and
+    // the hidden item at the end stays at the end. Nothing hidden is lost or reordered.
+    assert_eq!(picture, ["u", "h1", "h2", "c:a", "r:a", "h3"]);
+    assert_eq!(out.diagnostics.len(), 1);
+}
+
+#[test]
+fn rules_follow_the_wire_format_a_conversation_is_sent_in() {
+    use compact_core::model::Format;
+    let cases = [
+        (Format::Anthropic, ProviderRules::Anthropic),
+        (Format::ClaudeCode, ProviderRules::Anthropic),
+        (Format::OpenAiResponses, ProviderRules::OpenAiResponses),
+        (Format::CodexRollout, ProviderRules::OpenAiResponses),
+        (Format::OpenAiChat, ProviderRules::OpenAiChat),
+        (Format::SweAgent, ProviderRules::OpenAiChat),
+        (Format::Native, ProviderRules::OpenAiChat),
+    ];
+    for (format, rules) in cases {
+        assert_eq!(ProviderRules::for_format(format), rules, "{format}");
+    }
+}
+
+#[test]
 fn orphan_and_duplicate_results_are_removed() {
     let c = conv(vec![
         Item::text(Role::User, "go"),
