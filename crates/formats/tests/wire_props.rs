@@ -146,7 +146,8 @@ fn anthropic_request() -> impl Strategy<Value = Value> {
         .prop_map(Value::Array),
     ]);
     (
-        prop::collection::vec(a_message(), 0..6),
+        // At least one message: an empty `messages` list does not decode (the API rejects it).
+        prop::collection::vec(a_message(), 1..6),
         system,
         tools(),
         unknown(),

@@ -54,7 +54,9 @@
 //! request that would open with an assistant turn (compaction removed what came before it, or the
 //! source started with the assistant) gets a placeholder user message first
 //! ([`anthropic::LEADING_USER_TEXT`], reported as `PlaceholderAdded`), unless that turn was already
-//! the first message of its source Anthropic request (written back as it was). Reasoning is never
+//! the first message of its source Anthropic request (written back as it was); one that would have
+//! no message at all (compaction left only system text) gets the placeholder as its message, and a
+//! request with an empty `messages` list does not decode. Reasoning is never
 //! moved between providers (signatures and encrypted payloads are bound to the provider that made
 //! them); reasoning built in memory is written when the target can carry it. Items hidden from the
 //! model (`Visibility::model == false`) are never encoded and are not losses.

@@ -18,6 +18,14 @@ pub(crate) fn decode_request(req: &Value) -> Result<Conversation, DecodeError> {
     if let Some(system) = f.take_non_null("system") {
         items.push(decode_system(&system, &f.at("system"))?);
     }
+    // The Messages API requires a message; the encoder writes a placeholder one for a conversation
+    // without any, so an empty list could not be written back as it was.
+    if matches!(f.peek("messages"), Some(Value::Array(m)) if m.is_empty()) {
+        return Err(DecodeError::new(
+            f.at("messages"),
+            "no messages (a Messages request needs at least one)",
+        ));
+    }
     decode_messages(&mut f, &mut items, decode_message)?;
     Ok(decoded_request(FORMAT, f, items))
 }

@@ -181,16 +181,21 @@ fn merge_roles(msgs: Vec<Msg>) -> Vec<Msg> {
 
 /// Puts a placeholder user message first when the request would open with an assistant turn that
 /// was not already the first message of its source request (a source that broke the rule is written
-/// back as it was, so that same-format encoding stays exact).
+/// back as it was, so that same-format encoding stays exact), or would have no message at all.
 fn lead_with_user(msgs: &mut Vec<Msg>, losses: &mut Vec<Loss>) {
-    let Some(first) = msgs.first() else { return };
-    if first.role != "assistant" || first.opens_source {
-        return;
+    match msgs.first() {
+        // Nothing but system text is left (compaction dropped every message): the API requires a
+        // message.
+        None => losses.push(Loss::request(
+            LossKind::PlaceholderAdded,
+            "a user message is the only message: Anthropic requires at least one",
+        )),
+        Some(first) if first.role != "assistant" || first.opens_source => return,
+        Some(_) => losses.push(Loss::request(
+            LossKind::PlaceholderAdded,
+            "a user message opens the request: Anthropic requires the first turn to be the user's",
+        )),
     }
-    losses.push(Loss::request(
-        LossKind::PlaceholderAdded,
-        "a user message opens the request: Anthropic requires the first turn to be the user's",
-    ));
     msgs.insert(
         0,
         Msg {
