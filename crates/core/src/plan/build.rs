@@ -6,7 +6,7 @@ use super::{
     Action, CheckpointSlot, ItemPlan, Placement, Plan, Tier, TierEstimate, CHECKPOINT_MARKER_TOKENS,
 };
 use crate::budget::Budget;
-use crate::model::{Conversation, Item, ItemBody};
+use crate::model::{Conversation, ItemBody};
 use crate::partition::{is_checkpoint, Survey};
 use crate::policy::StrategyName;
 use crate::tokens::TokenCounter;
@@ -19,6 +19,9 @@ pub struct PlanBuilder<'a> {
     counter: &'a TokenCounter,
     head_fraction: f64,
     plan: Plan,
+    /// Positions of each tool call id, ascending; built on the first reference (so a turn of N
+    /// parallel calls costs N lookups, not N backward scans).
+    calls: Option<std::collections::HashMap<&'a str, Vec<usize>>>,
 }
 
 impl<'a> PlanBuilder<'a> {
@@ -56,6 +59,7 @@ impl<'a> PlanBuilder<'a> {
             survey,
             counter,
             head_fraction,
+            calls: None,
             plan: Plan {
                 strategy,
                 items,
@@ -173,11 +177,22 @@ impl<'a> PlanBuilder<'a> {
             .as_tool_result()
             .map(|r| r.call_id.as_str())
             .unwrap_or_default();
-        let call = self.conv.items[..idx]
-            .iter()
-            .rev()
-            .filter_map(Item::as_tool_call)
-            .find(|c| c.call_id == call_id);
+        let conv = self.conv;
+        let calls = self.calls.get_or_insert_with(|| {
+            let mut map: std::collections::HashMap<&'a str, Vec<usize>> =
+                std::collections::HashMap::new();
+            for (i, item) in conv.items.iter().enumerate() {
+                if let Some(c) = item.as_tool_call() {
+                    map.entry(c.call_id.as_str()).or_default().push(i);
+                }
+            }
+            map
+        });
+        // The latest call with this id before the result.
+        let call = calls
+            .get(call_id)
+            .and_then(|at| at[..at.partition_point(|&i| i < idx)].last())
+            .and_then(|&i| conv.items[i].as_tool_call());
         let before = self.plan.items[idx].tokens_before;
         let stub = reference_stub(call, item, before);
         let replacement = with_stub(item, &stub);
