@@ -300,8 +300,8 @@ impl Compactor {
             }
             Err(e) => {
                 // The failed calls cost tokens: the report counts them beside the fallback's own.
-                *usage = usage.plus(e.usage());
                 let spent = e.usage();
+                *usage = usage.plus(spent);
                 let cost = if spent.calls > 0 {
                     format!(
                         " after {} call(s), {} input and {} output tokens",

@@ -631,29 +631,27 @@ fn check_strategy(
     strategy: StrategyName,
     window: usize,
 ) -> Result<(), TestCaseError> {
-    {
-        let compactor = compactor(window, strategy);
-        let out = match compact(&compactor, conv) {
-            Outcome::Compacted(out) | Outcome::Unchanged(out) => out,
-            Outcome::Refused => return Ok(()),
-            Outcome::Failed(e) => return Err(TestCaseError::fail(e)),
-        };
-        for target in TARGETS {
-            let original = encode(conv, target).unwrap().value;
-            let sent = request(&compactor, conv, &out, target);
-            let violations = validate_against(&sent, &original, target);
-            prop_assert!(
-                violations.is_empty(),
-                "{} -> {target} ({strategy} @ {window}):\n{}\n{}",
-                format,
-                violations
-                    .iter()
-                    .map(ToString::to_string)
-                    .collect::<Vec<_>>()
-                    .join("\n"),
-                serde_json::to_string_pretty(&sent).unwrap()
-            );
-        }
+    let compactor = compactor(window, strategy);
+    let out = match compact(&compactor, conv) {
+        Outcome::Compacted(out) | Outcome::Unchanged(out) => out,
+        Outcome::Refused => return Ok(()),
+        Outcome::Failed(e) => return Err(TestCaseError::fail(e)),
+    };
+    for target in TARGETS {
+        let original = encode(conv, target).unwrap().value;
+        let sent = request(&compactor, conv, &out, target);
+        let violations = validate_against(&sent, &original, target);
+        prop_assert!(
+            violations.is_empty(),
+            "{} -> {target} ({strategy} @ {window}):\n{}\n{}",
+            format,
+            violations
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("\n"),
+            serde_json::to_string_pretty(&sent).unwrap()
+        );
     }
     Ok(())
 }

@@ -106,18 +106,10 @@ impl Conversation {
     /// suffix) any whose id an earlier item already has: ids are unique afterwards, in time linear
     /// in the conversation's length. Turns are assigned as by [`Conversation::push`].
     pub fn extend_unique(&mut self, items: impl IntoIterator<Item = Item>) {
-        let mut taken: HashSet<ItemId> = self.items.iter().map(|i| i.meta.id.clone()).collect();
-        for mut item in items {
-            let base = if item.meta.id.as_str().is_empty() {
-                content_id(&item)
-            } else {
-                item.meta.id.clone()
-            };
-            let id = unique(base, |id| taken.contains(id));
-            taken.insert(id.clone());
-            item.meta.id = id;
-            self.push(item);
+        for item in items {
+            self.append(item);
         }
+        self.make_ids_unique();
     }
 
     /// Renames (with a `~k` suffix) every item whose id an earlier item already has, and gives

@@ -57,13 +57,18 @@ impl Conversation {
     /// message. The uniqueness check reads the ids present; [`Conversation::extend_unique`] appends
     /// many items in linear time.
     pub fn push(&mut self, mut item: Item) {
-        let last_turn = self.items.last().map_or(0, |i| i.meta.turn);
         if item.meta.id.as_str().is_empty() {
             let items = &self.items;
             item.meta.id = ids::unique(content_id(&item), |id| {
                 items.iter().any(|i| i.meta.id == *id)
             });
         }
+        self.append(item);
+    }
+
+    /// Appends an item as it is (id untouched), with the turn index [`Conversation::push`] gives.
+    fn append(&mut self, mut item: Item) {
+        let last_turn = self.items.last().map_or(0, |i| i.meta.turn);
         let opens_turn = item.role() == Role::User && matches!(item.body(), ItemBody::Message(_));
         item.meta.turn = if opens_turn && !self.items.is_empty() {
             last_turn + 1
