@@ -175,3 +175,145 @@ fn a_plan_never_grows_the_request() {
         "{p}"
     );
 }
+
+/// A tool-using session in which every call comes after a block of the model's reasoning.
+fn reasoning_session(runs: usize, responses_ids: bool) -> Conversation {
+    use compact_core::model::{Format, Item, ItemBody, Reasoning, Role};
+    let mut conv = Conversation::default();
+    conv.push(Item::text(Role::System, "You are a coding agent."));
+    conv.push(Item::text(Role::User, "Find why the parser drops rows."));
+    for k in 0..runs {
+        conv.push(Item::new(ItemBody::Reasoning(Reasoning {
+            text: Some(format!("Thinking about step {k}: ") + &"weigh the options ".repeat(60)),
+            summary: Vec::new(),
+            signature: Some(format!("sig{k}")),
+            encrypted: None,
+            redacted: false,
+            extra: Default::default(),
+        })));
+        let mut call = fixture::call(&format!("c{k}"), "bash", r#"{"command": "cargo test"}"#);
+        if responses_ids {
+            call.meta.origin = Some(Format::OpenAiResponses);
+            if let ItemBody::ToolCall(c) = call.body_mut() {
+                c.extra.insert("id".into(), format!("fc_{k}").into());
+            }
+        }
+        conv.push(call);
+        conv.push(fixture::result(
+            &format!("c{k}"),
+            "bash",
+            &"test output line\n".repeat(40),
+            false,
+        ));
+    }
+    conv
+}
+
+#[test]
+fn tiered_drops_the_reasoning_of_finished_runs_and_keeps_the_last() {
+    use compact_core::model::ItemKind;
+    use compact_core::plan::{Action, Tier};
+    let conv = reasoning_session(12, false);
+    let c = counter();
+    let policy = Policy::for_window(c.total(&conv) * 9 / 10);
+    let budget = Budget::new(&policy);
+    let p = plan(StrategyName::Tiered, &conv, &budget, &policy, &c).unwrap();
+    let reasoning: Vec<_> = p
+        .items
+        .iter()
+        .filter(|i| i.kind == ItemKind::Reasoning)
+        .collect();
+    let (last, earlier) = reasoning.split_last().unwrap();
+    assert_eq!(last.action, Action::Keep, "{p}");
+    assert!(
+        earlier
+            .iter()
+            .any(|i| i.action == Action::Drop && i.tier == Some(Tier::Truncate)),
+        "{p}"
+    );
+    assert!(earlier.iter().all(|i| !i.action.is_present()), "{p}");
+    // Only reasoning is dropped this way: every call and result is still there or referenced.
+    assert!(
+        p.items
+            .iter()
+            .filter(|i| i.kind != ItemKind::Reasoning)
+            .all(|i| i.action != Action::Drop),
+        "{p}"
+    );
+}
+
+#[test]
+fn a_responses_run_naming_wire_ids_keeps_its_reasoning() {
+    use compact_core::plan::{Action, Tier};
+    // Responses rejects an item whose reasoning item is missing: with ids, no reasoning is dropped
+    // on its own (a run summarised whole takes its call along).
+    let conv = reasoning_session(12, true);
+    let c = counter();
+    let policy = Policy::for_window(c.total(&conv) * 9 / 10);
+    let budget = Budget::new(&policy);
+    let p = plan(StrategyName::Tiered, &conv, &budget, &policy, &c).unwrap();
+    assert!(
+        !p.items
+            .iter()
+            .any(|i| i.action == Action::Drop && i.tier == Some(Tier::Truncate)),
+        "{p}"
+    );
+}
+
+#[test]
+fn a_folded_checkpoint_counts_in_the_new_checkpoint_budget() {
+    use compact_core::model::{Checkpoint, Item, ItemBody, Role};
+    // The record of many earlier items sits after a few small messages; the new compaction covers
+    // those and folds the record in. The budget must make room for the record, not only for the few
+    // new items (it once got half of their size and squeezed the record to a tenth).
+    let mut conv = Conversation::default();
+    conv.push(Item::text(Role::System, "You are a coding agent."));
+    conv.push(Item::text(
+        Role::User,
+        "Port the CSV reader to the new API.",
+    ));
+    conv.push(Item::text(
+        Role::Assistant,
+        "Starting with the reader module. ".repeat(100),
+    ));
+    let record = (0..20)
+        .map(|i| format!("- step {i}: changed src/reader_{i}.rs and ran the tests, all green"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    conv.push(Item::new(ItemBody::Checkpoint(Checkpoint {
+        text: format!("# Record of earlier work\n{record}"),
+        generation: 3,
+        covers: Vec::new(),
+        extra: Default::default(),
+    })));
+    for k in 0..8 {
+        conv.push(Item::text(Role::User, format!("Next: file {k}.")));
+        conv.push(fixture::call(
+            &format!("c{k}"),
+            "bash",
+            r#"{"command": "cargo test"}"#,
+        ));
+        conv.push(fixture::result(
+            &format!("c{k}"),
+            "bash",
+            &"ok line\n".repeat(60),
+            false,
+        ));
+        conv.push(Item::text(Role::Assistant, format!("File {k} done.")));
+    }
+    let c = counter();
+    let record_tokens = c.count_item(&conv.items[3]);
+    // A window whose target lies some 700 tokens below the request (the target is about 0.515 of
+    // the window): covering the long old message reaches it, the record comes along by folding.
+    let policy = Policy::for_window((c.total(&conv) - 700) * 1000 / 515);
+    let budget = Budget::new(&policy);
+    assert!(budget.limits.summary > record_tokens, "{budget:?}");
+    let p = plan(StrategyName::Tiered, &conv, &budget, &policy, &c).unwrap();
+    let slot = p.checkpoint.as_ref().expect("tier 2 ran");
+    assert_eq!(slot.previous, Some(3), "{p}");
+    assert!(
+        slot.max_tokens >= record_tokens.min(budget.limits.summary),
+        "record of {record_tokens} tokens folded into a checkpoint of <= {} tokens\n{p}",
+        slot.max_tokens
+    );
+}

@@ -153,6 +153,56 @@ pub fn code_names(text: &str, max: usize) -> Vec<String> {
     seen.into_iter().take(max).map(|(w, _)| w).collect()
 }
 
+/// File paths and file names `text` mentions (a search's matches, a listing, a build's error
+/// locations): tokens with a `/` between name characters or ending in a short extension, without a
+/// `:line:col` suffix, URLs or options. First seen first, without duplicates, at most `max`.
+pub fn mentioned_paths(text: &str, max: usize) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let separators = |c: char| c.is_whitespace() || "\"'`()[]{}<>,;|=".contains(c);
+    for raw in text.split(separators) {
+        if out.len() >= max {
+            break;
+        }
+        if raw.contains("://") || raw.starts_with('-') {
+            continue;
+        }
+        // `src/lib.rs:12:5: error` -> `src/lib.rs`.
+        let token = raw
+            .split(':')
+            .next()
+            .unwrap_or("")
+            .trim_end_matches(['.', '!', '?']);
+        if (3..=160).contains(&token.len())
+            && is_path_like(token)
+            && !out.iter().any(|p| p == token)
+        {
+            out.push(token.to_owned());
+        }
+    }
+    out
+}
+
+fn is_path_like(token: &str) -> bool {
+    let name_char = |c: char| c.is_ascii_alphanumeric() || "_-./~@+".contains(c);
+    if !token.chars().all(name_char) || !token.chars().any(|c| c.is_ascii_alphabetic()) {
+        return false;
+    }
+    let file = token.rsplit('/').next().unwrap_or(token);
+    let has_ext = file.rsplit_once('.').is_some_and(|(stem, ext)| {
+        !stem.is_empty()
+            && (1..=6).contains(&ext.len())
+            && ext.chars().all(|c| c.is_ascii_alphanumeric())
+            && ext.chars().any(|c| c.is_ascii_alphabetic())
+    });
+    let nested = token
+        .trim_matches('/')
+        .split('/')
+        .filter(|s| !s.is_empty() && *s != "." && *s != "..")
+        .count()
+        >= 2;
+    has_ext || nested
+}
+
 fn is_code_name(word: &str) -> bool {
     let b = word.as_bytes();
     if !(4..=MAX_SYMBOL_CHARS).contains(&b.len()) || !(b[0].is_ascii_alphabetic() || b[0] == b'_') {
@@ -327,7 +377,27 @@ fn toml_section(line: &str) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::{code_names, definitions};
+    use super::{code_names, definitions, mentioned_paths};
+
+    #[test]
+    fn mentioned_paths_are_files_and_nested_paths() {
+        let text = "src/lib.rs:12:5: error[E0425]\n\
+                    ./scripts/test passed; README.md changed\n\
+                    see https://example.org/a/b.html, --out=dir/x and 3.14 or v1.2\n\
+                    src/lib.rs again, `crates/core/Cargo.toml` (quoted)\n";
+        assert_eq!(
+            mentioned_paths(text, 10),
+            [
+                "src/lib.rs",
+                "./scripts/test",
+                "README.md",
+                "dir/x",
+                "crates/core/Cargo.toml"
+            ]
+        );
+        assert_eq!(mentioned_paths(text, 2), ["src/lib.rs", "./scripts/test"]);
+        assert!(mentioned_paths("just words and a number 1.5", 10).is_empty());
+    }
 
     #[test]
     fn code_names_are_names_only_code_has() {

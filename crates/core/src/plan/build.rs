@@ -230,6 +230,28 @@ impl<'a> PlanBuilder<'a> {
         self.plan.checkpoint = None;
     }
 
+    /// When some item is to be summarised, marks every earlier checkpoint still present (and not
+    /// pinned) summarised too, so the new checkpoint folds it in. Call it before sizing the new
+    /// checkpoint: what it folds counts in the budget (else a record of many items is squeezed into
+    /// the budget of the few new ones). [`PlanBuilder::place_checkpoint`] calls it as well.
+    pub fn fold_checkpoints(&mut self, tier: Tier) {
+        if !self
+            .plan
+            .items
+            .iter()
+            .any(|p| p.action == Action::SummarizeInto)
+        {
+            return;
+        }
+        for idx in 0..self.plan.items.len() {
+            let item = &self.conv.items[idx];
+            let pinned = self.survey.pins[idx].is_some();
+            if is_checkpoint(item) && !pinned && self.plan.items[idx].action.is_present() {
+                self.summarize(idx, tier);
+            }
+        }
+    }
+
     /// Places the checkpoint for every item marked [`Action::SummarizeInto`], folding in every previous
     /// checkpoint (checkpoints are never stacked). `max_tokens` is the summariser's budget. Does
     /// nothing when no item is summarised.
@@ -244,13 +266,7 @@ impl<'a> PlanBuilder<'a> {
             self.plan.checkpoint = None;
             return;
         }
-        for idx in 0..n {
-            let item = &self.conv.items[idx];
-            let pinned = self.survey.pins[idx].is_some();
-            if is_checkpoint(item) && !pinned && self.plan.items[idx].action.is_present() {
-                self.summarize(idx, tier);
-            }
-        }
+        self.fold_checkpoints(tier);
         let covered: Vec<usize> = (0..n)
             .filter(|&i| self.plan.items[i].action == Action::SummarizeInto)
             .collect();

@@ -23,6 +23,16 @@ fn brief(text: &str, max_chars: usize) -> String {
 /// At most this many names a referenced file read defines are kept in its stub.
 pub const OUTLINE_SYMBOLS: usize = 16;
 
+/// The names and files a stub keeps take at most one character per this many tokens of the output
+/// (about a quarter of its tokens)...
+pub const OUTPUT_TOKENS_PER_MENTION_CHAR: usize = 1;
+/// ... and at most this many characters in all.
+pub const MAX_MENTION_CHARS: usize = 600;
+/// At most this many files another output mentions are kept in its stub.
+pub const MENTIONED_PATHS: usize = 12;
+/// At most this many code names another output mentions are kept in its stub.
+pub const MENTIONED_NAMES: usize = 16;
+
 /// The file `call` reads, when reading one file is what it does.
 fn read_path(call: &ToolCall) -> Option<String> {
     let actions = crate::facts::classify(call);
@@ -61,13 +71,20 @@ pub fn reference_stub(call: Option<&ToolCall>, result: &Item, tokens: usize) -> 
         id = result.meta.id,
     );
     // A file read keeps its outline: the names it defines, so the agent still knows where things are.
+    // Any other output keeps the files it mentions (a search's matches, a listing, a build's error
+    // locations), and every output the code names it uses most: what the agent is likely to open or
+    // name next. Together they take at most about a quarter of the output's tokens.
+    let text = result.plain_text();
+    let mut room = (tokens / OUTPUT_TOKENS_PER_MENTION_CHAR).min(MAX_MENTION_CHARS);
     if let Some(path) = call.and_then(read_path) {
-        let text = result.plain_text();
         let defined = crate::facts::symbols::definitions(&path, &text, OUTLINE_SYMBOLS);
-        if !defined.is_empty() {
-            stub.push_str(&format!("\nDefines: {}", defined.join(", ")));
-        }
+        push_list(&mut stub, "Defines", &defined, &mut room);
+    } else {
+        let paths = crate::facts::symbols::mentioned_paths(&text, MENTIONED_PATHS);
+        push_list(&mut stub, "Files", &paths, &mut room);
     }
+    let names = crate::facts::symbols::code_names(&text, MENTIONED_NAMES);
+    push_list(&mut stub, "Names", &names, &mut room);
     // A failure keeps its status and the line that says why: what failed must stay known.
     match crate::facts::failure_of(result) {
         Some((Some(code), line)) => {
@@ -77,6 +94,25 @@ pub fn reference_stub(call: Option<&ToolCall>, result: &Item, tokens: usize) -> 
         None => {}
     }
     stub
+}
+
+/// Appends `\n{label}: a, b, ...` with as many of `list` as fit in `room` characters (taken from it).
+fn push_list(stub: &mut String, label: &str, list: &[String], room: &mut usize) {
+    let mut line = String::new();
+    for entry in list {
+        let extra = entry.len() + if line.is_empty() { label.len() + 3 } else { 2 };
+        if extra > *room {
+            break;
+        }
+        *room -= extra;
+        if line.is_empty() {
+            line = format!("\n{label}: {entry}");
+        } else {
+            line.push_str(", ");
+            line.push_str(entry);
+        }
+    }
+    stub.push_str(&line);
 }
 
 /// True when `item` is a tool result whose text is already a reference stub.
@@ -145,6 +181,34 @@ mod tests {
         // A command's output has no outline.
         let run = ToolCall::function("c1", "Bash", serde_json::json!({"command": "cargo build"}));
         assert!(!reference_stub(Some(&run), &result(text, false), 900).contains("Defines"));
+    }
+
+    #[test]
+    fn a_search_keeps_the_files_and_names_it_found_within_its_room() {
+        let grep = ToolCall::function("c1", "Grep", serde_json::json!({"pattern": "parse_row"}));
+        let text = "src/csv/reader.rs:14:    fn parse_row(&mut self) -> RowResult {\n\
+                    src/csv/reader.rs:40:        let row = self.parse_row()?;\n\
+                    tests/read_rows.rs:9:    assert_eq!(reader.parse_row().unwrap(), expected_row);\n\
+                    see https://docs.rs/csv/latest/csv/ for details\n";
+        let stub = reference_stub(Some(&grep), &result(text, false), 900);
+        assert!(
+            stub.contains("\nFiles: src/csv/reader.rs, tests/read_rows.rs\n"),
+            "{stub}"
+        );
+        assert!(stub.contains("\nNames: parse_row, RowResult"), "{stub}");
+        assert!(stub.contains("expected_row"), "{stub}");
+        // The URL is not a file.
+        assert!(!stub.contains("docs.rs/csv"), "{stub}");
+        // A small output keeps what fits in about a quarter of its tokens: here nothing.
+        let small = reference_stub(Some(&grep), &result(text, false), 12);
+        assert!(
+            !small.contains("Files:") && !small.contains("Names:"),
+            "{small}"
+        );
+        // A middling one keeps whole entries only, never a cut one.
+        let middle = reference_stub(Some(&grep), &result(text, false), 40);
+        assert!(middle.contains("Files: src/csv/reader.rs"), "{middle}");
+        assert!(!middle.contains("tests/read_rows.rs"), "{middle}");
     }
 
     #[test]

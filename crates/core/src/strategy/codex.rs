@@ -36,6 +36,7 @@ pub fn plan(req: &Request<'_>) -> Result<Plan, StrategyError> {
     }
     truncate_tool_outputs(&mut b, req);
     if count > 0 {
+        b.fold_checkpoints(Tier::Summarize);
         let max_tokens = summary_budget(req, covered_tokens(&b));
         b.place_checkpoint(max_tokens, Tier::Summarize, Placement::End);
         b.record(

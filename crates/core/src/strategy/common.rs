@@ -2,6 +2,7 @@
 //! checkpoint budget.
 
 use super::Request;
+use crate::model::{Format, Item, ItemBody, Role};
 use crate::partition::Survey;
 use crate::plan::{Action, PlanBuilder, Tier};
 use crate::policy::StrategyName;
@@ -44,6 +45,76 @@ pub fn truncate_tool_outputs(b: &mut PlanBuilder<'_>, req: &Request<'_>) -> usiz
         }
     }
     n
+}
+
+/// Tier 0: drops the reasoning of every assistant run but the last, the model's scratch work on steps
+/// already finished. Both providers treat it so: Anthropic's context editing clears thinking of all
+/// but the latest turns and requires it only for the last assistant message of a tool loop; OpenAI
+/// discards reasoning from earlier turns. The last run (the assistant items the trailing results
+/// answer, or the final assistant message) keeps its reasoning, pinned items keep theirs, and so does
+/// a Responses run whose other items name a wire `id` (the API rejects an item whose reasoning item
+/// is missing). Returns the number of items dropped.
+pub fn drop_past_reasoning(b: &mut PlanBuilder<'_>) -> usize {
+    let conv = b.conversation();
+    let survey = b.survey();
+    let items = &conv.items;
+    let Some(last) = items.iter().rposition(is_assistant_side) else {
+        return 0;
+    };
+    let mut last_run = last;
+    while last_run > 0 && is_assistant_side(&items[last_run - 1]) {
+        last_run -= 1;
+    }
+    let mut count = 0;
+    let mut i = 0;
+    while i < last_run {
+        if !is_assistant_side(&items[i]) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < last_run && is_assistant_side(&items[i]) {
+            i += 1;
+        }
+        let run = start..i;
+        if run.clone().any(|j| names_responses_id(&items[j])) {
+            continue;
+        }
+        for j in run {
+            if matches!(items[j].body(), ItemBody::Reasoning(_))
+                && survey.pins[j].is_none()
+                && b.action(j).is_present()
+            {
+                b.drop_item(j, Tier::Truncate);
+                count += 1;
+            }
+        }
+    }
+    count
+}
+
+/// An item the assistant produced: a message, a tool call or reasoning.
+fn is_assistant_side(item: &Item) -> bool {
+    match item.body() {
+        ItemBody::Message(m) => m.role == Role::Assistant,
+        ItemBody::ToolCall(_) | ItemBody::Reasoning(_) => true,
+        _ => false,
+    }
+}
+
+/// True for a Responses item that names its wire `id` (which may refer to a reasoning item).
+fn names_responses_id(item: &Item) -> bool {
+    let responses = |f: Option<Format>| f == Some(Format::OpenAiResponses);
+    let in_envelope = item
+        .meta
+        .envelope
+        .as_ref()
+        .is_some_and(|e| responses(e.format) && e.extra.contains_key("id"));
+    let in_call = responses(item.meta.origin)
+        && item
+            .as_tool_call()
+            .is_some_and(|c| c.extra.contains_key("id"));
+    in_envelope || in_call
 }
 
 /// Marks as `action` (summarise or drop) every non-pinned item whose unit has no member in `keep`.
@@ -124,6 +195,7 @@ pub fn summarize_outside(
     let count = remove_units(b, keep, &Action::SummarizeInto, Tier::Summarize);
     truncate_tool_outputs(b, req);
     if count > 0 {
+        b.fold_checkpoints(Tier::Summarize);
         let max_tokens = summary_budget(req, covered_tokens(b));
         b.place_checkpoint(
             max_tokens,

@@ -245,6 +245,7 @@ fn remove_units(
     }
     match removal {
         Removal::Summarize(placement) => {
+            b.fold_checkpoints(Tier::Summarize);
             b.place_checkpoint(summary_budget(req, covered(b)), Tier::Summarize, placement);
             b.record(
                 Tier::Summarize,

@@ -7,7 +7,10 @@
 //! tier 4 the typed [`StrategyError::InsufficientBudget`], whose floor is what truly cannot shrink. The estimate is recomputed after each tier and planning stops
 //! at the first tier that reaches the target.
 
-use super::common::{builder, cover_tokens, covered_tokens, summary_budget, truncate_tool_outputs};
+use super::common::{
+    builder, cover_tokens, covered_tokens, drop_past_reasoning, summary_budget,
+    truncate_tool_outputs,
+};
 use super::fit::{fit, Removal};
 use super::{Request, Staleness, StrategyError};
 use crate::model::ItemBody;
@@ -96,6 +99,14 @@ fn attempt<'a>(
     }
 
     // Tier 0.
+    let dropped = drop_past_reasoning(&mut b);
+    if dropped > 0 {
+        b.record(
+            Tier::Truncate,
+            dropped,
+            "reasoning of finished assistant runs dropped",
+        );
+    }
     let truncated = truncate_tool_outputs(&mut b, req);
     if truncated > 0 {
         b.record(
@@ -177,6 +188,15 @@ fn tier2(b: &mut PlanBuilder<'_>, req: &Request<'_>, partition: &Partition) {
     let slot_overhead = CHECKPOINT_MARKER_TOKENS + req.counter.framing().per_message as usize;
     let mut est = b.estimate();
     let mut covered = 0usize;
+    // A checkpoint still present is folded into the new one: it counts from the start.
+    let folded = |i: usize| {
+        is_checkpoint(&conv.items[i]) && survey.pins[i].is_none() && b.action(i).is_present()
+    };
+    let folded: Vec<bool> = (0..n).map(folded).collect();
+    for i in (0..n).filter(|&i| folded[i]) {
+        est = est.saturating_sub(b.tokens_after(i));
+        covered += cover_tokens(b, i);
+    }
     let mut count = 0usize;
     let mut new_content = false;
     for root in 0..n {
@@ -184,8 +204,10 @@ fn tier2(b: &mut PlanBuilder<'_>, req: &Request<'_>, partition: &Partition) {
             continue;
         }
         for &i in &members[root] {
-            est = est.saturating_sub(b.tokens_after(i));
-            covered += cover_tokens(b, i);
+            if !folded[i] {
+                est = est.saturating_sub(b.tokens_after(i));
+                covered += cover_tokens(b, i);
+            }
             new_content |= !is_checkpoint(&conv.items[i]);
             b.summarize(i, Tier::Summarize);
             count += 1;
@@ -213,6 +235,7 @@ fn tier2(b: &mut PlanBuilder<'_>, req: &Request<'_>, partition: &Partition) {
             }
         }
     }
+    b.fold_checkpoints(Tier::Summarize);
     let max_tokens = summary_budget(req, covered_tokens(b));
     b.place_checkpoint(max_tokens, Tier::Summarize, Placement::FirstCovered);
     let note = if truncated > 0 {
