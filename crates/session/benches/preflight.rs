@@ -96,13 +96,13 @@ fn incremental(
 ) -> (Duration, Duration) {
     for i in 0..SAMPLES {
         let h = decode(Format::OpenAiChat, history).unwrap();
-        manager.preflight(&format!("{name}-{i}"), h).unwrap();
+        manager.preflight(&format!("{name}-{i}"), &h).unwrap();
     }
     let mut times = Vec::with_capacity(SAMPLES);
     for (i, r) in requests.iter().enumerate() {
         let request = decode(Format::OpenAiChat, r).unwrap();
         let t = Instant::now();
-        let prepared = manager.preflight(&format!("{name}-{i}"), request).unwrap();
+        let prepared = manager.preflight(&format!("{name}-{i}"), &request).unwrap();
         times.push(t.elapsed());
         assert_eq!(prepared.report.new_items, 1);
         assert!(prepared.report.compaction.is_none());

@@ -39,14 +39,14 @@
 //! let mut history = Conversation::default();
 //! history.push(Item::text(Role::System, "You are a coding agent."));
 //! history.push(Item::text(Role::User, "Fix the failing test."));
-//! let first = manager.preflight("s1", history.clone())?;
+//! let first = manager.preflight("s1", &history)?;
 //!
 //! // The model called a tool; the host appends the call and its (possibly truncated) output and
 //! // resends the whole history.
 //! history.push(Item::new(ItemBody::ToolCall(ToolCall::function("c1", "bash", serde_json::json!({"cmd": "cargo test"})))));
 //! let output = manager.truncate_tool_output("s1", "c1", "test result: FAILED. 1 failed")?;
 //! history.push(Item::new(ItemBody::ToolResult(ToolResult::text("c1", output))));
-//! let second = manager.preflight("s1", history)?;
+//! let second = manager.preflight("s1", &history)?;
 //! assert_eq!(second.report.new_items, 2);
 //! assert_eq!(second.report.reused_items, first.conversation.len());
 //! assert_eq!(second.conversation.items[..2], first.conversation.items[..]);

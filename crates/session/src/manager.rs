@@ -36,8 +36,10 @@ pub const MAX_SESSION_ID_LEN: usize = 256;
 /// What to send, and what preflight did.
 #[derive(Debug, Clone)]
 pub struct Prepared {
-    /// The request to send (encode it with `compact_formats::wire::encode`).
-    pub conversation: Conversation,
+    /// The request to send (encode it with `compact_formats::wire::encode`). Shared with the
+    /// session's state, so handing it out costs no copy; drop it once sent, and the next preflight
+    /// extends it in place (while it is still held, the next preflight extends a copy).
+    pub conversation: Arc<Conversation>,
     /// What preflight decided and did.
     pub report: PreflightReport,
     /// The events of this call (also in the session log).
@@ -212,10 +214,10 @@ impl CompactManager {
     pub fn preflight(
         &self,
         session: &str,
-        request: Conversation,
+        request: &Conversation,
     ) -> Result<Prepared, SessionError> {
         check_session_id(session)?;
-        check_request(&request)?;
+        check_request(request)?;
         let handle = self.handle(session);
         let mut slot = Self::lock(&handle);
         if slot.is_none() {
@@ -229,13 +231,13 @@ impl CompactManager {
         &self,
         session: &str,
         state: &mut SessionState,
-        request: Conversation,
+        request: &Conversation,
     ) -> Result<Prepared, SessionError> {
         let counter = self.config.counter;
         let policy = &self.config.policy;
         let budget = Budget::new(policy);
         let rules = ProviderRules::for_format(request.format.unwrap_or(Format::OpenAiChat));
-        let model = self.model_key(&request);
+        let model = self.model_key(request);
         let ratio = state.calibration.ratio(&model);
         let mut records: Vec<Record> = Vec::new();
         let mut events: Vec<Event> = Vec::new();
@@ -343,7 +345,7 @@ impl CompactManager {
             let candidate_ref = match &candidate {
                 Some(c) => c,
                 None => {
-                    let mut c = state.view.clone();
+                    let mut c = Conversation::clone(&state.view);
                     c.items.extend_from_slice(new_items);
                     c.extra = request.extra.clone();
                     c.renumber_turns();
@@ -419,7 +421,8 @@ impl CompactManager {
                 tokens,
             }
         } else if let (Some(candidate), Some(normalized)) = (candidate, normalized) {
-            let repaired = (!normalized.diagnostics.is_empty()).then_some(normalized.conversation);
+            let repaired =
+                (!normalized.diagnostics.is_empty()).then(|| Arc::new(normalized.conversation));
             NextView::Replace {
                 view: candidate,
                 repaired,
@@ -429,14 +432,14 @@ impl CompactManager {
             NextView::Extend { tokens: count }
         };
         let sent_len_after = match &next {
-            NextView::Replace { view, repaired, .. } => repaired.as_ref().unwrap_or(view).len(),
+            NextView::Replace { view, repaired, .. } => repaired.as_deref().unwrap_or(view).len(),
             NextView::Extend { .. } => previous_sent_len + new_items.len(),
         };
         let reused_items = match &next {
             NextView::Extend { .. } => previous_sent_len,
             NextView::Replace { view, repaired, .. } => common_prefix(
                 &state.sent().items,
-                &repaired.as_ref().unwrap_or(view).items,
+                &repaired.as_deref().unwrap_or(view).items,
             ),
         };
         let tokens_sent = match &next {
@@ -459,20 +462,16 @@ impl CompactManager {
         }
         state.logged.extend(new_hashes.iter().copied());
         state.chain = chain;
-        let Conversation {
-            items: received,
-            tools,
-            format,
-            extra,
-        } = request;
+        let new_items = &request.items[matched..];
         match next {
             NextView::Extend { tokens } => {
-                let start = state.view.items.len();
-                state.view.items.extend_from_slice(&received[matched..]);
-                renumber_from(&mut state.view, start);
-                state.view.extra = extra;
+                let view = Arc::make_mut(&mut state.view);
+                let start = view.items.len();
+                view.items.extend_from_slice(new_items);
+                renumber_from(view, start);
+                view.extra.clone_from(&request.extra);
                 state.call_ids.extend(
-                    received[matched..]
+                    new_items
                         .iter()
                         .filter_map(|i| i.as_tool_call().map(|c| c.call_id.clone())),
                 );
@@ -483,16 +482,18 @@ impl CompactManager {
                 repaired,
                 tokens,
             } => {
-                view.tools = tools;
-                view.format = format;
-                view.extra = extra;
+                view.tools.clone_from(&request.tools);
+                view.format = request.format;
+                view.extra.clone_from(&request.extra);
                 state.call_ids = call_ids(&view.items);
-                state.view = view;
+                state.view = Arc::new(view);
                 state.repaired = repaired;
                 state.sent_tokens = tokens;
             }
         }
-        state.received = received;
+        // The items already held equal the request's first `matched` ones: keep them, add the rest.
+        state.received.truncate(matched);
+        state.received.extend_from_slice(new_items);
         state.model = model;
         state.prepared = true;
         state.fresh = false;
@@ -516,7 +517,7 @@ impl CompactManager {
             warnings,
         };
         Ok(Prepared {
-            conversation: state.sent().clone(),
+            conversation: Arc::clone(state.sent()),
             report,
             events,
         })
@@ -531,7 +532,7 @@ enum NextView {
     /// The view is replaced (compaction, branch, or a request that needed a full recount).
     Replace {
         view: Conversation,
-        repaired: Option<Conversation>,
+        repaired: Option<Arc<Conversation>>,
         tokens: usize,
     },
 }

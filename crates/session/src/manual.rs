@@ -45,7 +45,7 @@ impl CompactManager {
         }
         let ratio = state.calibration.ratio(&state.model);
         let policy = manual_policy(&self.calibrated_policy(ratio), state.sent_tokens);
-        let current = state.sent().clone();
+        let current = std::sync::Arc::clone(state.sent());
         let done = self
             .compactor(policy)
             .and_then(|c| block_on(c.compact(&current)))?;
@@ -67,7 +67,7 @@ impl CompactManager {
             vec![Record::View(record), Record::Event(event.clone())],
         )?;
         state.call_ids = call_ids(&view.items);
-        state.view = view.clone();
+        state.view = std::sync::Arc::new(view.clone());
         state.repaired = None;
         state.sent_tokens = done.report.tokens_after;
         Ok(ManualCompaction {

@@ -195,10 +195,10 @@ impl CompactManager {
         )));
         self.append(session, state, records)?;
         state.call_ids = call_ids(&view.items);
-        state.view = view;
+        state.view = std::sync::Arc::new(view.clone());
         state.repaired = None;
         state.sent_tokens = after;
         state.recovery_last_tokens = Some(after);
-        Ok(Recovery::Retry(state.view.clone()))
+        Ok(Recovery::Retry(view))
     }
 }

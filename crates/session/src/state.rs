@@ -16,6 +16,7 @@ use crate::record::{ItemSource, Record, ViewEntry, ViewRecord};
 use crate::store::Store;
 use compact_core::model::{Conversation, Item, ItemBody};
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 /// One session's state.
 #[derive(Debug, Default)]
@@ -29,9 +30,11 @@ pub(crate) struct SessionState {
     /// The items of the last request, as received.
     pub received: Vec<Item>,
     /// The view before normalisation: the last compacted view, then the items received since.
-    pub view: Conversation,
+    /// (Shared with the caller that was handed it: the next extension copies it only if the
+    /// caller still holds it.)
+    pub view: Arc<Conversation>,
     /// What was sent, when normalisation changed the view (else the view itself was sent).
-    pub repaired: Option<Conversation>,
+    pub repaired: Option<Arc<Conversation>>,
     /// Our count of what was sent.
     pub sent_tokens: usize,
     /// Tool-call ids in the view (a new call reusing one needs a repair).
@@ -52,7 +55,7 @@ pub(crate) struct SessionState {
 
 impl SessionState {
     /// What was sent last.
-    pub fn sent(&self) -> &Conversation {
+    pub fn sent(&self) -> &Arc<Conversation> {
         self.repaired.as_ref().unwrap_or(&self.view)
     }
 
@@ -171,11 +174,12 @@ impl SessionState {
         share_envelopes(&mut view_items);
         state.chain = chain;
         state.received = items;
-        state.view = Conversation {
+        let mut view = Conversation {
             items: view_items,
             ..Conversation::default()
         };
-        state.view.renumber_turns();
+        view.renumber_turns();
+        state.view = Arc::new(view);
         state.index_calls();
         Ok(state)
     }

@@ -25,7 +25,7 @@ fn concurrent_preflights_on_one_session() {
             let histories = Arc::clone(&histories);
             thread::spawn(move || {
                 for h in histories.iter() {
-                    let prepared = manager.preflight("s", h.clone()).unwrap();
+                    let prepared = manager.preflight("s", h).unwrap();
                     assert!(violations(&prepared.conversation).is_empty());
                 }
             })
@@ -65,7 +65,7 @@ fn concurrent_branches_on_one_session_are_each_logged() {
                 let mut agent = Agent::new(50 + t, Format::OpenAiChat);
                 for _ in 0..15 {
                     agent.step();
-                    let prepared = manager.preflight("s", agent.history.clone()).unwrap();
+                    let prepared = manager.preflight("s", &agent.history).unwrap();
                     assert!(violations(&prepared.conversation).is_empty());
                 }
                 agent.history

@@ -11,12 +11,12 @@ fn bad_input_gives_typed_errors() {
     agent.step();
     for bad in ["", "a\nb", &"x".repeat(300)] {
         assert!(matches!(
-            manager.preflight(bad, agent.history.clone()),
+            manager.preflight(bad, &agent.history),
             Err(SessionError::InvalidSessionId(_))
         ));
     }
     assert!(matches!(
-        manager.preflight("s", Conversation::default()),
+        manager.preflight("s", &Conversation::default()),
         Err(SessionError::EmptyRequest)
     ));
     let mut no_id = agent.history.clone();
@@ -25,7 +25,7 @@ fn bad_input_gives_typed_errors() {
         "an item built without push has no id",
     ));
     assert!(matches!(
-        manager.preflight("s", no_id),
+        manager.preflight("s", &no_id),
         Err(SessionError::MalformedRequest(_))
     ));
     assert!(
@@ -54,7 +54,7 @@ fn bad_input_gives_typed_errors() {
         Err(SessionError::UnknownSession(_))
     ));
 
-    manager.preflight("s", agent.history.clone()).unwrap();
+    manager.preflight("s", &agent.history).unwrap();
     assert!(matches!(
         manager.recall("s", "missing"),
         Err(SessionError::UnknownReference { .. })

@@ -16,7 +16,7 @@ fn resent_history_reuses_the_last_request_byte_for_byte() {
     let (mut compactions, mut reused_calls) = (0, 0);
     for _ in 0..60 {
         agent.step();
-        let prepared = manager.preflight("s", agent.history.clone()).unwrap();
+        let prepared = manager.preflight("s", &agent.history).unwrap();
         let messages = wire_messages(&prepared.conversation);
         if prepared.report.compaction.is_some() {
             compactions += 1;
@@ -50,7 +50,7 @@ fn a_compaction_summarises_only_what_is_new_since_the_last_one() {
     let mut generations = Vec::new();
     for _ in 0..60 {
         agent.step();
-        let prepared = manager.preflight("s", agent.history.clone()).unwrap();
+        let prepared = manager.preflight("s", &agent.history).unwrap();
         if prepared.report.compaction.is_some() {
             let generation = prepared
                 .conversation
@@ -85,7 +85,7 @@ fn incremental_counts_equal_a_full_recount() {
         let mut agent = Agent::new(3, format);
         for _ in 0..40 {
             agent.step();
-            let prepared = manager.preflight(session, agent.history.clone()).unwrap();
+            let prepared = manager.preflight(session, &agent.history).unwrap();
             let conv = &prepared.conversation;
             assert_eq!(prepared.report.tokens, counter().total(conv), "{session}");
             assert!(diagnose(conv, &ProviderRules::for_format(format)).is_empty());
@@ -99,7 +99,7 @@ fn an_edited_history_is_a_branch_and_never_mixed_in() {
     let mut a = Agent::new(1, Format::OpenAiChat);
     for _ in 0..30 {
         a.step();
-        manager.preflight("s", a.history.clone()).unwrap();
+        manager.preflight("s", &a.history).unwrap();
     }
     // The same session, but the history diverges from the third item on.
     let mut b = Agent::new(2, Format::OpenAiChat);
@@ -108,7 +108,7 @@ fn an_edited_history_is_a_branch_and_never_mixed_in() {
     }
     assert_eq!(a.history.items[..2], b.history.items[..2]);
     assert_ne!(a.history.items[2], b.history.items[2]);
-    let prepared = manager.preflight("s", b.history.clone()).unwrap();
+    let prepared = manager.preflight("s", &b.history).unwrap();
     assert!(prepared.report.branched);
     assert!(prepared.events.iter().any(|e| e.kind == EventKind::Branch));
     assert_eq!(prepared.report.new_items, b.history.len() - 2);
@@ -165,20 +165,14 @@ fn an_edited_history_is_a_branch_and_never_mixed_in() {
     }
     // The next call extends the branch (not a branch again).
     b.step();
-    let next = manager.preflight("s", b.history.clone()).unwrap();
+    let next = manager.preflight("s", &b.history).unwrap();
     assert!(!next.report.branched);
     assert_eq!(
         next.conversation.items[..prepared.conversation.len()],
         prepared.conversation.items[..]
     );
     // Going back to the first history is a branch again.
-    assert!(
-        manager
-            .preflight("s", a.history.clone())
-            .unwrap()
-            .report
-            .branched
-    );
+    assert!(manager.preflight("s", &a.history).unwrap().report.branched);
 }
 
 #[test]
@@ -188,8 +182,8 @@ fn a_retried_request_gets_the_same_request_back() {
     for _ in 0..25 {
         agent.step();
     }
-    let first = manager.preflight("s", agent.history.clone()).unwrap();
-    let again = manager.preflight("s", agent.history.clone()).unwrap();
+    let first = manager.preflight("s", &agent.history).unwrap();
+    let again = manager.preflight("s", &agent.history).unwrap();
     assert_eq!(first.conversation, again.conversation);
     assert_eq!(again.report.new_items, 0);
     assert!(again.report.compaction.is_none());

@@ -26,7 +26,7 @@ fn nothing_is_missing_from_the_log_after_many_compactions() {
         let mut calls = 0;
         while counter().total(&agent.history) < 3 * WINDOW {
             agent.step();
-            let prepared = manager.preflight(&session, agent.history.clone()).unwrap();
+            let prepared = manager.preflight(&session, &agent.history).unwrap();
             calls += 1;
             compactions += usize::from(prepared.report.compaction.is_some());
             assert!(
@@ -78,7 +78,7 @@ fn recall_returns_the_original_of_a_truncation_marker() {
     let manager = manager(64_000);
     let mut agent = Agent::new(9, Format::OpenAiChat);
     agent.step();
-    manager.preflight("s", agent.history.clone()).unwrap();
+    manager.preflight("s", &agent.history).unwrap();
     let mut rng = Rng::new(4);
     let big = output(&mut rng, "huge.log", 3_000);
     let cut = manager.truncate_tool_output("s", "call_x", &big).unwrap();
@@ -117,7 +117,7 @@ fn recall_returns_the_originals_behind_compaction_references() {
     let mut checked_covers = 0;
     for _ in 0..40 {
         agent.step();
-        let prepared = manager.preflight("s", agent.history.clone()).unwrap();
+        let prepared = manager.preflight("s", &agent.history).unwrap();
         if prepared.report.compaction.is_none() {
             continue;
         }

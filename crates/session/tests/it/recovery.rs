@@ -18,8 +18,8 @@ fn recover_retries_at_most_three_times_then_gives_up() {
     for _ in 0..40 {
         agent.step();
     }
-    let prepared = manager.preflight("s", agent.history.clone()).unwrap();
-    let mut request = prepared.conversation;
+    let prepared = manager.preflight("s", &agent.history).unwrap();
+    let mut request = (*prepared.conversation).clone();
     let mut sizes = vec![counter().total(&request)];
     for attempt in 1..=3 {
         match manager.recover("s", &request, 400, WORDING_ONLY).unwrap() {
@@ -40,7 +40,7 @@ fn recover_retries_at_most_three_times_then_gives_up() {
     assert!(message.contains("start a new session"));
     // A new turn resets the count, and builds on the recovered view.
     agent.step();
-    let next = manager.preflight("s", agent.history.clone()).unwrap();
+    let next = manager.preflight("s", &agent.history).unwrap();
     assert!(!next.report.branched);
     assert_eq!(next.conversation.items[..request.len()], request.items[..]);
     assert!(matches!(
@@ -60,7 +60,7 @@ fn a_hopeless_request_gives_up_with_a_typed_error_not_a_loop() {
     let words = "policy clause ".repeat(usable * 8 / 10 / 2);
     agent.history.items[0] = Item::text(Role::System, words).with_id("sys");
     agent.user("hello");
-    let prepared = manager.preflight("s", agent.history.clone()).unwrap();
+    let prepared = manager.preflight("s", &agent.history).unwrap();
     let outcome = manager
         .recover("s", &prepared.conversation, 400, OVERFLOW)
         .unwrap();
@@ -82,7 +82,7 @@ fn a_hopeless_request_gives_up_with_a_typed_error_not_a_loop() {
         Recovery::GiveUp(RecoveryError::NotAnOverflow { status: 429 })
     ));
     // Recovering a request the session did not prepare is refused.
-    let mut other = prepared.conversation.clone();
+    let mut other = (*prepared.conversation).clone();
     other.items.pop();
     assert!(matches!(
         manager.recover("s", &other, 400, OVERFLOW),
@@ -99,7 +99,7 @@ fn calibration_is_bounded_and_used_in_decisions() {
     while counter().total(&agent.history) < budget.trigger * 55 / 100 {
         agent.step();
     }
-    let first = manager.preflight("s", agent.history.clone()).unwrap();
+    let first = manager.preflight("s", &agent.history).unwrap();
     assert_eq!(first.report.decision, Decision::None);
     assert_eq!(first.report.ratio, 1.0);
 
@@ -119,7 +119,7 @@ fn calibration_is_bounded_and_used_in_decisions() {
 
     // The same history plus one small message now crosses the trigger: 2 x count.
     agent.user("one more thing");
-    let second = manager.preflight("s", agent.history.clone()).unwrap();
+    let second = manager.preflight("s", &agent.history).unwrap();
     assert_eq!(second.report.ratio, MAX_RATIO);
     assert!(second.report.effective_tokens >= 2 * (second.report.tokens.min(first.report.tokens)));
     assert!(matches!(second.report.decision, Decision::Compact(_)));
@@ -137,7 +137,7 @@ fn calibration_is_bounded_and_used_in_decisions() {
             )
             .unwrap();
     }
-    let third = manager.preflight("s", agent.history.clone()).unwrap();
+    let third = manager.preflight("s", &agent.history).unwrap();
     assert!(
         third.report.ratio >= MIN_RATIO && third.report.ratio < 0.51,
         "{}",
@@ -152,10 +152,10 @@ fn manual_compaction_by_phrase_and_by_call() {
     for _ in 0..15 {
         agent.step();
     }
-    let before = manager.preflight("s", agent.history.clone()).unwrap();
+    let before = manager.preflight("s", &agent.history).unwrap();
     assert!(before.report.compaction.is_none(), "far from the trigger");
     agent.user("/compact keep the test names");
-    let prepared = manager.preflight("s", agent.history.clone()).unwrap();
+    let prepared = manager.preflight("s", &agent.history).unwrap();
     assert!(prepared.report.manual);
     let report = prepared.report.compaction.expect("the phrase compacts");
     assert!(
@@ -165,13 +165,13 @@ fn manual_compaction_by_phrase_and_by_call() {
         report.tokens_after
     );
     // The same phrase resent (not new) does not compact again.
-    let again = manager.preflight("s", agent.history.clone()).unwrap();
+    let again = manager.preflight("s", &agent.history).unwrap();
     assert!(again.report.compaction.is_none());
 
     for _ in 0..20 {
         agent.step();
     }
-    manager.preflight("s", agent.history.clone()).unwrap();
+    manager.preflight("s", &agent.history).unwrap();
     let manual = manager.manual_compact("s", "before the release").unwrap();
     assert!(manual.tokens_saved > 0 && manual.items_compressed > 0);
     assert_eq!(
@@ -180,7 +180,7 @@ fn manual_compaction_by_phrase_and_by_call() {
     );
     // The next preflight builds on the manually compacted view.
     agent.step();
-    let next = manager.preflight("s", agent.history.clone()).unwrap();
+    let next = manager.preflight("s", &agent.history).unwrap();
     assert_eq!(
         next.conversation.items[..manual.conversation.len()],
         manual.conversation.items[..]

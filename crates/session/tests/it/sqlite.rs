@@ -26,7 +26,7 @@ fn sqlite_log_survives_reopen() {
         let mut last = None;
         for _ in 0..20 {
             agent.step();
-            last = Some(manager.preflight("s", agent.history.clone()).unwrap());
+            last = Some(manager.preflight("s", &agent.history).unwrap());
         }
         let cut = manager
             .truncate_tool_output(
@@ -62,7 +62,7 @@ fn sqlite_log_survives_reopen() {
     assert_eq!(original.as_tool_result().unwrap().call_id, "c9");
     // The reopened manager recognises the history and builds on the view it sent.
     agent.step();
-    let next = manager.preflight("s", agent.history.clone()).unwrap();
+    let next = manager.preflight("s", &agent.history).unwrap();
     assert!(!next.report.branched);
     assert!(next.report.compaction.is_none());
     assert_eq!(next.report.reused_items, last.conversation.len());
@@ -112,9 +112,7 @@ fn zz_child_writer_for_the_sigkill_test() {
     loop {
         for (i, agent) in agents.iter_mut().enumerate() {
             agent.step();
-            manager
-                .preflight(&format!("s{i}"), agent.history.clone())
-                .unwrap();
+            manager.preflight(&format!("s{i}"), &agent.history).unwrap();
         }
     }
 }
@@ -180,7 +178,7 @@ fn sqlite_survives_a_killed_writer() {
     for s in &sessions {
         let mut agent = Agent::new(7, Format::OpenAiChat);
         agent.step();
-        manager.preflight(s, agent.history).unwrap();
+        manager.preflight(s, &agent.history).unwrap();
     }
 }
 
@@ -198,7 +196,7 @@ fn a_new_manager_rebuilds_the_compacted_view_from_the_log() {
                 .is_some_and(|p: &compact_session::Prepared| p.report.compaction.is_some())
         {
             agent.step();
-            let prepared = manager.preflight("s", agent.history.clone()).unwrap();
+            let prepared = manager.preflight("s", &agent.history).unwrap();
             compacted |= prepared.report.compaction.is_some();
             last = Some(prepared);
         }
@@ -207,7 +205,7 @@ fn a_new_manager_rebuilds_the_compacted_view_from_the_log() {
     // same request back, rebuilt from the view record and the items logged after it.
     let last = last.unwrap();
     let manager = manager_with(16_000, Arc::new(SqliteStore::open(&path).unwrap()));
-    let again = manager.preflight("s", agent.history.clone()).unwrap();
+    let again = manager.preflight("s", &agent.history).unwrap();
     assert!(!again.report.branched);
     assert!(again.report.compaction.is_none());
     assert_eq!(again.conversation, last.conversation);
