@@ -3,6 +3,7 @@
 
 pub mod error;
 pub mod import;
+pub mod overflow;
 pub mod validate;
 pub mod wire;
 

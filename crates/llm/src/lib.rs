@@ -21,7 +21,8 @@ pub mod config;
 pub mod error;
 pub mod http;
 pub mod input;
-pub mod overflow;
+/// The context-overflow classifier (moved to `compact-formats`, re-exported here).
+pub use compact_formats::overflow;
 pub mod plan;
 pub mod provider;
 pub mod retry;

@@ -8,6 +8,10 @@
 //! against phrasings seen from OpenAI, Azure, Anthropic, Gemini, LiteLLM, vLLM, llama.cpp, Ollama,
 //! OpenRouter and others. An output cap alone ("max_tokens is too large ... at most N completion
 //! tokens") is not an overflow: shortening the input cannot fix it.
+//!
+//! It lives with the wire formats because it reads provider JSON and nothing else (no HTTP): the LLM
+//! summarisers (`compact-llm`, which re-exports it) and the session runtime (`compact-session`, after a
+//! provider rejects a request) both use it.
 
 use serde_json::Value;
 

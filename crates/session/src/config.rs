@@ -1,0 +1,80 @@
+//! [`SessionConfig`]: what a [`crate::CompactManager`] runs with, resolved once by the caller and
+//! passed in (the manager reads no file and no environment).
+
+use crate::trigger::DEFAULT_TRIGGER_PHRASES;
+use compact_core::policy::Policy;
+use compact_core::tokens::TokenCounter;
+use compact_engine::{DeterministicSummarizer, Summarizer};
+use std::sync::Arc;
+
+/// Overflow recoveries per turn before the manager gives up (seed 004's `MAX_COMPACTION_ATTEMPTS`,
+/// seed 000's `CONTEXT_OVERFLOW_MAX_RETRIES`).
+pub const DEFAULT_OVERFLOW_MAX_RETRIES: u32 = 3;
+
+/// The manager's settings.
+#[derive(Clone)]
+pub struct SessionConfig {
+    /// The compaction policy (window, trigger, strategy, tool-output truncation...).
+    pub policy: Policy,
+    /// The token counter of the model the sessions talk to.
+    pub counter: TokenCounter,
+    /// Writes checkpoint text (the deterministic checkpoint by default).
+    pub summarizer: Arc<dyn Summarizer>,
+    /// Latest-user-message phrases that ask for a compaction (see [`crate::trigger`]).
+    pub trigger_phrases: Vec<String>,
+    /// Overflow recoveries allowed per turn.
+    pub overflow_max_retries: u32,
+}
+
+impl std::fmt::Debug for SessionConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionConfig")
+            .field("policy", &self.policy)
+            .field("counter", &self.counter)
+            .field("summarizer", &self.summarizer.name())
+            .field("trigger_phrases", &self.trigger_phrases)
+            .field("overflow_max_retries", &self.overflow_max_retries)
+            .finish()
+    }
+}
+
+impl SessionConfig {
+    /// Settings for `policy` and `counter`, with the deterministic summariser, the default trigger
+    /// phrases and three recoveries per turn.
+    pub fn new(policy: Policy, counter: TokenCounter) -> Self {
+        SessionConfig {
+            policy,
+            counter,
+            summarizer: Arc::new(DeterministicSummarizer),
+            trigger_phrases: DEFAULT_TRIGGER_PHRASES
+                .iter()
+                .map(|s| (*s).to_owned())
+                .collect(),
+            overflow_max_retries: DEFAULT_OVERFLOW_MAX_RETRIES,
+        }
+    }
+
+    /// Settings from a resolved configuration (its policy and its model's counter). The summariser
+    /// is the deterministic one: a model summariser is built by the caller (`compact-llm`) and set
+    /// with [`SessionConfig::with_summarizer`].
+    pub fn from_config(config: &compact_config::Config) -> Self {
+        SessionConfig::new(config.policy().clone(), config.counter())
+    }
+
+    /// The same settings with another summariser.
+    #[must_use]
+    pub fn with_summarizer(mut self, summarizer: Arc<dyn Summarizer>) -> Self {
+        self.summarizer = summarizer;
+        self
+    }
+
+    /// The same settings with other trigger phrases (an empty list disables detection).
+    #[must_use]
+    pub fn with_trigger_phrases<S: Into<String>>(
+        mut self,
+        phrases: impl IntoIterator<Item = S>,
+    ) -> Self {
+        self.trigger_phrases = phrases.into_iter().map(Into::into).collect();
+        self
+    }
+}

@@ -1,0 +1,677 @@
+//! [`CompactManager`]: opening, the per-session locks, and [`CompactManager::preflight`], the call
+//! made before every model call. Recovery, usage, truncation and recall live in their own files.
+//!
+//! # Incremental preflight
+//! Hosts resend their whole history on every call. The manager keeps, per session, the chain of the
+//! items it last received ([`crate::chain`]) and the view it sent for them. A request whose first
+//! items are exactly those items (compared by value; the chain decides for anything else) is an
+//! *extension*: its new items are appended to the view sent last time, so what goes out starts with
+//! exactly the items sent last time (the provider's prompt cache keeps hitting) and only the new
+//! items are counted. Compaction runs only when the view plus the new items reaches the trigger,
+//! and it compacts that view (folding its checkpoint), so nothing is summarised twice. A request
+//! that does not extend the last one (history edited, forked, rolled back) is a *branch*: it is
+//! logged as such and compacted from scratch, never mixed with the previous view.
+
+use crate::chain::ChainHash;
+use crate::config::SessionConfig;
+use crate::error::SessionError;
+use crate::event::{Event, EventKind};
+use crate::record::{ItemRecord, ItemSource, Record};
+use crate::state::{call_ids, view_record, SessionState};
+use crate::store::{Store, StoreError};
+use crate::trigger::manual_request;
+use compact_core::budget::Budget;
+use compact_core::model::{Conversation, Format, Item, ItemBody, Role};
+use compact_core::normalize::{diagnose, normalize, ProviderRules};
+use compact_core::plan::Action;
+use compact_core::policy::{decide, Decision, Policy, TriggerReason};
+use compact_engine::{block_on, CompactError, Compaction, Compactor, Report};
+use serde_json::json;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// Longest session id accepted.
+pub const MAX_SESSION_ID_LEN: usize = 256;
+
+/// What to send, and what preflight did.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    /// The request to send (encode it with `compact_formats::wire::encode`). Shared with the
+    /// session's state, so handing it out costs no copy; drop it once sent, and the next preflight
+    /// extends it in place (while it is still held, the next preflight extends a copy).
+    pub conversation: Arc<Conversation>,
+    /// What preflight decided and did.
+    pub report: PreflightReport,
+    /// The events of this call (also in the session log).
+    pub events: Vec<Event>,
+}
+
+/// What one preflight decided and did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PreflightReport {
+    /// The decision taken on the effective count.
+    pub decision: Decision,
+    /// Our count of the request sent (system prompt, tool declarations, every model-visible item,
+    /// the pending input and the provider's framing: `TokenCounter::total`).
+    pub tokens: usize,
+    /// Our count of the request before any compaction, times the calibration ratio: what the
+    /// decision was taken on.
+    pub effective_tokens: usize,
+    /// The calibration ratio used.
+    pub ratio: f64,
+    /// Items of the request not seen in the session's last request.
+    pub new_items: usize,
+    /// Leading items of the request sent that are identical to the request sent last time.
+    pub reused_items: usize,
+    /// True when the request did not extend the last one (a branch, compacted from scratch).
+    pub branched: bool,
+    /// True when the latest user message asked for compaction.
+    pub manual: bool,
+    /// The compaction report, when a compaction ran.
+    pub compaction: Option<Report>,
+    /// Non-fatal problems.
+    pub warnings: Vec<String>,
+}
+
+/// The session runtime: between an agent loop and its model. See the crate documentation.
+///
+/// Calls on different sessions run in parallel; calls on one session are serialised by a
+/// per-session lock held for the whole call (compaction included).
+pub struct CompactManager {
+    config: SessionConfig,
+    store: Arc<dyn Store>,
+    sessions: Mutex<HashMap<String, Arc<Mutex<Option<SessionState>>>>>,
+}
+
+impl std::fmt::Debug for CompactManager {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CompactManager")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A locked session slot (`None` until loaded from the store).
+pub(crate) type Slot<'a> = MutexGuard<'a, Option<SessionState>>;
+
+impl CompactManager {
+    /// A manager with `config` over `store`. Fails when the policy is invalid.
+    pub fn open(config: SessionConfig, store: Arc<dyn Store>) -> Result<Self, SessionError> {
+        config.policy.validate().map_err(CompactError::from)?;
+        Ok(CompactManager {
+            config,
+            store,
+            sessions: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &SessionConfig {
+        &self.config
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.store
+    }
+
+    /// The session's lock, created on first use.
+    pub(crate) fn handle(&self, session: &str) -> Arc<Mutex<Option<SessionState>>> {
+        let mut map = self
+            .sessions
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        Arc::clone(map.entry(session.to_owned()).or_default())
+    }
+
+    /// Locks a slot. A slot poisoned by a panic is emptied: its state is reloaded from the log.
+    pub(crate) fn lock(handle: &Mutex<Option<SessionState>>) -> Slot<'_> {
+        match handle.lock() {
+            Ok(guard) => guard,
+            Err(poisoned) => {
+                handle.clear_poison();
+                let mut guard = poisoned.into_inner();
+                *guard = None;
+                guard
+            }
+        }
+    }
+
+    /// The state of an existing session, loaded from the log when not in memory.
+    pub(crate) fn existing<'a>(
+        &self,
+        session: &str,
+        slot: &'a mut Slot<'_>,
+    ) -> Result<&'a mut SessionState, SessionError> {
+        check_session_id(session)?;
+        if slot.is_none() {
+            let state = SessionState::load(self.store.as_ref(), session).map_err(|e| match e {
+                SessionError::Store(StoreError::UnknownSession(s)) => {
+                    SessionError::UnknownSession(s)
+                }
+                other => other,
+            })?;
+            **slot = Some(state);
+        }
+        slot.as_mut()
+            .ok_or_else(|| SessionError::UnknownSession(session.to_owned()))
+    }
+
+    /// Appends `records` after the state's version; on success the state's version moves on. On a
+    /// conflict (another writer) the slot's state is dropped so the next call reloads it.
+    pub(crate) fn append(
+        &self,
+        session: &str,
+        state: &mut SessionState,
+        records: Vec<Record>,
+    ) -> Result<(), SessionError> {
+        if records.is_empty() {
+            return Ok(());
+        }
+        state.version = self.store.append(session, state.version, records)?;
+        Ok(())
+    }
+
+    /// The model key of a request: its `model` field, else the policy's model, else `default`.
+    pub(crate) fn model_key(&self, request: &Conversation) -> String {
+        request
+            .extra
+            .get("model")
+            .and_then(|m| m.as_str())
+            .map(str::to_owned)
+            .or_else(|| self.config.policy.model.clone())
+            .unwrap_or_else(|| "default".to_owned())
+    }
+
+    /// A compactor for `policy`.
+    pub(crate) fn compactor(&self, policy: Policy) -> Result<Compactor, CompactError> {
+        Compactor::new(
+            policy,
+            Arc::clone(&self.config.summarizer),
+            self.config.counter,
+        )
+    }
+
+    /// The policy compaction runs with under calibration `ratio`: when the provider counts more
+    /// than we do, the window is shrunk by the ratio so that the compacted request fits the
+    /// provider's count (a ratio below 1 is not used to grow the window: the reserved output and
+    /// buffer are real tokens).
+    pub(crate) fn calibrated_policy(&self, ratio: f64) -> Policy {
+        let mut policy = self.config.policy.clone();
+        if ratio > 1.0 {
+            policy.max_context_tokens = (policy.max_context_tokens as f64 / ratio).floor() as usize;
+        }
+        policy
+    }
+
+    /// Prepares `request` for sending in session `session` (created on first use): counts it,
+    /// decides, compacts when due, normalises, logs every new item and event, and returns what to
+    /// send. See the module documentation for how a resent history is recognised.
+    ///
+    /// Errors: an invalid session id or an empty or malformed request (nothing is logged); a store
+    /// failure (nothing is logged); a request over the usable budget that cannot be compacted (its
+    /// items are logged first).
+    pub fn preflight(
+        &self,
+        session: &str,
+        request: &Conversation,
+    ) -> Result<Prepared, SessionError> {
+        check_session_id(session)?;
+        check_request(request)?;
+        let handle = self.handle(session);
+        let mut slot = Self::lock(&handle);
+        if slot.is_none() {
+            self.store.create(session)?;
+        }
+        let state = self.existing(session, &mut slot)?;
+        self.preflight_locked(session, state, request)
+    }
+
+    fn preflight_locked(
+        &self,
+        session: &str,
+        state: &mut SessionState,
+        request: &Conversation,
+    ) -> Result<Prepared, SessionError> {
+        let counter = self.config.counter;
+        let policy = &self.config.policy;
+        let budget = Budget::new(policy);
+        let rules = ProviderRules::for_format(request.format.unwrap_or(Format::OpenAiChat));
+        let model = self.model_key(request);
+        let ratio = state.calibration.ratio(&model);
+        let mut records: Vec<Record> = Vec::new();
+        let mut events: Vec<Event> = Vec::new();
+        let mut warnings: Vec<String> = Vec::new();
+
+        // 1. Where the request leaves the chain of the last one.
+        let held = state.received.len();
+        let matched = state.match_prefix(&request.items);
+        let branched = matched < held;
+        if branched {
+            events.push(Event::new(
+                EventKind::Branch,
+                json!({"at": matched, "held": held, "received": request.items.len(),
+                       "old_tip": state.chain.last().map(ToString::to_string)}),
+            ));
+        }
+        let mut tip = matched
+            .checked_sub(1)
+            .map_or(ChainHash::GENESIS, |i| state.chain[i]);
+        let new_items = &request.items[matched..];
+        let mut new_hashes = Vec::with_capacity(new_items.len());
+        for item in new_items {
+            let parent = tip;
+            tip = tip.next_item(item);
+            new_hashes.push(tip);
+            if state.logged.contains(&tip) {
+                continue;
+            }
+            records.push(Record::Item(ItemRecord {
+                source: ItemSource::Received,
+                hash: tip,
+                parent,
+                item: item.clone(),
+            }));
+        }
+
+        // 2. A manual request in a new latest user message.
+        let manual_note = request
+            .items
+            .iter()
+            .rposition(|i| i.role() == Role::User && matches!(i.body(), ItemBody::Message(_)))
+            .filter(|&i| i >= matched)
+            .and_then(|i| manual_request(&request.items[i], &self.config.trigger_phrases));
+        let manual = manual_note.is_some();
+
+        // 3. Count: the new items on top of what was sent (fast), or everything (slow).
+        let fast = !branched
+            && !state.fresh
+            && state.prepared
+            && state.repaired.is_none()
+            && request.tools == state.view.tools
+            && request.format == state.view.format
+            && appends_cleanly(&state.call_ids, new_items, rules);
+        let previous_sent_len = state.sent().items.len();
+        let (count, candidate, normalized) = if fast {
+            let added: usize = new_items
+                .iter()
+                .filter(|i| i.meta.visibility.model)
+                .map(|i| counter.count_item(i))
+                .sum();
+            (state.sent_tokens + added, None, None)
+        } else {
+            let mut candidate = Conversation {
+                items: Vec::new(),
+                tools: request.tools.clone(),
+                format: request.format,
+                extra: request.extra.clone(),
+            };
+            if branched {
+                candidate.items = request.items.clone();
+            } else {
+                candidate.items = state.view.items.clone();
+                candidate.items.extend_from_slice(new_items);
+            }
+            candidate.renumber_turns();
+            let normalized = normalize(&candidate, &rules);
+            let count = counter.total(&normalized.conversation);
+            (count, Some(candidate), Some(normalized))
+        };
+        let effective = state.calibration.effective(&model, count);
+        events.push(Event::new(
+            EventKind::TokenEstimate,
+            json!({"model": model, "tokens": count, "ratio": ratio, "effective": effective,
+                   "new_items": new_items.len(), "items": request.items.len()}),
+        ));
+
+        // 4. Decide.
+        let decision = if manual {
+            Decision::Compact(TriggerReason::Manual)
+        } else {
+            decide(effective, &budget, policy)
+        };
+        events.push(Event::new(
+            EventKind::TriggerDecision,
+            json!({"decision": decision_name(&decision), "reason": decision_reason(&decision),
+                   "effective": effective, "trigger": budget.trigger, "usable": budget.usable,
+                   "window": budget.window, "manual": manual}),
+        ));
+
+        // 5. Compact when due.
+        let mut compaction: Option<Compaction> = None;
+        let mut failure: Option<CompactError> = None;
+        if matches!(decision, Decision::Compact(_)) {
+            let candidate_owned;
+            let candidate_ref = match &candidate {
+                Some(c) => c,
+                None => {
+                    let mut c = Conversation::clone(&state.view);
+                    c.items.extend_from_slice(new_items);
+                    c.extra = request.extra.clone();
+                    c.renumber_turns();
+                    candidate_owned = c;
+                    &candidate_owned
+                }
+            };
+            let policy_for_run = if manual {
+                manual_policy(&self.calibrated_policy(ratio), count)
+            } else {
+                self.calibrated_policy(ratio)
+            };
+            let outcome = self
+                .compactor(policy_for_run)
+                .and_then(|c| block_on(c.compact(candidate_ref)));
+            match outcome {
+                Ok(done) => compaction = Some(done),
+                Err(
+                    e @ (CompactError::NoProgress { .. }
+                    | CompactError::InsufficientBudget { .. }
+                    | CompactError::StillOverBudget { .. }),
+                ) if budget.fits(effective) => {
+                    let message =
+                        format!("compaction skipped: {e}; the request fits and is sent unchanged");
+                    events.push(Event::new(
+                        EventKind::CompactionSkipped,
+                        json!({"reason": e.to_string()}),
+                    ));
+                    warnings.push(message);
+                }
+                Err(e) => {
+                    events.push(Event::new(
+                        EventKind::CompactionSkipped,
+                        json!({"reason": e.to_string(), "fatal": true}),
+                    ));
+                    failure = Some(e);
+                }
+            }
+        }
+
+        // 6. The new state (not yet committed).
+        let mut chain = if branched {
+            state.chain[..matched].to_vec()
+        } else {
+            std::mem::take(&mut state.chain)
+        };
+        chain.extend_from_slice(&new_hashes);
+        let restore_chain = |state: &mut SessionState, chain: &mut Vec<ChainHash>| {
+            if !branched {
+                chain.truncate(held);
+                state.chain = std::mem::take(chain);
+            }
+        };
+        let next = if let Some(done) = &compaction {
+            let view = done.conversation.clone();
+            let record = view_record(&view, &request.items, &chain, trigger_name(manual));
+            let view_seq = state.version + records.len() as u64 + 1;
+            records.push(Record::View(record));
+            let report = &done.report;
+            events.push(Event::new(
+                EventKind::Compacted,
+                json!({"trigger": trigger_name(manual), "note": manual_note,
+                       "tokens_before": report.tokens_before, "tokens_after": report.tokens_after,
+                       "items_before": report.items_before, "items_after": report.items_after,
+                       "items_compressed": items_compressed(done), "strategy": report.strategy.as_str(),
+                       "summarizer": report.summarizer, "view_seq": view_seq}),
+            ));
+            warnings.extend(report.warnings.iter().cloned());
+            let tokens = report.tokens_after;
+            NextView::Replace {
+                view,
+                repaired: None,
+                tokens,
+            }
+        } else if let (Some(candidate), Some(normalized)) = (candidate, normalized) {
+            let repaired =
+                (!normalized.diagnostics.is_empty()).then(|| Arc::new(normalized.conversation));
+            NextView::Replace {
+                view: candidate,
+                repaired,
+                tokens: count,
+            }
+        } else {
+            NextView::Extend { tokens: count }
+        };
+        let sent_len_after = match &next {
+            NextView::Replace { view, repaired, .. } => repaired.as_deref().unwrap_or(view).len(),
+            NextView::Extend { .. } => previous_sent_len + new_items.len(),
+        };
+        let reused_items = match &next {
+            NextView::Extend { .. } => previous_sent_len,
+            NextView::Replace { view, repaired, .. } => common_prefix(
+                &state.sent().items,
+                &repaired.as_deref().unwrap_or(view).items,
+            ),
+        };
+        let tokens_sent = match &next {
+            NextView::Replace { tokens, .. } | NextView::Extend { tokens } => *tokens,
+        };
+        if failure.is_none() {
+            events.push(Event::new(
+                EventKind::Sent,
+                json!({"tip": tip.to_string(), "received": request.items.len(),
+                       "items": sent_len_after, "tokens": tokens_sent, "reused_items": reused_items,
+                       "model": model, "branched": branched}),
+            ));
+        }
+        records.extend(events.iter().cloned().map(Record::Event));
+
+        // 7. Commit: the log first, then the state.
+        if let Err(e) = self.append(session, state, records) {
+            restore_chain(state, &mut chain);
+            return Err(e);
+        }
+        state.logged.extend(new_hashes.iter().copied());
+        state.chain = chain;
+        let new_items = &request.items[matched..];
+        match next {
+            NextView::Extend { tokens } => {
+                let view = Arc::make_mut(&mut state.view);
+                let start = view.items.len();
+                view.items.extend_from_slice(new_items);
+                renumber_from(view, start);
+                view.extra.clone_from(&request.extra);
+                state.call_ids.extend(
+                    new_items
+                        .iter()
+                        .filter_map(|i| i.as_tool_call().map(|c| c.call_id.clone())),
+                );
+                state.sent_tokens = tokens;
+            }
+            NextView::Replace {
+                mut view,
+                repaired,
+                tokens,
+            } => {
+                view.tools.clone_from(&request.tools);
+                view.format = request.format;
+                view.extra.clone_from(&request.extra);
+                state.call_ids = call_ids(&view.items);
+                state.view = Arc::new(view);
+                state.repaired = repaired;
+                state.sent_tokens = tokens;
+            }
+        }
+        // The items already held equal the request's first `matched` ones: keep them, add the rest.
+        state.received.truncate(matched);
+        state.received.extend_from_slice(new_items);
+        state.model = model;
+        state.prepared = true;
+        state.fresh = false;
+        if matched < state.received.len() || branched {
+            state.recovery_attempts = 0;
+            state.recovery_last_tokens = None;
+        }
+        if let Some(e) = failure {
+            return Err(SessionError::Compact(e));
+        }
+        let report = PreflightReport {
+            decision,
+            tokens: tokens_sent,
+            effective_tokens: effective,
+            ratio,
+            new_items: state.received.len() - matched,
+            reused_items,
+            branched,
+            manual,
+            compaction: compaction.map(|c| c.report),
+            warnings,
+        };
+        Ok(Prepared {
+            conversation: Arc::clone(state.sent()),
+            report,
+            events,
+        })
+    }
+}
+
+/// How the view changes (short-lived: one per call, so not boxed).
+#[allow(clippy::large_enum_variant)]
+enum NextView {
+    /// The new items are appended to the view sent last time (which needed no repair).
+    Extend { tokens: usize },
+    /// The view is replaced (compaction, branch, or a request that needed a full recount).
+    Replace {
+        view: Conversation,
+        repaired: Option<Arc<Conversation>>,
+        tokens: usize,
+    },
+}
+
+/// True when appending `new` to a view that needed no repair needs none either: the new items are
+/// model-visible, their calls reuse no id of the view, and on their own they need no repair (every
+/// result answers a new call, every new call is answered, results are placed as `rules` want).
+/// The view's calls are all answered, so a result answering one of them would be a second result.
+fn appends_cleanly(
+    view_calls: &std::collections::HashSet<String>,
+    new: &[Item],
+    rules: ProviderRules,
+) -> bool {
+    if !new.iter().all(|i| i.meta.visibility.model) {
+        return false;
+    }
+    let mut seen = std::collections::HashSet::new();
+    for item in new {
+        if let Some(c) = item.as_tool_call() {
+            if view_calls.contains(&c.call_id) || !seen.insert(c.call_id.as_str()) {
+                return false;
+            }
+        }
+    }
+    let tail = Conversation {
+        items: new.to_vec(),
+        ..Conversation::default()
+    };
+    diagnose(&tail, &rules).is_empty()
+}
+
+/// Gives the items from `start` on the turn numbers [`Conversation::push`] would.
+fn renumber_from(conv: &mut Conversation, start: usize) {
+    let mut turn = start
+        .checked_sub(1)
+        .and_then(|i| conv.items.get(i))
+        .map_or(0, |i| i.meta.turn);
+    for idx in start..conv.items.len() {
+        let item = &mut conv.items[idx];
+        if idx > 0 && item.role() == Role::User && matches!(item.body(), ItemBody::Message(_)) {
+            turn += 1;
+        }
+        item.meta.turn = turn;
+    }
+}
+
+/// Leading items equal in both.
+pub(crate) fn common_prefix(a: &[Item], b: &[Item]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}
+
+/// Items the compaction removed, replaced or cut.
+pub(crate) fn items_compressed(done: &Compaction) -> usize {
+    done.plan
+        .items
+        .iter()
+        .filter(|p| !matches!(p.action, Action::Keep))
+        .count()
+}
+
+/// Below this share of the current count a manual compaction aims (seed 003's acceptance: a manual
+/// compaction reduces the estimate by at least 40%).
+pub(crate) const MANUAL_TARGET_PCT: f64 = 0.5;
+
+/// Each step of the window search shrinks the window by this factor.
+pub(crate) const WINDOW_STEP: f64 = 0.95;
+
+/// Smallest window the searches go down to (a request that does not fit this is hopeless anyway).
+pub(crate) const MIN_WINDOW: usize = 1_024;
+
+/// The largest window, from `policy`'s down in [`WINDOW_STEP`]s, whose usable budget is at most
+/// `usable_max`.
+pub(crate) fn window_for_usable(policy: &Policy, usable_max: usize) -> usize {
+    let mut window = policy.max_context_tokens;
+    while window > MIN_WINDOW && Budget::for_window(window, policy).usable > usable_max {
+        window = ((window as f64) * WINDOW_STEP) as usize;
+    }
+    window.max(MIN_WINDOW)
+}
+
+/// The policy of a manual compaction of a request of `count` tokens: a window whose usable budget
+/// is the request, a target of half of it and no minimum gain, so the user's request is honoured
+/// even when the request is far from the trigger.
+pub(crate) fn manual_policy(base: &Policy, count: usize) -> Policy {
+    let mut policy = base.clone();
+    policy.max_context_tokens = window_for_usable(base, count);
+    policy.target_pct = MANUAL_TARGET_PCT;
+    policy.min_gain_pct = 0.0;
+    policy
+}
+
+fn trigger_name(manual: bool) -> &'static str {
+    if manual {
+        "manual"
+    } else {
+        "auto"
+    }
+}
+
+fn decision_name(d: &Decision) -> &'static str {
+    match d {
+        Decision::None => "none",
+        Decision::Remind(_) => "remind",
+        Decision::Compact(_) => "compact",
+    }
+}
+
+fn decision_reason(d: &Decision) -> Option<String> {
+    match d {
+        Decision::None => None,
+        Decision::Remind(r) => Some(format!("{r:?}")),
+        Decision::Compact(r) => Some(r.to_string()),
+    }
+}
+
+/// Rejects empty, overlong and control-character ids.
+pub(crate) fn check_session_id(session: &str) -> Result<(), SessionError> {
+    if session.is_empty()
+        || session.len() > MAX_SESSION_ID_LEN
+        || session.chars().any(char::is_control)
+    {
+        return Err(SessionError::InvalidSessionId(session.to_owned()));
+    }
+    Ok(())
+}
+
+/// Rejects requests without items, and items without an id (recall names items by id).
+fn check_request(request: &Conversation) -> Result<(), SessionError> {
+    if request.items.is_empty() {
+        return Err(SessionError::EmptyRequest);
+    }
+    if let Some(i) = request
+        .items
+        .iter()
+        .position(|i| i.meta.id.as_str().is_empty())
+    {
+        return Err(SessionError::MalformedRequest(format!(
+            "item {i} has no id (decode requests with compact_formats::wire::decode, or build them with Conversation::push)"
+        )));
+    }
+    Ok(())
+}

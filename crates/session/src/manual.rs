@@ -1,0 +1,83 @@
+//! [`CompactManager::manual_compact`]: the programmatic manual trigger (seed 003's
+//! `manual_compact`, seed 000's `/compact` reporting tokens saved and items compressed).
+
+use crate::error::SessionError;
+use crate::event::{Event, EventKind};
+use crate::manager::{items_compressed, manual_policy, CompactManager};
+use crate::record::Record;
+use crate::state::{call_ids, view_record};
+use compact_core::model::Conversation;
+use compact_engine::{block_on, Report};
+use serde_json::json;
+
+/// What a manual compaction did.
+#[derive(Debug, Clone)]
+pub struct ManualCompaction {
+    /// Tokens of the view before.
+    pub tokens_before: usize,
+    /// Tokens of the view after.
+    pub tokens_after: usize,
+    /// `tokens_before - tokens_after`.
+    pub tokens_saved: usize,
+    /// Items removed, replaced or cut.
+    pub items_compressed: usize,
+    /// The new view (what the next preflight builds on).
+    pub conversation: Conversation,
+    /// The compaction report.
+    pub report: Report,
+    /// The events (also in the log).
+    pub events: Vec<Event>,
+}
+
+impl CompactManager {
+    /// Compacts the session's current view now, aiming at half of it whatever the trigger says.
+    /// `note` is logged with the event. The next preflight sends the new view plus what is new.
+    pub fn manual_compact(
+        &self,
+        session: &str,
+        note: &str,
+    ) -> Result<ManualCompaction, SessionError> {
+        let handle = self.handle(session);
+        let mut slot = Self::lock(&handle);
+        let state = self.existing(session, &mut slot)?;
+        if !state.prepared || state.fresh {
+            return Err(SessionError::NothingPrepared(session.to_owned()));
+        }
+        let ratio = state.calibration.ratio(&state.model);
+        let policy = manual_policy(&self.calibrated_policy(ratio), state.sent_tokens);
+        let current = std::sync::Arc::clone(state.sent());
+        let done = self
+            .compactor(policy)
+            .and_then(|c| block_on(c.compact(&current)))?;
+        let mut view = done.conversation.clone();
+        view.tools = current.tools.clone();
+        view.format = current.format;
+        view.extra = current.extra.clone();
+        let compressed = items_compressed(&done);
+        let event = Event::new(
+            EventKind::Compacted,
+            json!({"trigger": "manual", "note": note, "tokens_before": done.report.tokens_before,
+                   "tokens_after": done.report.tokens_after, "items_compressed": compressed,
+                   "strategy": done.report.strategy.as_str(), "summarizer": done.report.summarizer}),
+        );
+        let record = view_record(&view, &state.received, &state.chain, "manual");
+        self.append(
+            session,
+            state,
+            vec![Record::View(record), Record::Event(event.clone())],
+        )?;
+        state.call_ids = call_ids(&view.items);
+        state.view = std::sync::Arc::new(view.clone());
+        state.repaired = None;
+        state.sent_tokens = done.report.tokens_after;
+        Ok(ManualCompaction {
+            tokens_before: done.report.tokens_before,
+            tokens_after: done.report.tokens_after,
+            tokens_saved: done.report.saved(),
+            items_compressed: compressed,
+            conversation: view,
+            report: done.report,
+            events: vec![event],
+        })
+    }
+}

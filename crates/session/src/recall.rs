@@ -1,0 +1,88 @@
+//! Write-time truncation and recall: [`CompactManager::truncate_tool_output`] cuts an oversized tool
+//! output as it arrives (seed 000) and keeps the original in the session log under the id its
+//! marker names; [`CompactManager::recall`] returns any original item by id, whether a truncation
+//! marker, a compaction's reference stub or a checkpoint's citation names it.
+
+use crate::chain::ChainHash;
+use crate::error::SessionError;
+use crate::event::{Event, EventKind};
+use crate::manager::{check_session_id, CompactManager};
+use crate::record::{ItemRecord, ItemSource, Record};
+use crate::store::StoreError;
+use compact_core::model::{content_id, Item, ItemBody, ToolResult, Visibility};
+use compact_core::truncate::truncate_output;
+use serde_json::json;
+
+impl CompactManager {
+    /// The text to put in the history for a tool output that just arrived: unchanged when within
+    /// the policy's tool-output limit, else densified and cut (head and tail around a marker naming
+    /// a reference id). When the text changes, the original is logged (visible to the user, not to
+    /// the model) and [`CompactManager::recall`] returns it by that id.
+    pub fn truncate_tool_output(
+        &self,
+        session: &str,
+        call_id: &str,
+        output: &str,
+    ) -> Result<String, SessionError> {
+        let handle = self.handle(session);
+        let mut slot = Self::lock(&handle);
+        let state = self.existing(session, &mut slot)?;
+        let mut original = Item::new(ItemBody::ToolResult(ToolResult::text(call_id, output)));
+        original.meta.id = content_id(&original);
+        original.meta.visibility = Visibility {
+            model: false,
+            user: true,
+        };
+        let config = self.config();
+        let policy = config.policy.tool_output.truncation_policy();
+        let cut = truncate_output(output, &policy, &config.counter, &original.meta.id);
+        if !cut.changed {
+            return Ok(cut.text);
+        }
+        let event = Event::new(
+            EventKind::Truncated,
+            json!({"reference": original.meta.id.as_str(), "call_id": call_id,
+                   "original_tokens": cut.original_tokens, "tokens": cut.tokens,
+                   "removed_lines": cut.removed_lines}),
+        );
+        let record = Record::Item(ItemRecord {
+            source: ItemSource::TruncatedOriginal,
+            hash: ChainHash::GENESIS.next_item(&original),
+            parent: ChainHash::GENESIS,
+            item: original,
+        });
+        self.append(session, state, vec![record, Record::Event(event)])?;
+        Ok(cut.text)
+    }
+
+    /// The original item with id `reference` from the session's log: an output a write-time
+    /// truncation replaced, or any received item (which compaction may have cut, referenced or
+    /// summarised in the view; the log keeps it whole).
+    pub fn recall(&self, session: &str, reference: &str) -> Result<Item, SessionError> {
+        check_session_id(session)?;
+        let found = self
+            .store()
+            .find_items(session, reference)
+            .map_err(|e| match e {
+                StoreError::UnknownSession(s) => SessionError::UnknownSession(s),
+                other => SessionError::Store(other),
+            })?;
+        let mut items: Vec<ItemRecord> = found
+            .into_iter()
+            .filter_map(|s| match s.record {
+                Record::Item(r) => Some(r),
+                _ => None,
+            })
+            .collect();
+        // An original a truncation replaced comes first: its id names nothing else.
+        items.sort_by_key(|r| r.source != ItemSource::TruncatedOriginal);
+        items
+            .into_iter()
+            .next()
+            .map(|r| r.item)
+            .ok_or_else(|| SessionError::UnknownReference {
+                session: session.to_owned(),
+                reference: reference.to_owned(),
+            })
+    }
+}

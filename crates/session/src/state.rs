@@ -1,0 +1,239 @@
+//! [`SessionState`]: what the manager holds in memory per session, and how it is rebuilt from the
+//! session log after a restart.
+//!
+//! The state is a cache of the log: the chain of the items last received, those items, the view
+//! (what the model is shown in their place: the last compacted view followed by the items received
+//! since, before normalisation), what was sent, and its count. Everything in it can be rebuilt from
+//! the log ([`SessionState::load`]); it changes only after the records describing the change were
+//! appended to the store.
+
+use crate::calibration::Calibration;
+use crate::chain::ChainHash;
+use crate::codec::share_envelopes;
+use crate::error::SessionError;
+use crate::event::EventKind;
+use crate::record::{ItemSource, Record, ViewEntry, ViewRecord};
+use crate::store::Store;
+use compact_core::model::{Conversation, Item, ItemBody};
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+/// One session's state.
+#[derive(Debug, Default)]
+pub(crate) struct SessionState {
+    /// The store version the state reflects.
+    pub version: u64,
+    /// Chain link of each received item of the current branch.
+    pub chain: Vec<ChainHash>,
+    /// Every chain link already in the log (a link is logged once, whatever branches come and go).
+    pub logged: HashSet<ChainHash>,
+    /// The items of the last request, as received.
+    pub received: Vec<Item>,
+    /// The view before normalisation: the last compacted view, then the items received since.
+    /// (Shared with the caller that was handed it: the next extension copies it only if the
+    /// caller still holds it.)
+    pub view: Arc<Conversation>,
+    /// What was sent, when normalisation changed the view (else the view itself was sent).
+    pub repaired: Option<Arc<Conversation>>,
+    /// Our count of what was sent.
+    pub sent_tokens: usize,
+    /// Tool-call ids in the view (a new call reusing one needs a repair).
+    pub call_ids: HashSet<String>,
+    /// Calibration ratios per model.
+    pub calibration: Calibration,
+    /// The model key of the last request.
+    pub model: String,
+    /// Overflow recoveries in the current turn.
+    pub recovery_attempts: u32,
+    /// Tokens after the last recovery of the current turn (the no-progress breaker).
+    pub recovery_last_tokens: Option<usize>,
+    /// True once a request was prepared (record_usage, recover and manual_compact need one).
+    pub prepared: bool,
+    /// True when the next preflight must recount and renormalise everything (after a reload).
+    pub fresh: bool,
+}
+
+impl SessionState {
+    /// What was sent last.
+    pub fn sent(&self) -> &Arc<Conversation> {
+        self.repaired.as_ref().unwrap_or(&self.view)
+    }
+
+    /// Number of leading items of `items` that are the items last received (compared by value, then
+    /// by chain link for items whose values differ only in what the canonical form leaves out).
+    pub fn match_prefix(&self, items: &[Item]) -> usize {
+        let mut tip = ChainHash::GENESIS;
+        for (i, (held, new)) in self.received.iter().zip(items).enumerate() {
+            if held != new {
+                let hash = tip.next_item(new);
+                if hash != self.chain[i] {
+                    return i;
+                }
+            }
+            tip = self.chain[i];
+        }
+        self.received.len().min(items.len())
+    }
+
+    /// Recomputes the call-id index of the view.
+    pub fn index_calls(&mut self) {
+        self.call_ids = call_ids(&self.view.items);
+    }
+
+    /// Rebuilds a session's state from its log.
+    pub fn load(store: &dyn Store, session: &str) -> Result<SessionState, SessionError> {
+        let records = store.read(session, 0)?;
+        let version = records.last().map_or(store.version(session)?, |s| s.seq);
+        let mut state = SessionState {
+            version,
+            fresh: true,
+            ..SessionState::default()
+        };
+        let mut by_hash: HashMap<ChainHash, (ChainHash, &Item)> = HashMap::new();
+        let mut tip: Option<ChainHash> = None;
+        let mut views: Vec<&ViewRecord> = Vec::new();
+        for stored in &records {
+            match &stored.record {
+                Record::Item(r) if r.source == ItemSource::Received => {
+                    state.logged.insert(r.hash);
+                    by_hash.insert(r.hash, (r.parent, &r.item));
+                    tip = Some(r.hash);
+                }
+                Record::Item(_) => {}
+                Record::View(v) => views.push(v),
+                Record::Event(e) => {
+                    if e.kind == EventKind::Calibration {
+                        let model = e.get("model").and_then(|v| v.as_str());
+                        let ratio = e.get("ratio").and_then(serde_json::Value::as_f64);
+                        if let (Some(model), Some(ratio)) = (model, ratio) {
+                            state.calibration.set(model, ratio);
+                        }
+                    }
+                    if e.kind == EventKind::Sent {
+                        state.prepared = true;
+                        if let Some(m) = e.get("model").and_then(|v| v.as_str()) {
+                            state.model = m.to_owned();
+                        }
+                        if let Some(t) = e
+                            .get("tip")
+                            .and_then(|v| v.as_str())
+                            .and_then(ChainHash::parse)
+                        {
+                            tip = Some(t);
+                        }
+                    }
+                }
+            }
+        }
+        let inconsistent = |message: String| SessionError::Inconsistent {
+            session: session.to_owned(),
+            message,
+        };
+        // The current branch: from the last tip back to the first item.
+        let mut chain = Vec::new();
+        let mut items = Vec::new();
+        let mut at = tip.unwrap_or(ChainHash::GENESIS);
+        while at != ChainHash::GENESIS {
+            let (parent, item) = by_hash
+                .get(&at)
+                .ok_or_else(|| inconsistent(format!("chain link {at} is not in the log")))?;
+            chain.push(at);
+            items.push((*item).clone());
+            at = *parent;
+            if chain.len() > by_hash.len() {
+                return Err(inconsistent("the chain has a cycle".to_owned()));
+            }
+        }
+        chain.reverse();
+        items.reverse();
+        share_envelopes(&mut items);
+        let position: HashMap<ChainHash, usize> =
+            chain.iter().enumerate().map(|(i, h)| (*h, i)).collect();
+        // The newest view of a prefix of this branch, then the items received after it.
+        let mut view_items: Vec<Item> = Vec::new();
+        let mut covers = 0;
+        if let Some(view) = views
+            .iter()
+            .rev()
+            .find(|v| position.get(&v.tip) == Some(&(v.covers.wrapping_sub(1))))
+        {
+            for entry in &view.entries {
+                match entry {
+                    ViewEntry::Inline(item) => view_items.push(item.clone()),
+                    ViewEntry::Logged(h) => {
+                        let (_, item) = by_hash.get(h).ok_or_else(|| {
+                            inconsistent(format!("view names {h}, not in the log"))
+                        })?;
+                        view_items.push((*item).clone());
+                    }
+                }
+            }
+            covers = view.covers;
+        }
+        view_items.extend(items.iter().skip(covers).cloned());
+        share_envelopes(&mut view_items);
+        state.chain = chain;
+        state.received = items;
+        let mut view = Conversation {
+            items: view_items,
+            ..Conversation::default()
+        };
+        view.renumber_turns();
+        state.view = Arc::new(view);
+        state.index_calls();
+        Ok(state)
+    }
+}
+
+/// The ids of the model-visible tool calls among `items`.
+pub(crate) fn call_ids(items: &[Item]) -> HashSet<String> {
+    items
+        .iter()
+        .filter(|i| i.meta.visibility.model)
+        .filter_map(|i| match i.body() {
+            ItemBody::ToolCall(c) => Some(c.call_id.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The view record for `view`, standing for the received items `received` (chain `chain`): items
+/// equal to a received item with the same id are named by their chain link, others stored inline.
+pub(crate) fn view_record(
+    view: &Conversation,
+    received: &[Item],
+    chain: &[ChainHash],
+    trigger: &str,
+) -> ViewRecord {
+    let by_id: HashMap<&str, usize> = received
+        .iter()
+        .enumerate()
+        .map(|(i, item)| (item.meta.id.as_str(), i))
+        .collect();
+    let entries = view
+        .items
+        .iter()
+        .map(|item| match by_id.get(item.meta.id.as_str()) {
+            Some(&i) if same_but_turn(&received[i], item) => ViewEntry::Logged(chain[i]),
+            _ => ViewEntry::Inline(item.clone()),
+        })
+        .collect();
+    ViewRecord {
+        tip: chain.last().copied().unwrap_or(ChainHash::GENESIS),
+        covers: received.len(),
+        trigger: trigger.to_owned(),
+        entries,
+    }
+}
+
+/// Equal in everything the log keeps (the turn index is derived from position).
+fn same_but_turn(a: &Item, b: &Item) -> bool {
+    let (m, n) = (&a.meta, &b.meta);
+    a.body() == b.body()
+        && m.id == n.id
+        && m.protected == n.protected
+        && m.visibility == n.visibility
+        && m.timestamp == n.timestamp
+        && m.origin == n.origin
+        && m.envelope == n.envelope
+}

@@ -1,0 +1,85 @@
+//! The [`Store`] trait: where session logs live. Implementations: [`MemoryStore`] (tests, embedded
+//! use without persistence) and [`SqliteStore`] (the embedded default: one file, WAL).
+//!
+//! The trait is shaped for stores shared by several processes (a PostgreSQL store, an object-store
+//! archive, next): a session's log is a sequence of records numbered 1, 2, ... without gaps, and
+//! every append names the version (the last sequence number) it extends. An append whose expected
+//! version is not the session's current one fails with [`StoreError::Conflict`] and writes nothing,
+//! so two writers can never interleave, lose or duplicate records (optimistic concurrency: the loser
+//! re-reads and decides again). An append is atomic: all of its records or none.
+
+mod memory;
+mod sqlite;
+
+pub use memory::MemoryStore;
+pub use sqlite::SqliteStore;
+
+use crate::codec::CodecError;
+use crate::record::{Record, Stored};
+
+/// Why a store operation failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// No session with this id.
+    #[error("unknown session `{0}`")]
+    UnknownSession(String),
+    /// The session's log moved on since the caller read it (another writer appended): nothing was
+    /// written; re-read and retry.
+    #[error(
+        "session `{session}` is at version {actual}, not {expected}: another writer appended first"
+    )]
+    Conflict {
+        /// The session.
+        session: String,
+        /// The version the append extended.
+        expected: u64,
+        /// The session's version.
+        actual: u64,
+    },
+    /// A stored record could not be read (a damaged or foreign database).
+    #[error("session `{session}` record {seq} is corrupt: {source}")]
+    Corrupt {
+        /// The session.
+        session: String,
+        /// The record's sequence number.
+        seq: u64,
+        /// Why.
+        source: CodecError,
+    },
+    /// The backend failed (I/O error, disk full, locked, unreachable); nothing was written.
+    #[error("store backend failed: {0}")]
+    Backend(String),
+    /// The database was written by a newer version of this program.
+    #[error("store schema version {found} is newer than this program's {supported}")]
+    SchemaTooNew {
+        /// Version found.
+        found: i64,
+        /// Newest version this program knows.
+        supported: i64,
+    },
+}
+
+/// A place where session logs are kept. Every method is safe to call from several threads.
+pub trait Store: Send + Sync {
+    /// Creates the session if it does not exist; true when it was created.
+    fn create(&self, session: &str) -> Result<bool, StoreError>;
+
+    /// The session's version: the sequence number of its last record (0 for an empty log).
+    fn version(&self, session: &str) -> Result<u64, StoreError>;
+
+    /// Appends `records` after version `expected`, numbering them `expected + 1, ...`, and returns
+    /// the new version. All or nothing; [`StoreError::Conflict`] when the session is not at
+    /// `expected`.
+    fn append(&self, session: &str, expected: u64, records: Vec<Record>)
+        -> Result<u64, StoreError>;
+
+    /// The records with sequence numbers above `after`, in order.
+    fn read(&self, session: &str, after: u64) -> Result<Vec<Stored>, StoreError>;
+
+    /// The item records whose item has id `item_id`, oldest first.
+    fn find_items(&self, session: &str, item_id: &str) -> Result<Vec<Stored>, StoreError>;
+
+    /// Every session id, sorted.
+    fn sessions(&self) -> Result<Vec<String>, StoreError>;
+}

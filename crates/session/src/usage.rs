@@ -1,0 +1,61 @@
+//! [`CompactManager::record_usage`]: after each response, the provider's count of the request
+//! updates the session's calibration ([`crate::calibration`]).
+
+use crate::calibration::CalibrationUpdate;
+use crate::error::SessionError;
+use crate::event::{Event, EventKind};
+use crate::manager::CompactManager;
+use crate::record::Record;
+use serde_json::json;
+
+/// Input-token usage a provider reported for one response.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Usage {
+    /// Input tokens as reported (OpenAI `prompt_tokens` / `input_tokens`, which include cached
+    /// tokens; Anthropic `input_tokens`, which does not).
+    pub input_tokens: u64,
+    /// Anthropic `cache_read_input_tokens` (0 for OpenAI, whose cached tokens are in `input_tokens`).
+    pub cache_read_input_tokens: u64,
+    /// Anthropic `cache_creation_input_tokens` (0 for OpenAI).
+    pub cache_creation_input_tokens: u64,
+    /// The model that answered, when known (else the last request's `model`).
+    pub model: Option<String>,
+}
+
+impl Usage {
+    /// Every input token the provider counted for the request.
+    pub fn total_input(&self) -> u64 {
+        self.input_tokens
+            .saturating_add(self.cache_read_input_tokens)
+            .saturating_add(self.cache_creation_input_tokens)
+    }
+}
+
+impl CompactManager {
+    /// Records the provider's usage for the request the session's last preflight returned, and
+    /// updates the calibration ratio of its model. Returns what changed (also logged).
+    pub fn record_usage(
+        &self,
+        session: &str,
+        usage: &Usage,
+    ) -> Result<CalibrationUpdate, SessionError> {
+        let handle = self.handle(session);
+        let mut slot = Self::lock(&handle);
+        let state = self.existing(session, &mut slot)?;
+        if !state.prepared || state.sent_tokens == 0 {
+            return Err(SessionError::NothingPrepared(session.to_owned()));
+        }
+        let model = usage.model.clone().unwrap_or_else(|| state.model.clone());
+        let mut calibration = state.calibration.clone();
+        let update = calibration.observe(&model, usage.total_input(), state.sent_tokens);
+        let event = Event::new(
+            EventKind::Calibration,
+            json!({"model": update.model, "provider_tokens": update.provider_tokens,
+                   "our_tokens": update.our_tokens, "sample": update.sample,
+                   "ratio": update.ratio, "clamped": update.clamped, "source": "usage"}),
+        );
+        self.append(session, state, vec![Record::Event(event)])?;
+        state.calibration = calibration;
+        Ok(update)
+    }
+}

@@ -1,0 +1,166 @@
+//! A synthetic tool-using agent session, generated deterministically, and helpers.
+
+use compact_core::model::{Conversation, Format, Item, ItemBody, Role, ToolCall, ToolResult};
+use compact_core::policy::Policy;
+use compact_core::tokens::{Encoding, TokenCounter};
+use compact_formats::validate::validate;
+use compact_formats::wire::encode;
+use compact_session::{CompactManager, MemoryStore, SessionConfig, Store};
+use serde_json::json;
+use std::sync::Arc;
+
+/// A small deterministic generator (xorshift64*): tests must not depend on a random seed.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Self {
+        Rng(seed.max(1))
+    }
+    pub fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}
+
+pub fn counter() -> TokenCounter {
+    TokenCounter::new(Encoding::O200kBase)
+}
+
+pub fn manager_with(window: usize, store: Arc<dyn Store>) -> CompactManager {
+    CompactManager::open(
+        SessionConfig::new(Policy::for_window(window), counter()),
+        store,
+    )
+    .unwrap()
+}
+
+pub fn manager(window: usize) -> CompactManager {
+    manager_with(window, Arc::new(MemoryStore::new()))
+}
+
+/// Output text of about `lines` lines naming `topic`.
+pub fn output(rng: &mut Rng, topic: &str, lines: usize) -> String {
+    (0..lines)
+        .map(|i| match rng.below(20) {
+            0 => format!(
+                "error[E{:04}]: mismatched types in {topic} line {i}",
+                rng.below(999)
+            ),
+            _ => format!(
+                "{topic}: line {i} value={} ok hash={:x}",
+                rng.below(100_000),
+                rng.next()
+            ),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// A growing tool-using session: [`Agent::step`] appends one turn (a user message, then a few
+/// assistant tool calls with their outputs and an assistant reply).
+pub struct Agent {
+    pub history: Conversation,
+    rng: Rng,
+    turn: usize,
+    calls: usize,
+}
+
+impl Agent {
+    pub fn new(seed: u64, format: Format) -> Self {
+        let mut history = Conversation {
+            format: Some(format),
+            ..Conversation::default()
+        };
+        history.extra.insert("model".into(), json!("test-model"));
+        history.push(Item::text(
+            Role::System,
+            "You are a careful coding agent working in the repository at /work/app.",
+        ));
+        Agent {
+            history,
+            rng: Rng::new(seed),
+            turn: 0,
+            calls: 0,
+        }
+    }
+
+    /// Appends the user message opening a turn.
+    pub fn user(&mut self, text: &str) {
+        self.history.push(Item::text(Role::User, text));
+    }
+
+    /// Appends one tool call and its output of about `lines` lines.
+    pub fn tool(&mut self, lines: usize) {
+        self.calls += 1;
+        let id = format!("call_{}", self.calls);
+        let path = format!("src/module_{}.rs", self.rng.below(40));
+        let (name, args) = if self.rng.below(2) == 0 {
+            ("read_file", json!({"path": path}))
+        } else {
+            (
+                "bash",
+                json!({"command": format!("cargo test -p m{}", self.rng.below(9))}),
+            )
+        };
+        self.history
+            .push(Item::new(ItemBody::ToolCall(ToolCall::function(
+                &id, name, args,
+            ))));
+        let text = output(&mut self.rng, &path, lines);
+        let mut result = ToolResult::text(&id, text);
+        result.tool_name = Some(name.to_owned());
+        self.history.push(Item::new(ItemBody::ToolResult(result)));
+    }
+
+    /// One whole turn.
+    pub fn step(&mut self) {
+        self.turn += 1;
+        let n = self.turn;
+        self.user(&format!(
+            "Step {n}: please continue with the refactor of module {n} and run the tests."
+        ));
+        let calls = 1 + self.rng.below(3) as usize;
+        for _ in 0..calls {
+            let lines = 10 + self.rng.below(60) as usize;
+            self.tool(lines);
+        }
+        self.history.push(Item::text(
+            Role::Assistant,
+            format!("Done with step {n}: module {n} compiles and its tests pass."),
+        ));
+    }
+}
+
+/// The provider-rules violations of `conv` encoded for its format.
+pub fn violations(conv: &Conversation) -> Vec<String> {
+    let format = conv.format.unwrap_or(Format::OpenAiChat);
+    let request = encode(conv, format).unwrap().value;
+    validate(&request, format)
+        .into_iter()
+        .map(|v| v.to_string())
+        .collect()
+}
+
+/// The wire messages of `conv`, each serialised.
+pub fn wire_messages(conv: &Conversation) -> Vec<String> {
+    let format = conv.format.unwrap_or(Format::OpenAiChat);
+    let request = encode(conv, format).unwrap().value;
+    let key = if format == Format::OpenAiResponses {
+        "input"
+    } else {
+        "messages"
+    };
+    request[key]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| serde_json::to_string(m).unwrap())
+        .collect()
+}

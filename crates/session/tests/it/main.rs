@@ -1,0 +1,11 @@
+//! Integration tests of the session runtime, one module per concern. Every test drives the public
+//! API only; none depends on timing.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+mod concurrency;
+mod errors;
+mod incremental;
+mod log;
+mod recovery;
+mod sqlite;

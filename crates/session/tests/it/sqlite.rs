@@ -1,0 +1,213 @@
+//! The SQLite store: survives a reopen and a killed process; refuses stale appends.
+
+use crate::common::{manager_with, Agent};
+use compact_core::model::Format;
+use compact_session::record::Record;
+use compact_session::{Event, EventKind, MemoryStore, SqliteStore, Store, StoreError};
+use serde_json::json;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+fn temp_db(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("compact-session-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join("sessions.db")
+}
+
+#[test]
+fn sqlite_log_survives_reopen() {
+    let path = temp_db("reopen");
+    let mut agent = Agent::new(4, Format::Anthropic);
+    let (last, reference, records) = {
+        let store = Arc::new(SqliteStore::open(&path).unwrap());
+        assert_eq!(store.schema_version().unwrap(), 1);
+        let manager = manager_with(128_000, store.clone());
+        let mut last = None;
+        for _ in 0..20 {
+            agent.step();
+            last = Some(manager.preflight("s", &agent.history).unwrap());
+        }
+        let cut = manager
+            .truncate_tool_output(
+                "s",
+                "c9",
+                &crate::common::output(&mut crate::common::Rng::new(3), "big.log", 3_000),
+            )
+            .unwrap();
+        let reference = store
+            .read("s", 0)
+            .unwrap()
+            .iter()
+            .find_map(|s| match &s.record {
+                Record::Event(e) if e.kind == EventKind::Truncated => e
+                    .get("reference")
+                    .and_then(|r| r.as_str())
+                    .map(str::to_owned),
+                _ => None,
+            });
+        assert!(reference.as_deref().is_some_and(|r| cut.contains(r)));
+        (last.unwrap(), reference, store.read("s", 0).unwrap())
+    };
+    let store = Arc::new(SqliteStore::open(&path).unwrap());
+    assert_eq!(
+        store.read("s", 0).unwrap(),
+        records,
+        "every record reads back equal"
+    );
+    assert_eq!(store.sessions().unwrap(), vec!["s".to_owned()]);
+    let manager = manager_with(128_000, store);
+    let reference = reference.unwrap();
+    let original = manager.recall("s", &reference).unwrap();
+    assert_eq!(original.as_tool_result().unwrap().call_id, "c9");
+    // The reopened manager recognises the history and builds on the view it sent.
+    agent.step();
+    let next = manager.preflight("s", &agent.history).unwrap();
+    assert!(!next.report.branched);
+    assert!(next.report.compaction.is_none());
+    assert_eq!(next.report.reused_items, last.conversation.len());
+    assert_eq!(
+        next.conversation.items[..last.conversation.len()],
+        last.conversation.items[..]
+    );
+}
+
+#[test]
+fn stale_appends_are_refused_and_write_nothing() {
+    let path = temp_db("conflict");
+    let a = SqliteStore::open(&path).unwrap();
+    let b = SqliteStore::open(&path).unwrap();
+    let memory = MemoryStore::new();
+    let event = || Record::Event(Event::new(EventKind::Sent, json!({"n": 1})));
+    for (first, second) in [(&a as &dyn Store, &b as &dyn Store), (&memory, &memory)] {
+        first.create("s").unwrap();
+        assert!(!second.create("s").unwrap(), "created once");
+        let v = first.version("s").unwrap();
+        assert_eq!(first.append("s", v, vec![event(), event()]).unwrap(), v + 2);
+        match second.append("s", v, vec![event()]) {
+            Err(StoreError::Conflict {
+                expected, actual, ..
+            }) => {
+                assert_eq!((expected, actual), (v, v + 2));
+            }
+            other => panic!("expected a conflict, got {other:?}"),
+        }
+        assert_eq!(second.version("s").unwrap(), v + 2);
+        assert_eq!(second.read("s", 0).unwrap().len() as u64, v + 2);
+    }
+}
+
+/// Run by [`sqlite_survives_a_killed_writer`] as a child process: writes until killed. In an
+/// ordinary test run (without the variable) it returns at once.
+#[test]
+fn zz_child_writer_for_the_sigkill_test() {
+    let Ok(path) = std::env::var("COMPACT_SESSION_SIGKILL_DB") else {
+        return;
+    };
+    let store = Arc::new(SqliteStore::open(&path).unwrap());
+    let manager = manager_with(16_000, store);
+    let mut agents: Vec<Agent> = (0..3)
+        .map(|i| Agent::new(100 + i, Format::OpenAiChat))
+        .collect();
+    loop {
+        for (i, agent) in agents.iter_mut().enumerate() {
+            agent.step();
+            manager.preflight(&format!("s{i}"), &agent.history).unwrap();
+        }
+    }
+}
+
+#[test]
+fn sqlite_survives_a_killed_writer() {
+    let path = temp_db("sigkill");
+    let exe = std::env::current_exe().unwrap();
+    let mut child = std::process::Command::new(exe)
+        .args([
+            "--exact",
+            "sqlite::zz_child_writer_for_the_sigkill_test",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("COMPACT_SESSION_SIGKILL_DB", &path)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait until the child has written a good part of a session, then kill it mid-stream.
+    let probe = SqliteStore::open(&path).unwrap();
+    let mut spins = 0u64;
+    loop {
+        let written = probe.version("s2").unwrap_or(0);
+        if written >= 200 {
+            break;
+        }
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the writer stopped on its own"
+        );
+        spins += 1;
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        assert!(spins < 30_000, "the writer made no progress");
+    }
+    child.kill().unwrap(); // SIGKILL on Unix
+    child.wait().unwrap();
+    drop(probe);
+
+    let store = Arc::new(SqliteStore::open(&path).unwrap());
+    let sessions = store.sessions().unwrap();
+    assert_eq!(sessions, vec!["s0", "s1", "s2"]);
+    for s in &sessions {
+        let records = store.read(s, 0).unwrap();
+        let seqs: Vec<u64> = records.iter().map(|r| r.seq).collect();
+        assert_eq!(
+            seqs,
+            (1..=records.len() as u64).collect::<Vec<_>>(),
+            "{s}: no gap"
+        );
+        assert_eq!(store.version(s).unwrap(), records.len() as u64);
+        // Every append ends with its Sent event: the log ends on a whole call.
+        if let Some(last) = records.last() {
+            assert!(
+                matches!(&last.record, Record::Event(e) if e.kind == EventKind::Sent),
+                "{s}"
+            );
+        }
+    }
+    // A manager on the reopened store continues every session.
+    let manager = manager_with(16_000, store);
+    for s in &sessions {
+        let mut agent = Agent::new(7, Format::OpenAiChat);
+        agent.step();
+        manager.preflight(s, &agent.history).unwrap();
+    }
+}
+
+#[test]
+fn a_new_manager_rebuilds_the_compacted_view_from_the_log() {
+    let path = temp_db("rebuild");
+    let mut agent = Agent::new(6, Format::OpenAiChat);
+    let mut last = None;
+    {
+        let manager = manager_with(16_000, Arc::new(SqliteStore::open(&path).unwrap()));
+        let mut compacted = false;
+        while !compacted
+            || last
+                .as_ref()
+                .is_some_and(|p: &compact_session::Prepared| p.report.compaction.is_some())
+        {
+            agent.step();
+            let prepared = manager.preflight("s", &agent.history).unwrap();
+            compacted |= prepared.report.compaction.is_some();
+            last = Some(prepared);
+        }
+    }
+    // The last call extended a compacted view; a new process resending the same history gets the
+    // same request back, rebuilt from the view record and the items logged after it.
+    let last = last.unwrap();
+    let manager = manager_with(16_000, Arc::new(SqliteStore::open(&path).unwrap()));
+    let again = manager.preflight("s", &agent.history).unwrap();
+    assert!(!again.report.branched);
+    assert!(again.report.compaction.is_none());
+    assert_eq!(again.conversation, last.conversation);
+    assert_eq!(again.report.tokens, last.report.tokens);
+}
