@@ -4,7 +4,7 @@ use crate::exit::BadInput;
 use crate::input::{display_name, read_input};
 use clap::Args;
 use compact_core::model::Format;
-use compact_formats::import::{import, ImportError, ImportMode, ImportOptions, Imported, Location};
+use compact_formats::import::{import, ImportMode, ImportOptions, Imported};
 
 /// Most items (and JSONL records) a conversation may have: one million. Reading, counting and
 /// compacting take time and memory in proportion to the items (about 3.5 KB per item at the peak of
@@ -58,13 +58,7 @@ pub fn load(args: &LoadArgs) -> anyhow::Result<Loaded> {
         ImportMode::Strict
     };
     let options = ImportOptions { format, mode };
-    let imported = import(&bytes, &name, &options).map_err(|e| match e {
-        ImportError::UnknownFormat { .. } => match not_text(&bytes, &name) {
-            Some(why) => BadInput(why),
-            None => BadInput(e.to_string()),
-        },
-        e => BadInput(e.to_string()),
-    })?;
+    let imported = import(&bytes, &name, &options).map_err(|e| BadInput(e.to_string()))?;
     let items = imported.conversation.items.len();
     if items > MAX_ITEMS {
         return Err(BadInput(format!(
@@ -88,29 +82,4 @@ fn jsonl_records(bytes: &[u8]) -> usize {
         }
     }
     records
-}
-
-/// Why `bytes` is not text any import format could hold, when it is not: UTF-16 (a byte order mark),
-/// a NUL byte (binary data) or invalid UTF-8, with the place.
-fn not_text(bytes: &[u8], name: &str) -> Option<String> {
-    if bytes.starts_with(&[0xFF, 0xFE]) || bytes.starts_with(&[0xFE, 0xFF]) {
-        return Some(format!(
-            "{name}: UTF-16 text (byte order mark {:02X} {:02X}): every input format is UTF-8; convert the file",
-            bytes[0], bytes[1]
-        ));
-    }
-    let utf8_end = std::str::from_utf8(bytes).err().map(|e| e.valid_up_to());
-    let nul = bytes.iter().position(|&b| b == 0);
-    match (nul, utf8_end) {
-        (Some(n), end) if end.is_none_or(|e| n < e) => Some(format!(
-            "{}: binary data (a NUL byte): every input format is UTF-8 text",
-            Location::at_offset(name, bytes, n)
-        )),
-        (_, Some(e)) => Some(format!(
-            "{}: invalid UTF-8 (byte 0x{:02X}): every input format is UTF-8 text",
-            Location::at_offset(name, bytes, e),
-            bytes[e]
-        )),
-        _ => None,
-    }
 }

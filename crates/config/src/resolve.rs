@@ -285,11 +285,13 @@ impl Config {
         let path = path.map(Path::to_path_buf).or(env_path);
         match path {
             Some(path) => {
-                let text = std::fs::read_to_string(&path).map_err(|source| ConfigError::Read {
+                let bytes = std::fs::read(&path).map_err(|source| ConfigError::Read {
                     path: path.clone(),
                     source,
                 })?;
-                Config::from_sources(Some((&path.display().to_string(), &text)), &env, flags)
+                let name = path.display().to_string();
+                let text = utf8(&name, bytes)?;
+                Config::from_sources(Some((&name, &text)), &env, flags)
             }
             None => Config::from_sources(None, &env, flags),
         }
@@ -322,4 +324,35 @@ impl Config {
     pub fn summarizer(&self) -> &SummarizerSettings {
         &self.summarizer
     }
+}
+
+/// The file's text, or a [`ConfigError::Parse`] naming the line and column of the first byte that is
+/// not UTF-8 (a YAML file is UTF-8 text; a UTF-16 or binary file is named as such).
+fn utf8(file: &str, bytes: Vec<u8>) -> Result<String, ConfigError> {
+    String::from_utf8(bytes).map_err(|e| {
+        let bytes = e.as_bytes();
+        let at = e.utf8_error().valid_up_to();
+        let valid = &bytes[..at];
+        let line = valid.iter().filter(|&&b| b == b'\n').count() + 1;
+        let line_start = valid.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        // Valid up to `at`, so the column counts characters.
+        let column = String::from_utf8_lossy(&valid[line_start..])
+            .chars()
+            .count()
+            + 1;
+        let hint = if bytes.starts_with(&[0xff, 0xfe]) || bytes.starts_with(&[0xfe, 0xff]) {
+            " (the file looks like UTF-16: save it as UTF-8)"
+        } else {
+            ""
+        };
+        ConfigError::Parse {
+            file: file.to_owned(),
+            line,
+            column,
+            message: format!(
+                "byte 0x{:02x} is not valid UTF-8{hint}",
+                bytes.get(at).copied().unwrap_or(0)
+            ),
+        }
+    })
 }

@@ -226,3 +226,31 @@ fn documented_example_file_resolves() {
     assert_eq!(c.policy().soft_trigger_pct, Some(0.70));
     assert!(c.registry().lookup("my-local-model").is_some());
 }
+
+#[test]
+fn a_config_file_that_is_not_utf8_names_the_line_and_column() {
+    let dir = std::env::temp_dir().join(format!("compact-config-utf8-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("bad.yaml");
+    std::fs::write(&path, b"policy:\n  strategy: tiered\n  note: \"ok \xff\"\n").unwrap();
+    match Config::load(Some(&path), &none()) {
+        Err(ConfigError::Parse {
+            line,
+            column,
+            message,
+            ..
+        }) => {
+            assert_eq!((line, column), (3, 13), "{message}");
+            assert!(
+                message.contains("0xff") && message.contains("UTF-8"),
+                "{message}"
+            );
+        }
+        other => panic!("expected a positioned error, got {other:?}"),
+    }
+    // A UTF-16 file is named as such.
+    std::fs::write(&path, b"\xff\xfep\x00o\x00").unwrap();
+    let err = Config::load(Some(&path), &none()).unwrap_err().to_string();
+    assert!(err.contains(":1:1:") && err.contains("UTF-16"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -400,3 +400,30 @@ fn no_input_panics_in_any_format_or_mode() {
     }
     assert!(imported > 0);
 }
+
+#[test]
+fn binary_and_utf16_files_are_refused_whatever_the_format_named() {
+    let nul = b"> user: hello\n\x00\x00\x00 binary junk\n".to_vec();
+    let utf16 = b"\xff\xfe{\x00\"\x00".to_vec();
+    let named = Format::ALL.iter().copied().filter(|&f| f != Format::Native);
+    for format in named.map(Some).chain([None]) {
+        for mode in [ImportMode::Strict, ImportMode::Lenient] {
+            let options = ImportOptions { format, mode };
+            match import(&nul, "junk.md", &options) {
+                Err(ImportError::Malformed { at, what }) => {
+                    assert_eq!((at.line, at.column, at.offset), (2, 1, 14), "{format:?}");
+                    assert!(what.contains("NUL"), "{what}");
+                }
+                other => panic!("{format:?} {mode:?}: expected a located refusal, got {other:?}"),
+            }
+            let err = import(&utf16, "utf16.json", &options).unwrap_err();
+            assert!(err.to_string().contains("UTF-16"), "{format:?}: {err}");
+        }
+    }
+    // Invalid UTF-8 in a file no format recognises is named at its byte.
+    let err = import(b"plain text \xc3\x28 here", "notes.txt", &STRICT).unwrap_err();
+    assert!(
+        err.to_string().contains("notes.txt:1:12") && err.to_string().contains("0xC3"),
+        "{err}"
+    );
+}

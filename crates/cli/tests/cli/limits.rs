@@ -292,7 +292,7 @@ fn invalid_utf8_is_refused_with_its_place() {
     refused(
         run(&["inspect", &doc]),
         "bad.json:1:43 (byte offset 42)",
-        &["invalid unicode code point"],
+        &["invalid UTF-8 (byte 0xC3)"],
     );
     let jsonl = write(
         &dir,
@@ -301,7 +301,7 @@ fn invalid_utf8_is_refused_with_its_place() {
     );
     refused(
         run(&["compact", &jsonl, "--window", "8000"]),
-        "bad.jsonl:2:",
+        "bad.jsonl:2:32 (byte offset 62)",
         &["invalid unicode code point"],
     );
     // Lenient: that record is skipped with a warning naming it.
@@ -346,7 +346,8 @@ fn invalid_utf8_is_refused_with_its_place() {
 #[test]
 fn nul_bytes_are_refused_raw_and_carried_escaped() {
     let dir = temp_dir("limits-nul");
-    // A raw NUL inside a JSON string is a control character JSON forbids.
+    // A raw NUL inside a JSON string (a control character JSON forbids): refused as binary data, at
+    // its place, whatever the format.
     let raw = write(
         &dir,
         "raw.json",
@@ -354,8 +355,8 @@ fn nul_bytes_are_refused_raw_and_carried_escaped() {
     );
     refused(
         run(&["inspect", &raw]),
-        "raw.json:2:",
-        &["control character"],
+        "raw.json:2:13 (byte offset 41)",
+        &["binary data (a NUL byte)"],
     );
     // After a document, and as a whole binary file.
     let trailing = write(
@@ -366,7 +367,7 @@ fn nul_bytes_are_refused_raw_and_carried_escaped() {
     refused(
         run(&["inspect", &trailing]),
         "trailing.json:1:",
-        &["malformed JSON"],
+        &["NUL byte"],
     );
     let binary = write(&dir, "zeros.bin", &[0u8; 4096]);
     refused(

@@ -152,6 +152,9 @@ pub fn import(
             file: file_name.to_owned(),
         });
     }
+    if let Some(e) = not_text(bytes, file_name) {
+        return Err(e);
+    }
     let format = match options.format {
         Some(f) => f,
         None => match detect(bytes, file_name) {
@@ -225,9 +228,39 @@ fn nothing_visible_reason(stats: &ImportStats, items: usize) -> String {
     reason
 }
 
-/// The error for a file whose format was not recognised: the JSON syntax error when it looks like
-/// broken JSON (so a truncated file says where it breaks), else [`ImportError::UnknownFormat`].
+/// Why `bytes` cannot be a file of any import format, whatever the format named: UTF-16 text (a byte
+/// order mark) or binary data (a NUL byte, which no JSON or text transcript holds raw), with the place.
+fn not_text(bytes: &[u8], file_name: &str) -> Option<ImportError> {
+    if bytes.starts_with(&[0xFF, 0xFE]) || bytes.starts_with(&[0xFE, 0xFF]) {
+        return Some(ImportError::Malformed {
+            at: Location::at_offset(file_name, bytes, 0),
+            what: format!(
+                "UTF-16 text (byte order mark {:02X} {:02X}): every input format is UTF-8; convert the file",
+                bytes[0], bytes[1]
+            ),
+        });
+    }
+    let nul = bytes.iter().position(|&b| b == 0)?;
+    Some(ImportError::Malformed {
+        at: Location::at_offset(file_name, bytes, nul),
+        what: "binary data (a NUL byte): every input format is UTF-8 text".to_owned(),
+    })
+}
+
+/// The error for a file whose format was not recognised: invalid UTF-8 at its place, the JSON syntax
+/// error when it looks like broken JSON (so a truncated file says where it breaks), else
+/// [`ImportError::UnknownFormat`].
 fn undetected(bytes: &[u8], file_name: &str) -> ImportError {
+    if let Err(e) = std::str::from_utf8(bytes) {
+        let at = e.valid_up_to();
+        return ImportError::Malformed {
+            at: Location::at_offset(file_name, bytes, at),
+            what: format!(
+                "invalid UTF-8 (byte 0x{:02X}): every input format is UTF-8 text",
+                bytes[at]
+            ),
+        };
+    }
     let body = source::strip_bom(bytes);
     let first = body.iter().find(|b| !b.is_ascii_whitespace());
     if matches!(first, Some(b'{' | b'[')) {
