@@ -144,6 +144,9 @@ impl CompactManager {
         slot: &'a mut Slot<'_>,
     ) -> Result<&'a mut SessionState, SessionError> {
         check_session_id(session)?;
+        if slot.as_ref().is_some_and(|s| s.stale) {
+            **slot = None;
+        }
         if slot.is_none() {
             let state = SessionState::load(self.store.as_ref(), session).map_err(|e| match e {
                 SessionError::Store(StoreError::UnknownSession(s)) => {
@@ -168,8 +171,16 @@ impl CompactManager {
         if records.is_empty() {
             return Ok(());
         }
-        state.version = self.store.append(session, state.version, records)?;
-        Ok(())
+        match self.store.append(session, state.version, records) {
+            Ok(version) => {
+                state.version = version;
+                Ok(())
+            }
+            Err(e) => {
+                state.stale |= matches!(e, StoreError::Conflict { .. });
+                Err(e.into())
+            }
+        }
     }
 
     /// The model key of a request: its `model` field, else the policy's model, else `default`.

@@ -4,6 +4,7 @@
 
 mod common;
 mod concurrency;
+mod conflict;
 mod errors;
 mod incremental;
 mod log;
