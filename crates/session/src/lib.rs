@@ -86,5 +86,7 @@ pub use event::{Event, EventKind};
 pub use manager::{CompactManager, PreflightReport, Prepared, MAX_SESSION_ID_LEN};
 pub use manual::ManualCompaction;
 pub use recover::{Recovery, RecoveryError, RECOVERY_SHRINK};
+#[cfg(feature = "postgres")]
+pub use store::PostgresStore;
 pub use store::{MemoryStore, SqliteStore, Store, StoreError};
 pub use usage::Usage;

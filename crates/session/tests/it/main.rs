@@ -10,3 +10,6 @@ mod incremental;
 mod log;
 mod recovery;
 mod sqlite;
+#[cfg(feature = "postgres")]
+mod postgres;
+mod services;
