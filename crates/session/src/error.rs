@@ -40,6 +40,9 @@ pub enum SessionError {
     /// failed under a `fail` policy). The received items are logged.
     #[error(transparent)]
     Compact(#[from] CompactError),
+    /// The archive failed (reading an archived transcript for `recall`).
+    #[error(transparent)]
+    Archive(#[from] crate::archive::ArchiveError),
     /// The store failed; nothing of this call was written.
     #[error(transparent)]
     Store(#[from] StoreError),

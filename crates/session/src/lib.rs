@@ -18,8 +18,12 @@
 //!   [`CompactManager::recall`] to get any original back by the id a marker, stub or checkpoint names.
 //!
 //! Everything is written to an append-only **session log** in a [`Store`] ([`MemoryStore`],
-//! [`SqliteStore`]): every item received (with its visibility), every original a truncation replaced,
-//! every view a compaction produced and every event. Compaction changes the view, never the log.
+//! [`SqliteStore`], and `PostgresStore` with the `postgres` feature): every item received (with its
+//! visibility), every original a truncation replaced, every view a compaction produced and every
+//! event. Compaction changes the view, never the log. An optional [`Archive`]
+//! ([`CompactManager::with_archive`]; [`FsArchive`], and `S3Archive` with the `s3` feature) keeps a
+//! copy of every compaction's full transcript and checkpoint, with retention by age and size
+//! ([`archive`]).
 //!
 //! Architecture invariants: the log is append-only and written before the in-memory state changes
 //! (a failed call loses nothing and changes nothing it did not log); the manager reads no file,
@@ -63,6 +67,7 @@
 //! append to a log that moved on ([`StoreError::Conflict`]), so two managers on one session never
 //! interleave or lose records.
 
+pub mod archive;
 pub mod calibration;
 pub mod chain;
 pub mod codec;
@@ -79,6 +84,9 @@ pub mod store;
 pub mod trigger;
 mod usage;
 
+pub use archive::{Archive, ArchiveError, FsArchive};
+#[cfg(feature = "s3")]
+pub use archive::{S3Archive, S3Config};
 pub use calibration::{Calibration, CalibrationUpdate};
 pub use config::{SessionConfig, DEFAULT_OVERFLOW_MAX_RETRIES};
 pub use error::SessionError;
@@ -86,5 +94,7 @@ pub use event::{Event, EventKind};
 pub use manager::{CompactManager, PreflightReport, Prepared, MAX_SESSION_ID_LEN};
 pub use manual::ManualCompaction;
 pub use recover::{Recovery, RecoveryError, RECOVERY_SHRINK};
+#[cfg(feature = "postgres")]
+pub use store::PostgresStore;
 pub use store::{MemoryStore, SqliteStore, Store, StoreError};
 pub use usage::Usage;

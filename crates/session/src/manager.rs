@@ -12,6 +12,7 @@
 //! that does not extend the last one (history edited, forked, rolled back) is a *branch*: it is
 //! logged as such and compacted from scratch, never mixed with the previous view.
 
+use crate::archive::Archive;
 use crate::chain::ChainHash;
 use crate::config::SessionConfig;
 use crate::error::SessionError;
@@ -80,6 +81,7 @@ pub struct PreflightReport {
 pub struct CompactManager {
     config: SessionConfig,
     store: Arc<dyn Store>,
+    archive: Option<Arc<dyn Archive>>,
     sessions: Mutex<HashMap<String, Arc<Mutex<Option<SessionState>>>>>,
 }
 
@@ -101,8 +103,22 @@ impl CompactManager {
         Ok(CompactManager {
             config,
             store,
+            archive: None,
             sessions: Mutex::new(HashMap::new()),
         })
+    }
+
+    /// The same manager, archiving every compaction (the full pre-compaction transcript and the
+    /// checkpoint, after the log has them) in `archive`. A failed archive write is a warning in the
+    /// report, never a failed call.
+    pub fn with_archive(mut self, archive: Arc<dyn Archive>) -> Self {
+        self.archive = Some(archive);
+        self
+    }
+
+    /// The archive, when there is one.
+    pub fn archive(&self) -> Option<&Arc<dyn Archive>> {
+        self.archive.as_ref()
     }
 
     /// The settings.
@@ -144,6 +160,9 @@ impl CompactManager {
         slot: &'a mut Slot<'_>,
     ) -> Result<&'a mut SessionState, SessionError> {
         check_session_id(session)?;
+        if slot.as_ref().is_some_and(|s| s.stale) {
+            **slot = None;
+        }
         if slot.is_none() {
             let state = SessionState::load(self.store.as_ref(), session).map_err(|e| match e {
                 SessionError::Store(StoreError::UnknownSession(s)) => {
@@ -168,8 +187,16 @@ impl CompactManager {
         if records.is_empty() {
             return Ok(());
         }
-        state.version = self.store.append(session, state.version, records)?;
-        Ok(())
+        match self.store.append(session, state.version, records) {
+            Ok(version) => {
+                state.version = version;
+                Ok(())
+            }
+            Err(e) => {
+                state.stale |= matches!(e, StoreError::Conflict { .. });
+                Err(e.into())
+            }
+        }
     }
 
     /// The model key of a request: its `model` field, else the policy's model, else `default`.
@@ -399,10 +426,12 @@ impl CompactManager {
                 state.chain = std::mem::take(chain);
             }
         };
+        let mut view_seq_archived = None;
         let next = if let Some(done) = &compaction {
             let view = done.conversation.clone();
             let record = view_record(&view, &request.items, &chain, trigger_name(manual));
             let view_seq = state.version + records.len() as u64 + 1;
+            view_seq_archived = Some(view_seq);
             records.push(Record::View(record));
             let report = &done.report;
             events.push(Event::new(
@@ -503,6 +532,15 @@ impl CompactManager {
         }
         if let Some(e) = failure {
             return Err(SessionError::Compact(e));
+        }
+        if let (Some(seq), Some(done)) = (view_seq_archived, &compaction) {
+            warnings.extend(crate::archive::after_compaction(
+                self.archive.as_deref(),
+                session,
+                seq,
+                &request.items,
+                &done.conversation,
+            ));
         }
         let report = PreflightReport {
             decision,

@@ -46,7 +46,7 @@ impl CompactManager {
         let ratio = state.calibration.ratio(&state.model);
         let policy = manual_policy(&self.calibrated_policy(ratio), state.sent_tokens);
         let current = std::sync::Arc::clone(state.sent());
-        let done = self
+        let mut done = self
             .compactor(policy)
             .and_then(|c| block_on(c.compact(&current)))?;
         let mut view = done.conversation.clone();
@@ -66,6 +66,16 @@ impl CompactManager {
             state,
             vec![Record::View(record), Record::Event(event.clone())],
         )?;
+        // The view record is the append's first record, the event its last.
+        done.report
+            .warnings
+            .extend(crate::archive::after_compaction(
+                self.archive().map(|a| a.as_ref()),
+                session,
+                state.version - 1,
+                &state.received,
+                &view,
+            ));
         state.call_ids = call_ids(&view.items);
         state.view = std::sync::Arc::new(view.clone());
         state.repaired = None;

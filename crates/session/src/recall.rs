@@ -3,6 +3,7 @@
 //! marker names; [`CompactManager::recall`] returns any original item by id, whether a truncation
 //! marker, a compaction's reference stub or a checkpoint's citation names it.
 
+use crate::archive::ArchiveError;
 use crate::chain::ChainHash;
 use crate::error::SessionError;
 use crate::event::{Event, EventKind};
@@ -57,32 +58,23 @@ impl CompactManager {
 
     /// The original item with id `reference` from the session's log: an output a write-time
     /// truncation replaced, or any received item (which compaction may have cut, referenced or
-    /// summarised in the view; the log keeps it whole).
+    /// summarised in the view; the log keeps it whole). With an archive
+    /// ([`CompactManager::with_archive`]), an item the log no longer holds is looked up in the
+    /// archived transcripts ([`crate::archive::recall`]).
     pub fn recall(&self, session: &str, reference: &str) -> Result<Item, SessionError> {
         check_session_id(session)?;
-        let found = self
-            .store()
-            .find_items(session, reference)
-            .map_err(|e| match e {
-                StoreError::UnknownSession(s) => SessionError::UnknownSession(s),
-                other => SessionError::Store(other),
-            })?;
-        let mut items: Vec<ItemRecord> = found
-            .into_iter()
-            .filter_map(|s| match s.record {
-                Record::Item(r) => Some(r),
-                _ => None,
-            })
-            .collect();
-        // An original a truncation replaced comes first: its id names nothing else.
-        items.sort_by_key(|r| r.source != ItemSource::TruncatedOriginal);
-        items
-            .into_iter()
-            .next()
-            .map(|r| r.item)
-            .ok_or_else(|| SessionError::UnknownReference {
+        let archive = self.archive().map(|a| a.as_ref());
+        match crate::archive::recall(self.store().as_ref(), archive, session, reference) {
+            Ok(Some(item)) => Ok(item),
+            Ok(None) => Err(SessionError::UnknownReference {
                 session: session.to_owned(),
                 reference: reference.to_owned(),
-            })
+            }),
+            Err(ArchiveError::Store(StoreError::UnknownSession(s))) => {
+                Err(SessionError::UnknownSession(s))
+            }
+            Err(ArchiveError::Store(e)) => Err(SessionError::Store(e)),
+            Err(e) => Err(SessionError::Archive(e)),
+        }
     }
 }

@@ -194,6 +194,15 @@ impl CompactManager {
                    "limit": overflow.limit, "requested": overflow.requested}),
         )));
         self.append(session, state, records)?;
+        // The view record is the append's last record but one. Recovery has no warning channel: a
+        // failed archive write is dropped here (the log holds everything it would have held).
+        let _ = crate::archive::after_compaction(
+            self.archive().map(|a| a.as_ref()),
+            session,
+            state.version - 1,
+            &state.received,
+            &view,
+        );
         state.call_ids = call_ids(&view.items);
         state.view = std::sync::Arc::new(view.clone());
         state.repaired = None;

@@ -51,6 +51,9 @@ pub(crate) struct SessionState {
     pub prepared: bool,
     /// True when the next preflight must recount and renormalise everything (after a reload).
     pub fresh: bool,
+    /// True when an append found the log moved on (another writer appended first): the state no
+    /// longer reflects the log, and the next call reloads it.
+    pub stale: bool,
 }
 
 impl SessionState {

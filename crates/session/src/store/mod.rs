@@ -1,5 +1,7 @@
 //! The [`Store`] trait: where session logs live. Implementations: [`MemoryStore`] (tests, embedded
-//! use without persistence) and [`SqliteStore`] (the embedded default: one file, WAL).
+//! use without persistence), [`SqliteStore`] (the embedded default: one file, WAL) and
+//! `PostgresStore` (feature `postgres`, on by default: several processes or machines sharing
+//! sessions).
 //!
 //! The trait is shaped for stores shared by several processes (a PostgreSQL store, an object-store
 //! archive, next): a session's log is a sequence of records numbered 1, 2, ... without gaps, and
@@ -9,9 +11,13 @@
 //! re-reads and decides again). An append is atomic: all of its records or none.
 
 mod memory;
+#[cfg(feature = "postgres")]
+mod postgres;
 mod sqlite;
 
 pub use memory::MemoryStore;
+#[cfg(feature = "postgres")]
+pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
 
 use crate::codec::CodecError;
@@ -82,4 +88,21 @@ pub trait Store: Send + Sync {
 
     /// Every session id, sorted.
     fn sessions(&self) -> Result<Vec<String>, StoreError>;
+}
+
+/// Reads a record's storage document (the text a store kept for record `seq`).
+fn decode(session: &str, seq: u64, doc: &str) -> Result<Stored, StoreError> {
+    let corrupt = |source: CodecError| StoreError::Corrupt {
+        session: session.to_owned(),
+        seq,
+        source,
+    };
+    let value: serde_json::Value = serde_json::from_str(doc).map_err(|e| {
+        corrupt(CodecError {
+            path: String::new(),
+            message: e.to_string(),
+        })
+    })?;
+    let record = Record::from_json(&value).map_err(corrupt)?;
+    Ok(Stored { seq, record })
 }

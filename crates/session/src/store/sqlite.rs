@@ -120,25 +120,6 @@ fn version_of(conn: &Connection, session: &str) -> Result<u64, StoreError> {
     .ok_or_else(|| StoreError::UnknownSession(session.to_owned()))
 }
 
-fn decode(session: &str, seq: i64, doc: &str) -> Result<Stored, StoreError> {
-    let seq = u64::try_from(seq).unwrap_or(0);
-    let corrupt = |message: String| StoreError::Corrupt {
-        session: session.to_owned(),
-        seq,
-        source: crate::codec::CodecError {
-            path: String::new(),
-            message,
-        },
-    };
-    let value: serde_json::Value = serde_json::from_str(doc).map_err(|e| corrupt(e.to_string()))?;
-    let record = Record::from_json(&value).map_err(|source| StoreError::Corrupt {
-        session: session.to_owned(),
-        seq,
-        source,
-    })?;
-    Ok(Stored { seq, record })
-}
-
 fn to_i64(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
@@ -224,7 +205,11 @@ impl Store for SqliteStore {
         let mut out = Vec::new();
         for row in rows {
             let (seq, doc) = row.map_err(backend)?;
-            out.push(decode(session, seq, &doc)?);
+            out.push(super::decode(
+                session,
+                u64::try_from(seq).unwrap_or(0),
+                &doc,
+            )?);
         }
         Ok(out)
     }
@@ -245,7 +230,11 @@ impl Store for SqliteStore {
         let mut out = Vec::new();
         for row in rows {
             let (seq, doc) = row.map_err(backend)?;
-            out.push(decode(session, seq, &doc)?);
+            out.push(super::decode(
+                session,
+                u64::try_from(seq).unwrap_or(0),
+                &doc,
+            )?);
         }
         Ok(out)
     }

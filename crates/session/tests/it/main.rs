@@ -2,10 +2,15 @@
 //! API only; none depends on timing.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod archive;
 mod common;
 mod concurrency;
+mod conflict;
 mod errors;
 mod incremental;
 mod log;
+#[cfg(feature = "postgres")]
+mod postgres;
 mod recovery;
+mod services;
 mod sqlite;

@@ -1,0 +1,288 @@
+//! [`PostgresStore`]: session logs in a PostgreSQL database, shared by several processes or
+//! machines.
+//!
+//! # Concurrency
+//! A session's row in `compact_sessions` holds its version. An append is one transaction that first
+//! moves the version on with `UPDATE ... SET version = new WHERE id = $1 AND version = expected`:
+//! the update takes the row's lock, so a second writer on the same session waits for the first to
+//! commit or roll back, then re-evaluates its condition against the committed version, finds it
+//! moved on, updates nothing and gets [`StoreError::Conflict`] having written nothing. The records
+//! are inserted in the same transaction under the primary key `(session, seq)`, which would refuse
+//! a duplicated sequence number even if the version check were bypassed. So two processes on one
+//! session never lose, duplicate or interleave records: each append is all of one writer's records
+//! or none, numbered right after the version it extended.
+//!
+//! A client killed mid-append leaves no trace: its connection drops, the server rolls the open
+//! transaction back.
+//!
+//! # Schema
+//! Versioned in the table `compact_schema` (one row per applied migration). [`MIGRATIONS`] are
+//! applied at connect, all in one transaction under an advisory lock (two processes connecting to
+//! a new database at once apply each migration once); a database migrated by a newer program is
+//! refused ([`StoreError::SchemaTooNew`]). Tables are created unqualified, so they land in the
+//! connection's `search_path` (the URL's `options=-c search_path=...` picks a schema).
+
+use super::{Store, StoreError};
+use crate::record::{Record, Stored};
+use postgres::{Client, Config, NoTls};
+use std::str::FromStr;
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+/// Schema migrations; migration `i` (from 0) brings the database to version `i + 1`.
+pub const MIGRATIONS: &[&str] = &[
+    // 1: sessions with their version, and the records of every session's log (the document is
+    // kept as text, byte for byte as written: `jsonb` would reorder keys).
+    "CREATE TABLE compact_sessions (
+         id TEXT PRIMARY KEY,
+         version BIGINT NOT NULL CHECK (version >= 0)
+     );
+     CREATE TABLE compact_records (
+         session TEXT NOT NULL REFERENCES compact_sessions(id),
+         seq BIGINT NOT NULL CHECK (seq >= 1),
+         kind TEXT NOT NULL,
+         item_id TEXT,
+         doc TEXT NOT NULL,
+         PRIMARY KEY (session, seq)
+     );
+     CREATE INDEX compact_records_by_item ON compact_records (session, item_id)
+         WHERE item_id IS NOT NULL;",
+];
+
+/// Key of the advisory lock that serialises migrations (any fixed number; "CMPCTSCH" in ASCII).
+const MIGRATION_LOCK: i64 = 0x434d_5043_5453_4348;
+
+/// How long connecting may take before the store is reported unreachable, when the URL does not
+/// say (`connect_timeout`): long enough for a loaded server, short enough that a wrong address
+/// fails a call rather than hanging it.
+const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Session logs in PostgreSQL.
+pub struct PostgresStore {
+    config: Config,
+    client: Mutex<Client>,
+}
+
+impl std::fmt::Debug for PostgresStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The config may hold a password: name the server only.
+        f.debug_struct("PostgresStore")
+            .field("dbname", &self.config.get_dbname())
+            .finish_non_exhaustive()
+    }
+}
+
+fn backend(e: postgres::Error) -> StoreError {
+    StoreError::Backend(format!("postgres: {e}"))
+}
+
+fn to_i64(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+fn to_u64(n: i64) -> u64 {
+    u64::try_from(n).unwrap_or(0)
+}
+
+impl PostgresStore {
+    /// Connects to the database at `url` (`postgres://user:password@host:port/db?...`, or the
+    /// key=value form) without TLS, and brings its schema up to date. An unreachable server, bad
+    /// credentials or a malformed URL give [`StoreError::Backend`].
+    pub fn connect(url: &str) -> Result<Self, StoreError> {
+        let mut config = Config::from_str(url)
+            .map_err(|e| StoreError::Backend(format!("postgres: bad connection string: {e}")))?;
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(DEFAULT_CONNECT_TIMEOUT);
+        }
+        let mut client = config.connect(NoTls).map_err(backend)?;
+        migrate(&mut client)?;
+        Ok(PostgresStore {
+            config,
+            client: Mutex::new(client),
+        })
+    }
+
+    /// The schema version of the database.
+    pub fn schema_version(&self) -> Result<i64, StoreError> {
+        let mut client = self.lock()?;
+        schema_version(&mut *client)
+    }
+
+    /// The connection, reconnected first when the server closed it (a restart, an idle timeout).
+    fn lock(&self) -> Result<MutexGuard<'_, Client>, StoreError> {
+        let mut client = self
+            .client
+            .lock()
+            .map_err(|_| StoreError::Backend("postgres connection lock poisoned".to_owned()))?;
+        if client.is_closed() {
+            *client = self.config.connect(NoTls).map_err(backend)?;
+        }
+        Ok(client)
+    }
+}
+
+fn schema_version(client: &mut impl postgres::GenericClient) -> Result<i64, StoreError> {
+    let row = client
+        .query_one(
+            "SELECT COALESCE(MAX(version), 0)::BIGINT FROM compact_schema",
+            &[],
+        )
+        .map_err(backend)?;
+    Ok(row.get(0))
+}
+
+fn migrate(client: &mut Client) -> Result<(), StoreError> {
+    let supported = MIGRATIONS.len() as i64;
+    let mut tx = client.transaction().map_err(backend)?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+        .map_err(backend)?;
+    tx.batch_execute(
+        "CREATE TABLE IF NOT EXISTS compact_schema (
+             version BIGINT PRIMARY KEY,
+             applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
+         )",
+    )
+    .map_err(backend)?;
+    let found = schema_version(&mut tx)?;
+    if found > supported {
+        return Err(StoreError::SchemaTooNew { found, supported });
+    }
+    for (i, sql) in MIGRATIONS.iter().enumerate().skip(found.max(0) as usize) {
+        tx.batch_execute(sql).map_err(backend)?;
+        tx.execute(
+            "INSERT INTO compact_schema (version) VALUES ($1)",
+            &[&(i as i64 + 1)],
+        )
+        .map_err(backend)?;
+    }
+    tx.commit().map_err(backend)
+}
+
+fn version_of(client: &mut impl postgres::GenericClient, session: &str) -> Result<u64, StoreError> {
+    client
+        .query_opt(
+            "SELECT version FROM compact_sessions WHERE id = $1",
+            &[&session],
+        )
+        .map_err(backend)?
+        .map(|row| to_u64(row.get(0)))
+        .ok_or_else(|| StoreError::UnknownSession(session.to_owned()))
+}
+
+fn decode_rows(session: &str, rows: &[postgres::Row]) -> Result<Vec<Stored>, StoreError> {
+    rows.iter()
+        .map(|row| {
+            let seq: i64 = row.get(0);
+            let doc: &str = row.get(1);
+            super::decode(session, to_u64(seq), doc)
+        })
+        .collect()
+}
+
+impl Store for PostgresStore {
+    fn create(&self, session: &str) -> Result<bool, StoreError> {
+        let mut client = self.lock()?;
+        let n = client
+            .execute(
+                "INSERT INTO compact_sessions (id, version) VALUES ($1, 0) ON CONFLICT (id) DO NOTHING",
+                &[&session],
+            )
+            .map_err(backend)?;
+        Ok(n == 1)
+    }
+
+    fn version(&self, session: &str) -> Result<u64, StoreError> {
+        let mut client = self.lock()?;
+        version_of(&mut *client, session)
+    }
+
+    fn append(
+        &self,
+        session: &str,
+        expected: u64,
+        records: Vec<Record>,
+    ) -> Result<u64, StoreError> {
+        let mut client = self.lock()?;
+        let mut tx = client.transaction().map_err(backend)?;
+        let new = expected + records.len() as u64;
+        let moved = tx
+            .execute(
+                "UPDATE compact_sessions SET version = $3 WHERE id = $1 AND version = $2",
+                &[&session, &to_i64(expected), &to_i64(new)],
+            )
+            .map_err(backend)?;
+        if moved != 1 {
+            // Nothing was written; the transaction rolls back when dropped.
+            let actual = version_of(&mut tx, session)?;
+            return Err(StoreError::Conflict {
+                session: session.to_owned(),
+                expected,
+                actual,
+            });
+        }
+        if !records.is_empty() {
+            let mut seqs = Vec::with_capacity(records.len());
+            let mut kinds = Vec::with_capacity(records.len());
+            let mut item_ids = Vec::with_capacity(records.len());
+            let mut docs = Vec::with_capacity(records.len());
+            for (i, record) in records.iter().enumerate() {
+                seqs.push(to_i64(expected + i as u64 + 1));
+                kinds.push(record.kind());
+                item_ids.push(record.item_id());
+                docs.push(record.to_json().to_string());
+            }
+            // One statement for the whole append: one round trip whatever its size.
+            tx.execute(
+                "INSERT INTO compact_records (session, seq, kind, item_id, doc)
+                 SELECT $1, * FROM UNNEST($2::BIGINT[], $3::TEXT[], $4::TEXT[], $5::TEXT[])",
+                &[&session, &seqs, &kinds, &item_ids, &docs],
+            )
+            .map_err(backend)?;
+        }
+        tx.commit().map_err(backend)?;
+        Ok(new)
+    }
+
+    fn read(&self, session: &str, after: u64) -> Result<Vec<Stored>, StoreError> {
+        let mut client = self.lock()?;
+        // One snapshot for the existence check and the rows.
+        let mut tx = client
+            .build_transaction()
+            .isolation_level(postgres::IsolationLevel::RepeatableRead)
+            .read_only(true)
+            .start()
+            .map_err(backend)?;
+        version_of(&mut tx, session)?;
+        let rows = tx
+            .query(
+                "SELECT seq, doc FROM compact_records WHERE session = $1 AND seq > $2 ORDER BY seq",
+                &[&session, &to_i64(after)],
+            )
+            .map_err(backend)?;
+        tx.commit().map_err(backend)?;
+        decode_rows(session, &rows)
+    }
+
+    fn find_items(&self, session: &str, item_id: &str) -> Result<Vec<Stored>, StoreError> {
+        let mut client = self.lock()?;
+        version_of(&mut *client, session)?;
+        let rows = client
+            .query(
+                "SELECT seq, doc FROM compact_records WHERE session = $1 AND item_id = $2 ORDER BY seq",
+                &[&session, &item_id],
+            )
+            .map_err(backend)?;
+        decode_rows(session, &rows)
+    }
+
+    fn sessions(&self) -> Result<Vec<String>, StoreError> {
+        let mut client = self.lock()?;
+        let rows = client
+            .query(
+                "SELECT id FROM compact_sessions ORDER BY id COLLATE \"C\"",
+                &[],
+            )
+            .map_err(backend)?;
+        Ok(rows.iter().map(|r| r.get(0)).collect())
+    }
+}
