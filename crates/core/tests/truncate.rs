@@ -246,3 +246,36 @@ proptest! {
         prop_assert_eq!(truncate_output(&text, &policy, &c, &id()), out);
     }
 }
+
+#[test]
+fn the_serialization_buffer_scales_the_limit_and_a_bad_one_counts_as_one() {
+    let with = |buffer: f64| TruncationPolicy {
+        serialization_buffer: buffer,
+        ..TruncationPolicy::tokens(1_000)
+    };
+    let max = |p: TruncationPolicy| p.limit().unwrap().max;
+    // The default buffer (1.2) applies: floor(1000 x 1.2).
+    assert_eq!(max(TruncationPolicy::tokens(1_000)), 1_200);
+    assert_eq!(max(with(1.5)), 1_500);
+    // Not finite, zero or negative: no buffer at all (never an unbounded or a zero limit).
+    for bad in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 0.0, -2.0] {
+        assert_eq!(max(with(bad)), 1_000, "buffer {bad}");
+    }
+    let bytes = TruncationPolicy {
+        mode: TruncationMode::Bytes(100),
+        serialization_buffer: 0.0,
+        ..TruncationPolicy::default()
+    };
+    assert_eq!(bytes.limit().unwrap().max, 100);
+    assert!(TruncationPolicy::none().limit().is_none());
+}
+
+#[test]
+fn an_output_that_fits_once_densified_reports_its_dense_size() {
+    let c = counter();
+    let raw = "progress\n".repeat(400) + "done\n";
+    let t = truncate_output(&raw, &TruncationPolicy::tokens(40), &c, &id());
+    assert!(t.changed && t.densified && !t.truncated, "{t:?}");
+    assert_eq!(t.tokens, c.count_text(&t.text), "{t:?}");
+    assert!(t.tokens < c.count_text(&raw));
+}
