@@ -80,7 +80,7 @@ pub mod trigger;
 mod usage;
 
 pub use calibration::{Calibration, CalibrationUpdate};
-pub use config::{SessionConfig, DEFAULT_OVERFLOW_MAX_RETRIES};
+pub use config::{open_store, SessionConfig, DEFAULT_OVERFLOW_MAX_RETRIES};
 pub use error::SessionError;
 pub use event::{Event, EventKind};
 pub use manager::{CompactManager, PreflightReport, Prepared, MAX_SESSION_ID_LEN};

@@ -4,6 +4,7 @@
 
 mod common;
 mod concurrency;
+mod config;
 mod errors;
 mod incremental;
 mod log;
