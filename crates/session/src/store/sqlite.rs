@@ -16,7 +16,7 @@
 //! each in its own transaction, and a database from a newer program is refused
 //! ([`StoreError::SchemaTooNew`]).
 
-use super::{Store, StoreError};
+use super::{SessionSummary, Store, StoreError};
 use crate::record::{Record, Stored};
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use std::path::Path;
@@ -377,5 +377,66 @@ impl Store for SqliteStore {
             .query_map([], |r| r.get::<_, String>(0))
             .map_err(backend)?;
         rows.collect::<Result<Vec<_>, _>>().map_err(backend)
+    }
+
+    fn list_sessions(&self) -> Result<Vec<SessionSummary>, StoreError> {
+        let conn = self.lock()?;
+        let mut stmt = conn
+            .prepare_cached(
+                "SELECT s.id, s.version,
+                        (SELECT doc FROM records r
+                          WHERE r.session = s.id AND r.kind = 'event'
+                          ORDER BY r.seq DESC LIMIT 1)
+                   FROM sessions s ORDER BY s.id",
+            )
+            .map_err(backend)?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, Option<String>>(2)?,
+                ))
+            })
+            .map_err(backend)?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (id, version, doc) = row.map_err(backend)?;
+            let last_event_ms = match doc {
+                Some(doc) => match decode(&id, 0, &doc)?.record {
+                    Record::Event(e) => Some(e.at_ms),
+                    _ => None,
+                },
+                None => None,
+            };
+            out.push(SessionSummary {
+                id,
+                version: u64::try_from(version).unwrap_or(0),
+                last_event_ms,
+            });
+        }
+        Ok(out)
+    }
+
+    fn delete_session(&self, session: &str) -> Result<bool, StoreError> {
+        let mut conn = self.lock()?;
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(backend)?;
+        tx.prepare_cached("DELETE FROM records WHERE session = ?1")
+            .map_err(backend)?
+            .execute(params![session])
+            .map_err(backend)?;
+        let n = tx
+            .prepare_cached("DELETE FROM sessions WHERE id = ?1")
+            .map_err(backend)?
+            .execute(params![session])
+            .map_err(backend)?;
+        tx.commit().map_err(backend)?;
+        drop(conn);
+        if let Some(checkpointer) = &self.checkpointer {
+            checkpointer.notify();
+        }
+        Ok(n == 1)
     }
 }
