@@ -8,5 +8,6 @@ mod config;
 mod errors;
 mod incremental;
 mod log;
+mod overflow_e2e;
 mod recovery;
 mod sqlite;
