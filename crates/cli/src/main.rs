@@ -1,4 +1,4 @@
-//! `compactctl`: the command line of Compact (inspect, count, compact, plan, diff, recall, replay).
+//! `compactctl`: the command line of Compact (inspect, count, compact, plan, diff, recall, replay, sessions).
 
 mod cmd;
 mod engine;
@@ -35,6 +35,8 @@ enum Command {
     Recall(cmd::recall::RecallArgs),
     /// Replay transcripts through strategies: overflows, cost with prompt caching, fact retention.
     Replay(cmd::replay::ReplayArgs),
+    /// Session logs of the session runtime: list, show, recall, export, gc.
+    Sessions(cmd::sessions::SessionsArgs),
 }
 
 fn main() -> ExitCode {
@@ -47,6 +49,7 @@ fn main() -> ExitCode {
         Command::Diff(args) => cmd::diff::run(args),
         Command::Recall(args) => cmd::recall::run(args),
         Command::Replay(args) => cmd::replay::run(args),
+        Command::Sessions(args) => cmd::sessions::run(args),
     };
     match result {
         Ok(code) => code,

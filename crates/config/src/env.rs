@@ -32,8 +32,7 @@
 //! | `COMPACT_SUMMARIZER_TEMPLATE` | `summarizer.template` |
 //!
 //! Other `COMPACT_*` variables are ignored (other tools may use the prefix), but an empty or unparsable
-//! value of a listed variable is an error naming the variable. `COMPACT_OVERFLOW_MAX_RETRIES` (seed
-//! 003's `policy.overflow_max_retries`) is an error too: nothing in this version acts on it yet.
+//! value of a listed variable is an error naming the variable.
 
 use crate::error::ConfigError;
 use crate::layer::Overrides;
@@ -139,16 +138,7 @@ where
             }
             "COMPACT_TOOL_OUTPUT_HEAD_FRACTION" => o.tool_output_head_fraction = num(var, value)?,
             "COMPACT_USER_MESSAGE_MAX_TOKENS" => o.user_message_max_tokens = num(var, value)?,
-            "COMPACT_OVERFLOW_MAX_RETRIES" => {
-                return Err(ConfigError::Env {
-                    var: var.to_owned(),
-                    value: value.to_owned(),
-                    reason: format!(
-                        "has no effect in this version: {}",
-                        crate::file::not_yet("overflow_max_retries")
-                    ),
-                })
-            }
+            "COMPACT_OVERFLOW_MAX_RETRIES" => o.overflow_max_retries = num(var, value)?,
             "COMPACT_TIER1_MIN_SAVINGS_TOKENS" => o.tier1_min_savings_tokens = num(var, value)?,
             "COMPACT_SUMMARY_MAX_TOKENS" => o.summary_max_tokens = num(var, value)?,
             "COMPACT_ON_SUMMARIZER_FAILURE" => o.on_summarizer_failure = s,

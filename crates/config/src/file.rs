@@ -18,29 +18,60 @@ pub(crate) struct FileConfig {
     pub models: Vec<FileModel>,
     /// Parsed only to be rejected by name (see [`NOT_YET`]).
     pub telemetry: Option<serde_yaml_ng::Value>,
-    /// Parsed only to be rejected by name (see [`NOT_YET`]).
-    pub storage: Option<serde_yaml_ng::Value>,
+    /// Where session logs live; its archive and PostgreSQL keys are rejected (see [`NOT_YET`]).
+    pub storage: Option<FileStorage>,
     /// Parsed only to be rejected by name (see [`NOT_YET`]).
     pub redaction: Option<serde_yaml_ng::Value>,
 }
 
 /// Keys of seed 003's file shape that no part of this version acts on, with the reason. A file that
 /// sets one is rejected naming the key and its line, rather than accepted and silently ignored.
-pub(crate) const NOT_YET: [(&str, &str); 4] = [
+pub(crate) const NOT_YET: [(&str, &str); 5] = [
     (
         "telemetry",
         "events and OpenTelemetry export are not built yet",
     ),
+    // phase 2b: the PostgreSQL store and the archive (filesystem, S3) are being built; accept their
+    // keys here once they are.
     (
-        "storage",
-        "the session log and archive stores are not built yet",
+        "postgres",
+        "the PostgreSQL session store is not built yet (use `kind: sqlite` or `kind: memory`)",
+    ),
+    (
+        "archive",
+        "the session archive (filesystem, S3) is not built yet",
     ),
     ("redaction", "secret redaction is not built yet"),
+    // Seed 003's `storage.adapter` names an archive adapter (`fs`, `s3`).
     (
-        "overflow_max_retries",
-        "recovery from provider context-overflow errors belongs to the session runtime, which is not built yet",
+        "adapter",
+        "the session archive (filesystem, S3) is not built yet; `storage.kind` chooses the session store",
     ),
 ];
+
+/// `storage:`: where the session runtime keeps session logs.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct FileStorage {
+    pub kind: Option<FileStorageKind>,
+    pub path: Option<String>,
+    /// Parsed only to be rejected by name (see [`NOT_YET`]; phase 2b).
+    pub url: Option<serde_yaml_ng::Value>,
+    /// Parsed only to be rejected by name (see [`NOT_YET`]; phase 2b).
+    pub archive: Option<serde_yaml_ng::Value>,
+    /// Parsed only to be rejected by name (see [`NOT_YET`]; phase 2b).
+    pub adapter: Option<serde_yaml_ng::Value>,
+}
+
+/// `storage.kind`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum FileStorageKind {
+    Sqlite,
+    Memory,
+    /// Rejected by name (phase 2b).
+    Postgres,
+}
 
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -61,8 +92,8 @@ pub(crate) struct FilePolicy {
     pub strategy: Option<String>,
     pub tool_output: Option<FileToolOutput>,
     pub user_message_max_tokens: Option<usize>,
-    /// Parsed only to be rejected by name (see [`NOT_YET`]).
-    pub overflow_max_retries: Option<serde_yaml_ng::Value>,
+    pub overflow_max_retries: Option<u32>,
+    pub manual_trigger_phrases: Option<Vec<String>>,
     pub tier1_min_savings_tokens: Option<usize>,
     pub summary_max_tokens: Option<usize>,
     pub on_summarizer_failure: Option<String>,
@@ -113,29 +144,32 @@ pub(crate) struct FilePricing {
 /// Summary styles of seed 003 that may appear as `policy.strategy`.
 pub const SUMMARY_STYLES: [&str; 3] = ["task_state", "brief", "decision_log"];
 
-/// Why `key` (one of [`NOT_YET`]) is rejected.
-pub(crate) fn not_yet(key: &str) -> &'static str {
-    NOT_YET
-        .iter()
-        .find(|(k, _)| *k == key)
-        .map_or("not built yet", |(_, why)| why)
-}
-
 impl FileConfig {
-    /// The first key of [`NOT_YET`] the file sets, with its reason.
-    pub(crate) fn unsupported(&self) -> Option<(&'static str, &'static str)> {
+    /// The first key of [`NOT_YET`] the file sets, with its reason, and the section it sits in
+    /// (for its position).
+    pub(crate) fn unsupported(&self) -> Option<(Option<&'static str>, &'static str, &'static str)> {
+        let storage = self.storage.as_ref();
         let set = [
-            self.telemetry.is_some(),
-            self.storage.is_some(),
-            self.redaction.is_some(),
-            self.policy
-                .as_ref()
-                .is_some_and(|p| p.overflow_max_retries.is_some()),
+            (None, self.telemetry.is_some()),
+            (
+                Some("storage"),
+                storage
+                    .is_some_and(|s| s.url.is_some() || s.kind == Some(FileStorageKind::Postgres)),
+            ),
+            (
+                Some("storage"),
+                storage.is_some_and(|s| s.archive.is_some()),
+            ),
+            (None, self.redaction.is_some()),
+            (
+                Some("storage"),
+                storage.is_some_and(|s| s.adapter.is_some()),
+            ),
         ];
         NOT_YET
             .iter()
             .zip(set)
-            .find_map(|(&entry, set)| set.then_some(entry))
+            .find_map(|(&(key, why), (section, set))| set.then_some((section, key, why)))
     }
 
     /// The settings of the file as an overrides layer.
@@ -169,6 +203,8 @@ impl FileConfig {
             tool_output_serialization_buffer: t.serialization_buffer,
             tool_output_head_fraction: t.head_fraction,
             user_message_max_tokens: p.user_message_max_tokens,
+            overflow_max_retries: p.overflow_max_retries,
+            manual_trigger_phrases: p.manual_trigger_phrases,
             tier1_min_savings_tokens: p.tier1_min_savings_tokens,
             summary_max_tokens: p.summary_max_tokens,
             on_summarizer_failure: p.on_summarizer_failure,

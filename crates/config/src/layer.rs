@@ -46,6 +46,10 @@ pub struct Overrides {
     pub tool_output_head_fraction: Option<f64>,
     /// User-message budget.
     pub user_message_max_tokens: Option<usize>,
+    /// `policy.overflow_max_retries`: overflow recoveries per turn in the session runtime.
+    pub overflow_max_retries: Option<u32>,
+    /// `policy.manual_trigger_phrases`: latest-user-message phrases that ask for a compaction.
+    pub manual_trigger_phrases: Option<Vec<String>>,
     /// Tier-1 minimum savings.
     pub tier1_min_savings_tokens: Option<usize>,
     /// Checkpoint size bound.
@@ -95,6 +99,8 @@ impl Overrides {
             tool_output_serialization_buffer,
             tool_output_head_fraction,
             user_message_max_tokens,
+            overflow_max_retries,
+            manual_trigger_phrases,
             tier1_min_savings_tokens,
             summary_max_tokens,
             on_summarizer_failure,

@@ -33,14 +33,18 @@
 //!   tier1_min_savings_tokens: 20000
 //!   summary_max_tokens: 6000
 //!   on_summarizer_failure: deterministic
+//!   overflow_max_retries: 3     # session runtime: recoveries per turn after a provider overflow (0-10)
+//!   manual_trigger_phrases: ["/compact", "/summarize", "Please compact this conversation"]
 //! summarizer: { kind: openai, model: gpt-4o-mini, base_url: "https://api.openai.com/v1", template: task_state, api_key_env: OPENAI_API_KEY }
 //! models:
 //!   - { name: my-local-model, context_window: 32768, max_output_tokens: 4096, provider: other, encoding: estimate }
+//! storage: { kind: sqlite, path: ./.compact/sessions.db }   # or { kind: memory }: the session log
 //! ```
 //!
-//! Seed 003 also names `telemetry:`, `storage:`, `redaction:` and `policy.overflow_max_retries`. No
-//! part of this version acts on them yet, so a file (or `COMPACT_OVERFLOW_MAX_RETRIES`) that sets one
-//! is an error naming the key, its line and why, never a setting silently ignored.
+//! Seed 003 also names `telemetry:`, `redaction:` and an archive (`storage.adapter`,
+//! `storage.archive`), and the session runtime will offer PostgreSQL (`storage.kind: postgres`,
+//! `storage.url`). No part of this version acts on them yet, so a file that sets one is an error
+//! naming the key, its line and why, never a setting silently ignored.
 //!
 //! Seed 003 used `policy.strategy` for the summary style (`task_state`, `brief`, `decision_log`): those
 //! names are accepted there and set `summarizer.template` instead.
@@ -65,8 +69,10 @@ mod error;
 mod file;
 mod layer;
 mod resolve;
+mod session;
 
 pub use error::ConfigError;
 pub use file::SUMMARY_STYLES;
 pub use layer::Overrides;
 pub use resolve::{Config, SummarizerKind, SummarizerSettings};
+pub use session::{SessionSettings, StorageSettings, MAX_OVERFLOW_MAX_RETRIES};

@@ -2,8 +2,9 @@
 //! the model looked up in the registry (with `models:` overrides), and the policy validated once.
 
 use crate::error::ConfigError;
-use crate::file::FileConfig;
+use crate::file::{FileConfig, FileStorageKind};
 use crate::layer::Overrides;
+use crate::session::{SessionSettings, StorageSettings, MAX_OVERFLOW_MAX_RETRIES};
 use compact_core::model::Role;
 use compact_core::policy::{Mode, Policy, StrategyName, SummarizerFailure, TruncationMode};
 use compact_core::registry::{ModelInfo, ModelOverride, ModelRegistry, Pricing, Provider};
@@ -56,6 +57,7 @@ pub struct Config {
     model: Option<ModelInfo>,
     registry: ModelRegistry,
     summarizer: SummarizerSettings,
+    session: SessionSettings,
 }
 
 fn field<T: FromStr>(field: &'static str, value: &Option<String>) -> Result<Option<T>, ConfigError>
@@ -102,16 +104,109 @@ fn parse_file(name: &str, text: &str) -> Result<FileConfig, ConfigError> {
             message: e.to_string(),
         }
     })?;
-    if let Some((key, why)) = parsed.unsupported() {
-        let (line, column) = key_position(text, key);
-        return Err(ConfigError::Parse {
+    let at = |section: Option<&str>, key: &str, message: String| {
+        let (line, column) = match section {
+            Some(section) => key_position_in(text, section, key),
+            None => key_position(text, key),
+        };
+        ConfigError::Parse {
             file: name.to_owned(),
             line,
             column,
-            message: format!("`{key}` has no effect in this version ({why}): remove it"),
-        });
+            message,
+        }
+    };
+    if let Some((section, key, why)) = parsed.unsupported() {
+        // PostgreSQL is asked for by `url:` or by `kind: postgres`: point at whichever is written.
+        let written = match key {
+            "postgres" if parsed.storage.as_ref().is_some_and(|s| s.url.is_some()) => "url",
+            "postgres" => "kind",
+            other => other,
+        };
+        return Err(at(
+            section,
+            written,
+            format!("`{key}` has no effect in this version ({why}): remove it"),
+        ));
+    }
+    let policy = parsed.policy.as_ref();
+    if let Some(n) = policy.and_then(|p| p.overflow_max_retries) {
+        if n > MAX_OVERFLOW_MAX_RETRIES {
+            return Err(at(
+                Some("policy"),
+                "overflow_max_retries",
+                format!("`overflow_max_retries` is {n}; at most {MAX_OVERFLOW_MAX_RETRIES} recoveries per turn are allowed"),
+            ));
+        }
+    }
+    if let Some(phrases) = policy.and_then(|p| p.manual_trigger_phrases.as_ref()) {
+        if phrases.iter().any(|p| p.trim().is_empty()) {
+            return Err(at(
+                Some("policy"),
+                "manual_trigger_phrases",
+                "`manual_trigger_phrases` holds an empty phrase (an empty list turns detection off)".to_owned(),
+            ));
+        }
+    }
+    if let Some(storage) = &parsed.storage {
+        match (storage.kind, &storage.path) {
+            (Some(FileStorageKind::Memory), Some(_)) => {
+                return Err(at(
+                    Some("storage"),
+                    "path",
+                    "`storage.path` is for `kind: sqlite`; an in-memory store has no file"
+                        .to_owned(),
+                ))
+            }
+            (Some(FileStorageKind::Sqlite) | None, None) => {
+                return Err(at(
+                    Some("storage"),
+                    "storage",
+                    "`storage` needs `path` (the SQLite file) or `kind: memory`".to_owned(),
+                ))
+            }
+            (_, Some(path)) if path.trim().is_empty() => {
+                return Err(at(
+                    Some("storage"),
+                    "path",
+                    "`storage.path` is empty".to_owned(),
+                ))
+            }
+            _ => {}
+        }
     }
     Ok(parsed)
+}
+
+/// The settings of `storage:` (checked by [`parse_file`]).
+fn storage_settings(file: &FileConfig) -> Option<StorageSettings> {
+    let storage = file.storage.as_ref()?;
+    match (storage.kind, &storage.path) {
+        (Some(FileStorageKind::Memory), _) => Some(StorageSettings::Memory),
+        (_, Some(path)) => Some(StorageSettings::Sqlite {
+            path: std::path::PathBuf::from(path),
+        }),
+        _ => None,
+    }
+}
+
+/// Like [`key_position`], but for the first `key` at or after the line where `section` is
+/// written as a key (the position of `section` itself when `key` is the section).
+fn key_position_in(text: &str, section: &str, key: &str) -> (usize, usize) {
+    let (line, column) = key_position(text, section);
+    if line == 0 || key == section {
+        return (line, column);
+    }
+    let rest: String = text
+        .lines()
+        .enumerate()
+        .map(|(n, l)| if n + 1 < line { "" } else { l })
+        .collect::<Vec<_>>()
+        .join("\n");
+    match key_position(&rest, key) {
+        (0, _) => (line, column),
+        found => found,
+    }
 }
 
 /// The 1-based line and column where `key` is first written as a mapping key (`key:` at the start
@@ -265,11 +360,29 @@ impl Config {
                 .as_ref()
                 .and_then(|s| s.api_key_env.clone()),
         };
+        if let Some(n) = o
+            .overflow_max_retries
+            .filter(|&n| n > MAX_OVERFLOW_MAX_RETRIES)
+        {
+            return Err(ConfigError::Field {
+                field: "policy.overflow_max_retries",
+                value: n.to_string(),
+                reason: format!(
+                    "at most {MAX_OVERFLOW_MAX_RETRIES} recoveries per turn are allowed"
+                ),
+            });
+        }
+        let session = SessionSettings {
+            overflow_max_retries: o.overflow_max_retries,
+            manual_trigger_phrases: o.manual_trigger_phrases.clone(),
+            storage: storage_settings(&parsed),
+        };
         Ok(Config {
             policy: p,
             model,
             registry,
             summarizer,
+            session,
         })
     }
 
@@ -323,6 +436,11 @@ impl Config {
     /// Summariser settings.
     pub fn summarizer(&self) -> &SummarizerSettings {
         &self.summarizer
+    }
+
+    /// The session runtime's settings.
+    pub fn session(&self) -> &SessionSettings {
+        &self.session
     }
 }
 

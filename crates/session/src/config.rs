@@ -1,7 +1,9 @@
 //! [`SessionConfig`]: what a [`crate::CompactManager`] runs with, resolved once by the caller and
 //! passed in (the manager reads no file and no environment).
 
+use crate::store::{MemoryStore, SqliteStore, Store, StoreError};
 use crate::trigger::DEFAULT_TRIGGER_PHRASES;
+use compact_config::StorageSettings;
 use compact_core::policy::Policy;
 use compact_core::tokens::TokenCounter;
 use compact_engine::{DeterministicSummarizer, Summarizer};
@@ -57,8 +59,17 @@ impl SessionConfig {
     /// Settings from a resolved configuration (its policy and its model's counter). The summariser
     /// is the deterministic one: a model summariser is built by the caller (`compact-llm`) and set
     /// with [`SessionConfig::with_summarizer`].
+    /// `policy.overflow_max_retries` and `policy.manual_trigger_phrases` are applied when set.
     pub fn from_config(config: &compact_config::Config) -> Self {
-        SessionConfig::new(config.policy().clone(), config.counter())
+        let mut session = SessionConfig::new(config.policy().clone(), config.counter());
+        let settings = config.session();
+        if let Some(n) = settings.overflow_max_retries {
+            session.overflow_max_retries = n;
+        }
+        if let Some(phrases) = &settings.manual_trigger_phrases {
+            session.trigger_phrases.clone_from(phrases);
+        }
+        session
     }
 
     /// The same settings with another summariser.
@@ -77,4 +88,19 @@ impl SessionConfig {
         self.trigger_phrases = phrases.into_iter().map(Into::into).collect();
         self
     }
+}
+
+/// Opens the store a configuration's `storage:` names (`kind: memory` or `kind: sqlite` with its
+/// `path`); `None` when the configuration names none (the caller picks).
+pub fn open_store(config: &compact_config::Config) -> Option<Result<Arc<dyn Store>, StoreError>> {
+    let store: Result<Arc<dyn Store>, StoreError> = match config.session().storage.as_ref()? {
+        StorageSettings::Memory => Ok(Arc::new(MemoryStore::new())),
+        StorageSettings::Sqlite { path } => {
+            SqliteStore::open(path).map(|s| Arc::new(s) as Arc<dyn Store>)
+        }
+        other => Err(StoreError::Backend(format!(
+            "storage {other:?} is not supported by this version"
+        ))),
+    };
+    Some(store)
 }

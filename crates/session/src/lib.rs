@@ -74,6 +74,7 @@ pub mod codec;
 mod config;
 mod error;
 pub mod event;
+mod history;
 mod manager;
 mod manual;
 mod recall;
@@ -88,7 +89,7 @@ pub use archive::{Archive, ArchiveError, FsArchive};
 #[cfg(feature = "s3")]
 pub use archive::{S3Archive, S3Config};
 pub use calibration::{Calibration, CalibrationUpdate};
-pub use config::{SessionConfig, DEFAULT_OVERFLOW_MAX_RETRIES};
+pub use config::{open_store, SessionConfig, DEFAULT_OVERFLOW_MAX_RETRIES};
 pub use error::SessionError;
 pub use event::{Event, EventKind};
 pub use manager::{CompactManager, PreflightReport, Prepared, MAX_SESSION_ID_LEN};
@@ -96,5 +97,5 @@ pub use manual::ManualCompaction;
 pub use recover::{Recovery, RecoveryError, RECOVERY_SHRINK};
 #[cfg(feature = "postgres")]
 pub use store::PostgresStore;
-pub use store::{MemoryStore, SqliteStore, Store, StoreError};
+pub use store::{MemoryStore, SessionSummary, SqliteStore, Store, StoreError};
 pub use usage::Usage;

@@ -333,10 +333,15 @@ impl CompactManager {
                 format: request.format,
                 extra: request.extra.clone(),
             };
-            if branched {
-                candidate.items = request.items.clone();
+            let base: &[Item] = if branched {
+                &request.items
             } else {
-                candidate.items = state.view.items.clone();
+                &state.view.items
+            };
+            candidate.items =
+                with_headroom(base.len() + if branched { 0 } else { new_items.len() });
+            candidate.items.extend_from_slice(base);
+            if !branched {
                 candidate.items.extend_from_slice(new_items);
             }
             candidate.renumber_turns();
@@ -415,7 +420,9 @@ impl CompactManager {
 
         // 6. The new state (not yet committed).
         let mut chain = if branched {
-            state.chain[..matched].to_vec()
+            let mut chain = with_headroom(matched + new_hashes.len());
+            chain.extend_from_slice(&state.chain[..matched]);
+            chain
         } else {
             std::mem::take(&mut state.chain)
         };
@@ -495,6 +502,7 @@ impl CompactManager {
         match next {
             NextView::Extend { tokens } => {
                 let view = Arc::make_mut(&mut state.view);
+                reserve_headroom(&mut view.items, new_items.len());
                 let start = view.items.len();
                 view.items.extend_from_slice(new_items);
                 renumber_from(view, start);
@@ -511,6 +519,7 @@ impl CompactManager {
                 repaired,
                 tokens,
             } => {
+                reserve_headroom(&mut view.items, 1);
                 view.tools.clone_from(&request.tools);
                 view.format = request.format;
                 view.extra.clone_from(&request.extra);
@@ -522,6 +531,7 @@ impl CompactManager {
         }
         // The items already held equal the request's first `matched` ones: keep them, add the rest.
         state.received.truncate(matched);
+        reserve_headroom(&mut state.received, new_items.len());
         state.received.extend_from_slice(new_items);
         state.model = model;
         state.prepared = true;
@@ -614,6 +624,29 @@ fn renumber_from(conv: &mut Conversation, start: usize) {
             turn += 1;
         }
         item.meta.turn = turn;
+    }
+}
+
+/// Spare room, as a share of a session's length, kept in the vectors that grow by one request's
+/// new items per call (items received, the view, the chain). A vector built at its exact size (a
+/// full rebuild, a branch, a compaction) would otherwise reallocate, and copy every item, on the
+/// very next call, which is the call the incremental path promises to keep cheap; with a quarter
+/// spare, a session's vectors are copied once per quarter of growth at most.
+const HEADROOM_DIVISOR: usize = 4;
+
+/// Spare room added besides the share: a short session's next few calls never reallocate either.
+const HEADROOM_MIN: usize = 16;
+
+/// An empty vector with room for `len` elements plus the headroom.
+fn with_headroom<T>(len: usize) -> Vec<T> {
+    Vec::with_capacity(len + len / HEADROOM_DIVISOR + HEADROOM_MIN)
+}
+
+/// Makes room for `additional` more elements; when it must grow, it grows with the headroom.
+fn reserve_headroom<T>(v: &mut Vec<T>, additional: usize) {
+    if v.capacity() - v.len() < additional {
+        let len = v.len() + additional;
+        v.reserve_exact(additional + len / HEADROOM_DIVISOR + HEADROOM_MIN);
     }
 }
 

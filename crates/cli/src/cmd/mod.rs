@@ -7,3 +7,4 @@ pub mod inspect;
 pub mod plan;
 pub mod recall;
 pub mod replay;
+pub mod sessions;

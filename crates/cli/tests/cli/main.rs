@@ -10,4 +10,5 @@ mod llm;
 mod plan_diff;
 mod recall;
 mod replay;
+mod sessions;
 mod support;

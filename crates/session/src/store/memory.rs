@@ -93,4 +93,8 @@ impl Store for MemoryStore {
     fn sessions(&self) -> Result<Vec<String>, StoreError> {
         Ok(self.lock()?.keys().cloned().collect())
     }
+
+    fn delete_session(&self, session: &str) -> Result<bool, StoreError> {
+        Ok(self.lock()?.remove(session).is_some())
+    }
 }

@@ -88,10 +88,52 @@ pub trait Store: Send + Sync {
 
     /// Every session id, sorted.
     fn sessions(&self) -> Result<Vec<String>, StoreError>;
+
+    /// Every session with its version and when its log last recorded an event, sorted by id.
+    ///
+    /// The default reads every log whole; a store that can look up a session's last event directly
+    /// should override it.
+    fn list_sessions(&self) -> Result<Vec<SessionSummary>, StoreError> {
+        let mut out = Vec::new();
+        for id in self.sessions()? {
+            let records = match self.read(&id, 0) {
+                Ok(records) => records,
+                // Deleted since it was listed.
+                Err(StoreError::UnknownSession(_)) => continue,
+                Err(e) => return Err(e),
+            };
+            out.push(SessionSummary {
+                version: records.last().map_or(0, |s| s.seq),
+                last_event_ms: records.iter().rev().find_map(|s| match &s.record {
+                    Record::Event(e) => Some(e.at_ms),
+                    _ => None,
+                }),
+                id,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Removes a session and its whole log (retention: `compactctl sessions gc`); true when it
+    /// existed. The log is append-only while a session lives: deletion takes a session whole,
+    /// never part of its log. A manager still holding the session's state gets
+    /// [`StoreError::UnknownSession`] on its next append, and nothing is recreated behind its back.
+    fn delete_session(&self, session: &str) -> Result<bool, StoreError>;
+}
+
+/// What [`Store::list_sessions`] reports of one session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionSummary {
+    /// The session id.
+    pub id: String,
+    /// Its version (the number of records in its log).
+    pub version: u64,
+    /// When its latest event was recorded (milliseconds since the Unix epoch), if it has one.
+    pub last_event_ms: Option<u64>,
 }
 
 /// Reads a record's storage document (the text a store kept for record `seq`).
-fn decode(session: &str, seq: u64, doc: &str) -> Result<Stored, StoreError> {
+pub(crate) fn decode(session: &str, seq: u64, doc: &str) -> Result<Stored, StoreError> {
     let corrupt = |source: CodecError| StoreError::Corrupt {
         session: session.to_owned(),
         seq,

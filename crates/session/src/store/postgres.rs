@@ -22,7 +22,7 @@
 //! refused ([`StoreError::SchemaTooNew`]). Tables are created unqualified, so they land in the
 //! connection's `search_path` (the URL's `options=-c search_path=...` picks a schema).
 
-use super::{Store, StoreError};
+use super::{SessionSummary, Store, StoreError};
 use crate::record::{Record, Stored};
 use postgres::{Client, Config, NoTls};
 use std::str::FromStr;
@@ -284,5 +284,60 @@ impl Store for PostgresStore {
             )
             .map_err(backend)?;
         Ok(rows.iter().map(|r| r.get(0)).collect())
+    }
+
+    fn list_sessions(&self) -> Result<Vec<SessionSummary>, StoreError> {
+        let mut client = self.lock()?;
+        let rows = client
+            .query(
+                "SELECT s.id, s.version,
+                        (SELECT r.doc FROM compact_records r
+                          WHERE r.session = s.id AND r.kind = 'event'
+                          ORDER BY r.seq DESC LIMIT 1)
+                   FROM compact_sessions s ORDER BY s.id COLLATE \"C\"",
+                &[],
+            )
+            .map_err(backend)?;
+        let mut out = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let id: String = row.get(0);
+            let version: i64 = row.get(1);
+            let doc: Option<String> = row.get(2);
+            let last_event_ms = match doc {
+                Some(doc) => match super::decode(&id, 0, &doc)?.record {
+                    Record::Event(e) => Some(e.at_ms),
+                    _ => None,
+                },
+                None => None,
+            };
+            out.push(SessionSummary {
+                id,
+                version: to_u64(version),
+                last_event_ms,
+            });
+        }
+        Ok(out)
+    }
+
+    fn delete_session(&self, session: &str) -> Result<bool, StoreError> {
+        let mut client = self.lock()?;
+        let mut tx = client.transaction().map_err(backend)?;
+        // Lock the session row first: a concurrent append (which moves the row's version) waits,
+        // then finds no session; the records go before the row they reference.
+        tx.execute(
+            "SELECT id FROM compact_sessions WHERE id = $1 FOR UPDATE",
+            &[&session],
+        )
+        .map_err(backend)?;
+        tx.execute(
+            "DELETE FROM compact_records WHERE session = $1",
+            &[&session],
+        )
+        .map_err(backend)?;
+        let n = tx
+            .execute("DELETE FROM compact_sessions WHERE id = $1", &[&session])
+            .map_err(backend)?;
+        tx.commit().map_err(backend)?;
+        Ok(n == 1)
     }
 }

@@ -6,16 +6,23 @@
 //! the machine itself can lose the last appends before a checkpoint; `synchronous = FULL` would
 //! close that at one fsync per append.
 //!
+//! Checkpoints are kept off the call path: the writing connection never checkpoints on commit
+//! (`wal_autocheckpoint = 0`); a checkpointer thread with its own connection copies the WAL back
+//! into the database with a passive checkpoint (which never blocks a writer) once appends pause for
+//! [`CHECKPOINT_IDLE`], or every [`CHECKPOINT_MAX_DELAY`] under continuous load. Its fsync is the
+//! only one `synchronous = NORMAL` makes, so no `append` waits for the disk.
+//!
 //! The schema is versioned with `PRAGMA user_version`; [`MIGRATIONS`] are applied in order at open,
 //! each in its own transaction, and a database from a newer program is refused
 //! ([`StoreError::SchemaTooNew`]).
 
-use super::{Store, StoreError};
+use super::{decode, SessionSummary, Store, StoreError};
 use crate::record::{Record, Stored};
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use std::path::Path;
-use std::sync::{Mutex, MutexGuard};
-use std::time::Duration;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 /// Schema migrations; migration `i` (from 0) brings the database to version `i + 1`.
 pub const MIGRATIONS: &[&str] = &[
@@ -38,10 +45,114 @@ pub const MIGRATIONS: &[&str] = &[
 /// How long a writer waits for another connection's lock before reporting the store busy.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// The checkpointer runs once appends have paused this long ("idle")...
+pub const CHECKPOINT_IDLE: Duration = Duration::from_millis(50);
+/// ...or at the latest this long after the first append it has not yet copied back, so that the
+/// WAL stays small under continuous load (SQLite's own auto-checkpoint, turned off here, fires at
+/// 1,000 pages, about 4 MB; a second of appends is usually far less).
+pub const CHECKPOINT_MAX_DELAY: Duration = Duration::from_secs(1);
+
 /// Session logs in one SQLite file.
 #[derive(Debug)]
 pub struct SqliteStore {
     conn: Mutex<Connection>,
+    checkpointer: Option<Checkpointer>,
+}
+
+/// What the appends and the checkpointer thread share.
+#[derive(Debug, Default)]
+struct Pending {
+    /// When the oldest append not yet checkpointed committed, and when the newest did.
+    since: Option<(Instant, Instant)>,
+    /// Set when the store is dropped.
+    stop: bool,
+}
+
+/// The checkpointer thread and its signal.
+#[derive(Debug)]
+struct Checkpointer {
+    shared: Arc<(Mutex<Pending>, Condvar)>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Checkpointer {
+    /// Starts a thread checkpointing the database at `path` through its own connection.
+    fn start(path: &Path) -> Result<Checkpointer, StoreError> {
+        let conn = Connection::open(path).map_err(backend)?;
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(backend)?;
+        let shared: Arc<(Mutex<Pending>, Condvar)> = Arc::default();
+        let theirs = Arc::clone(&shared);
+        let thread = std::thread::Builder::new()
+            .name("compact-sqlite-checkpoint".to_owned())
+            .spawn(move || checkpoint_loop(&conn, &theirs))
+            .map_err(|e| StoreError::Backend(format!("cannot start the checkpointer: {e}")))?;
+        Ok(Checkpointer {
+            shared,
+            thread: Some(thread),
+        })
+    }
+
+    /// Records that an append committed.
+    fn notify(&self) {
+        let (lock, signal) = &*self.shared;
+        let mut pending = lock
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let now = Instant::now();
+        pending.since = Some(pending.since.map_or((now, now), |(first, _)| (first, now)));
+        signal.notify_one();
+    }
+}
+
+impl Drop for Checkpointer {
+    fn drop(&mut self) {
+        {
+            let (lock, signal) = &*self.shared;
+            let mut pending = lock
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            pending.stop = true;
+            signal.notify_one();
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// Waits for appends, then for a pause (or the maximum delay), then checkpoints; until stopped.
+/// A failed checkpoint is left for the next round (the WAL keeps every commit meanwhile).
+fn checkpoint_loop(conn: &Connection, shared: &(Mutex<Pending>, Condvar)) {
+    let (lock, signal) = shared;
+    let mut pending = lock
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    loop {
+        if pending.stop {
+            return;
+        }
+        let Some((first, last)) = pending.since else {
+            pending = signal
+                .wait(pending)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            continue;
+        };
+        let now = Instant::now();
+        let due = (last + CHECKPOINT_IDLE).min(first + CHECKPOINT_MAX_DELAY);
+        if now < due {
+            pending = signal
+                .wait_timeout(pending, due - now)
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .0;
+            continue;
+        }
+        pending.since = None;
+        drop(pending);
+        let _ = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
+        pending = lock
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+    }
 }
 
 fn backend(e: rusqlite::Error) -> StoreError {
@@ -51,8 +162,11 @@ fn backend(e: rusqlite::Error) -> StoreError {
 impl SqliteStore {
     /// Opens (creating when absent) the database at `path` and brings its schema up to date.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
+        let path = path.as_ref();
         let conn = Connection::open(path).map_err(backend)?;
-        Self::setup(conn)
+        let mut store = Self::setup(conn)?;
+        store.checkpointer = Some(Checkpointer::start(path)?);
+        Ok(store)
     }
 
     /// A private in-memory database (for tests).
@@ -67,6 +181,9 @@ impl SqliteStore {
         conn.pragma_update(None, "synchronous", "NORMAL")
             .map_err(backend)?;
         conn.pragma_update(None, "foreign_keys", "ON")
+            .map_err(backend)?;
+        // Checkpoints are the checkpointer thread's (see the module documentation).
+        conn.pragma_update(None, "wal_autocheckpoint", 0)
             .map_err(backend)?;
         let supported = MIGRATIONS.len() as i64;
         // Each step re-reads the version inside its write transaction: two processes opening a new
@@ -91,6 +208,7 @@ impl SqliteStore {
         }
         Ok(SqliteStore {
             conn: Mutex::new(conn),
+            checkpointer: None,
         })
     }
 
@@ -109,15 +227,13 @@ impl SqliteStore {
 }
 
 fn version_of(conn: &Connection, session: &str) -> Result<u64, StoreError> {
-    conn.query_row(
-        "SELECT version FROM sessions WHERE id = ?1",
-        params![session],
-        |r| r.get::<_, i64>(0),
-    )
-    .optional()
-    .map_err(backend)?
-    .map(|v| u64::try_from(v).unwrap_or(0))
-    .ok_or_else(|| StoreError::UnknownSession(session.to_owned()))
+    conn.prepare_cached("SELECT version FROM sessions WHERE id = ?1")
+        .map_err(backend)?
+        .query_row(params![session], |r| r.get::<_, i64>(0))
+        .optional()
+        .map_err(backend)?
+        .map(|v| u64::try_from(v).unwrap_or(0))
+        .ok_or_else(|| StoreError::UnknownSession(session.to_owned()))
 }
 
 fn to_i64(n: u64) -> i64 {
@@ -128,10 +244,9 @@ impl Store for SqliteStore {
     fn create(&self, session: &str) -> Result<bool, StoreError> {
         let conn = self.lock()?;
         let n = conn
-            .execute(
-                "INSERT OR IGNORE INTO sessions (id, version) VALUES (?1, 0)",
-                params![session],
-            )
+            .prepare_cached("INSERT OR IGNORE INTO sessions (id, version) VALUES (?1, 0)")
+            .map_err(backend)?
+            .execute(params![session])
             .map_err(backend)?;
         Ok(n == 1)
     }
@@ -180,12 +295,15 @@ impl Store for SqliteStore {
                     .map_err(backend)?;
             }
         }
-        tx.execute(
-            "UPDATE sessions SET version = ?2 WHERE id = ?1",
-            params![session, to_i64(seq)],
-        )
-        .map_err(backend)?;
+        tx.prepare_cached("UPDATE sessions SET version = ?2 WHERE id = ?1")
+            .map_err(backend)?
+            .execute(params![session, to_i64(seq)])
+            .map_err(backend)?;
         tx.commit().map_err(backend)?;
+        drop(conn);
+        if let Some(checkpointer) = &self.checkpointer {
+            checkpointer.notify();
+        }
         Ok(seq)
     }
 
@@ -248,5 +366,66 @@ impl Store for SqliteStore {
             .query_map([], |r| r.get::<_, String>(0))
             .map_err(backend)?;
         rows.collect::<Result<Vec<_>, _>>().map_err(backend)
+    }
+
+    fn list_sessions(&self) -> Result<Vec<SessionSummary>, StoreError> {
+        let conn = self.lock()?;
+        let mut stmt = conn
+            .prepare_cached(
+                "SELECT s.id, s.version,
+                        (SELECT doc FROM records r
+                          WHERE r.session = s.id AND r.kind = 'event'
+                          ORDER BY r.seq DESC LIMIT 1)
+                   FROM sessions s ORDER BY s.id",
+            )
+            .map_err(backend)?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, Option<String>>(2)?,
+                ))
+            })
+            .map_err(backend)?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (id, version, doc) = row.map_err(backend)?;
+            let last_event_ms = match doc {
+                Some(doc) => match decode(&id, 0, &doc)?.record {
+                    Record::Event(e) => Some(e.at_ms),
+                    _ => None,
+                },
+                None => None,
+            };
+            out.push(SessionSummary {
+                id,
+                version: u64::try_from(version).unwrap_or(0),
+                last_event_ms,
+            });
+        }
+        Ok(out)
+    }
+
+    fn delete_session(&self, session: &str) -> Result<bool, StoreError> {
+        let mut conn = self.lock()?;
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(backend)?;
+        tx.prepare_cached("DELETE FROM records WHERE session = ?1")
+            .map_err(backend)?
+            .execute(params![session])
+            .map_err(backend)?;
+        let n = tx
+            .prepare_cached("DELETE FROM sessions WHERE id = ?1")
+            .map_err(backend)?
+            .execute(params![session])
+            .map_err(backend)?;
+        tx.commit().map_err(backend)?;
+        drop(conn);
+        if let Some(checkpointer) = &self.checkpointer {
+            checkpointer.notify();
+        }
+        Ok(n == 1)
     }
 }

@@ -5,10 +5,12 @@
 mod archive;
 mod common;
 mod concurrency;
+mod config;
 mod conflict;
 mod errors;
 mod incremental;
 mod log;
+mod overflow_e2e;
 #[cfg(feature = "postgres")]
 mod postgres;
 mod recovery;

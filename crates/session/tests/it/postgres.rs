@@ -50,6 +50,33 @@ fn postgres_stale_appends_are_refused_and_write_nothing() {
 }
 
 #[test]
+fn postgres_lists_and_deletes_sessions() {
+    let Some(url) = postgres_schema("list_delete") else {
+        return;
+    };
+    let store = PostgresStore::connect(&url).unwrap();
+    for id in ["b", "a", "c"] {
+        assert!(store.create(id).unwrap());
+    }
+    store.append("a", 0, vec![event()]).unwrap();
+    store.append("b", 0, vec![event(), event()]).unwrap();
+    let listed = store.list_sessions().unwrap();
+    let ids: Vec<&str> = listed.iter().map(|s| s.id.as_str()).collect();
+    assert_eq!(ids, ["a", "b", "c"]);
+    assert_eq!(
+        listed.iter().map(|s| s.version).collect::<Vec<_>>(),
+        [1, 2, 0]
+    );
+    assert!(listed[0].last_event_ms.is_some() && listed[2].last_event_ms.is_none());
+    assert!(store.delete_session("b").unwrap());
+    assert!(!store.delete_session("b").unwrap(), "deleted once");
+    assert!(matches!(store.read("b", 0), Err(StoreError::UnknownSession(_))));
+    assert_eq!(store.sessions().unwrap(), ["a", "c"]);
+    // The others are untouched.
+    assert_eq!(store.read("a", 0).unwrap().len(), 1);
+}
+
+#[test]
 fn postgres_log_survives_reconnect() {
     let Some(url) = postgres_schema("reopen") else {
         return;

@@ -1,0 +1,381 @@
+//! `compactctl sessions`: the session logs the session runtime keeps in a store (`--store
+//! sqlite:PATH`): list them, show one, recall an original by reference, export a session's history
+//! (or its latest view) in a wire format, and remove old sessions (`gc`).
+
+use crate::cmd::compact::parse_target;
+use crate::exit::BadInput;
+use crate::output::{out, outln, write_output};
+use anyhow::Context;
+use clap::{Args, Subcommand};
+use compact_core::model::Format;
+use compact_core::normalize::{normalize, ProviderRules};
+use compact_core::policy::Policy;
+use compact_core::tokens::{Encoding, TokenCounter};
+use compact_session::event::EventKind;
+use compact_session::record::{ItemSource, Record};
+use compact_session::{CompactManager, SessionConfig, SessionError, SqliteStore, Store};
+use serde_json::json;
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// Arguments of `compactctl sessions`.
+#[derive(Debug, Args)]
+pub struct SessionsArgs {
+    /// The store: `sqlite:PATH` (the file must exist).
+    #[arg(long, global = true, value_name = "URL")]
+    store: Option<String>,
+    #[command(subcommand)]
+    command: SessionsCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum SessionsCommand {
+    /// Every session: records, items received, compactions, last activity.
+    List {
+        /// JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// One session: its log by record kind, events by kind, what was last sent.
+    Show {
+        /// The session id.
+        id: String,
+        /// JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// The original of an item, by the reference a marker, stub or checkpoint names.
+    Recall {
+        /// The session id.
+        id: String,
+        /// The item id.
+        reference: String,
+    },
+    /// The session's history as received (or its latest view) as a wire request.
+    Export {
+        /// The session id.
+        id: String,
+        /// openai-chat, openai-responses or anthropic (default: the format the items came in,
+        /// else openai-chat).
+        #[arg(long)]
+        format: Option<String>,
+        /// The latest view (what the model is shown, normalised) instead of the history.
+        #[arg(long)]
+        view: bool,
+        /// Output file (default: standard output).
+        #[arg(short, long)]
+        output: Option<String>,
+    },
+    /// Remove sessions whose latest event is older than a duration.
+    Gc {
+        /// Age: a number and a unit, `s`, `m`, `h` or `d` (`30d`).
+        #[arg(long, value_name = "DURATION")]
+        older_than: String,
+        /// List what would be removed, remove nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
+}
+
+/// Runs a `sessions` subcommand.
+pub fn run(args: &SessionsArgs) -> anyhow::Result<ExitCode> {
+    let store = open_store(args.store.as_deref())?;
+    match &args.command {
+        SessionsCommand::List { json } => list(store.as_ref(), *json),
+        SessionsCommand::Show { id, json } => show(store.as_ref(), id, *json),
+        SessionsCommand::Recall { id, reference } => recall(store, id, reference),
+        SessionsCommand::Export {
+            id,
+            format,
+            view,
+            output,
+        } => export(store, id, format.as_deref(), *view, output.as_deref()),
+        SessionsCommand::Gc {
+            older_than,
+            dry_run,
+        } => gc(store.as_ref(), older_than, *dry_run),
+    }
+}
+
+/// Opens `--store`: `sqlite:PATH` of an existing file. A memory store is refused (nothing persists
+/// between two runs of a command), PostgreSQL is not built yet.
+fn open_store(url: Option<&str>) -> anyhow::Result<Arc<dyn Store>> {
+    let url = url.ok_or_else(|| BadInput("--store is required (sqlite:PATH)".to_owned()))?;
+    if let Some(path) = url.strip_prefix("sqlite:") {
+        let path = path.strip_prefix("//").unwrap_or(path);
+        if path.is_empty() {
+            return Err(BadInput(format!("--store `{url}`: no file after `sqlite:`")).into());
+        }
+        if !Path::new(path).is_file() {
+            return Err(BadInput(format!("--store `{url}`: no such file `{path}`")).into());
+        }
+        let store = SqliteStore::open(path)
+            .map_err(|e| BadInput(format!("--store `{url}`: cannot open the store: {e}")))?;
+        return Ok(Arc::new(store));
+    }
+    if url == "memory" || url.starts_with("memory:") {
+        return Err(BadInput(format!(
+            "--store `{url}`: an in-memory store holds nothing between two runs of compactctl; use sqlite:PATH"
+        ))
+        .into());
+    }
+    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        // The URL may carry a password: the message names the store by its scheme only.
+        let store = compact_session::PostgresStore::connect(url).map_err(|e| {
+            BadInput(format!("--store postgres://…: cannot open the store: {e}"))
+        })?;
+        return Ok(Arc::new(store));
+    }
+    Err(BadInput(format!(
+        "--store `{url}`: expected sqlite:PATH or postgres://USER@HOST:PORT/DB"
+    ))
+    .into())
+}
+
+/// A manager over `store` for reading (its policy is never used to compact).
+fn reader(store: Arc<dyn Store>) -> anyhow::Result<CompactManager> {
+    let config = SessionConfig::new(Policy::default(), TokenCounter::new(Encoding::O200kBase));
+    Ok(CompactManager::open(config, store)?)
+}
+
+/// Unknown sessions are bad input.
+fn session_error(id: &str, e: SessionError) -> anyhow::Error {
+    match e {
+        SessionError::UnknownSession(_) | SessionError::InvalidSessionId(_) => {
+            BadInput(format!("unknown session `{id}`")).into()
+        }
+        other => anyhow::Error::new(other).context(format!("session `{id}`")),
+    }
+}
+
+/// What one log holds, by record kind.
+#[derive(Debug, Default)]
+struct Tally {
+    records: u64,
+    items: usize,
+    originals: usize,
+    views: usize,
+    events: BTreeMap<&'static str, usize>,
+    last_sent: Option<serde_json::Value>,
+    first_ms: Option<u64>,
+    last_ms: Option<u64>,
+}
+
+fn tally(store: &dyn Store, id: &str) -> anyhow::Result<Tally> {
+    let records = store.read(id, 0).map_err(|e| match e {
+        compact_session::StoreError::UnknownSession(_) => {
+            anyhow::Error::new(BadInput(format!("unknown session `{id}`")))
+        }
+        other => anyhow::Error::new(other),
+    })?;
+    let mut t = Tally::default();
+    for stored in &records {
+        t.records = stored.seq;
+        match &stored.record {
+            Record::Item(r) if r.source == ItemSource::Received => t.items += 1,
+            Record::Item(_) => t.originals += 1,
+            Record::View(_) => t.views += 1,
+            Record::Event(e) => {
+                *t.events.entry(e.kind.as_str()).or_default() += 1;
+                t.first_ms.get_or_insert(e.at_ms);
+                t.last_ms = Some(e.at_ms);
+                if e.kind == EventKind::Sent {
+                    t.last_sent = Some(serde_json::Value::Object(e.data.clone()));
+                }
+            }
+        }
+    }
+    Ok(t)
+}
+
+fn list(store: &dyn Store, as_json: bool) -> anyhow::Result<ExitCode> {
+    let mut rows = Vec::new();
+    for summary in store.list_sessions()? {
+        let t = tally(store, &summary.id)?;
+        rows.push(json!({
+            "id": summary.id, "records": summary.version, "items": t.items,
+            "compactions": t.events.get(EventKind::Compacted.as_str()).copied().unwrap_or(0),
+            "last_event_ms": summary.last_event_ms,
+        }));
+    }
+    if as_json {
+        outln!("{}", serde_json::to_string_pretty(&rows)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    outln!(
+        "{:<40} {:>8} {:>8} {:>11}  last activity",
+        "session",
+        "records",
+        "items",
+        "compactions"
+    );
+    for r in &rows {
+        outln!(
+            "{:<40} {:>8} {:>8} {:>11}  {}",
+            r["id"].as_str().unwrap_or(""),
+            r["records"],
+            r["items"],
+            r["compactions"],
+            r["last_event_ms"]
+                .as_u64()
+                .map_or_else(|| "-".to_owned(), ago)
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn show(store: &dyn Store, id: &str, as_json: bool) -> anyhow::Result<ExitCode> {
+    let t = tally(store, id)?;
+    let doc = json!({
+        "id": id, "records": t.records, "items_received": t.items,
+        "truncated_originals": t.originals, "views": t.views, "events": t.events,
+        "first_event_ms": t.first_ms, "last_event_ms": t.last_ms, "last_sent": t.last_sent,
+    });
+    if as_json {
+        outln!("{}", serde_json::to_string_pretty(&doc)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    outln!("session {id}");
+    outln!("  records             {}", t.records);
+    outln!("  items received      {}", t.items);
+    outln!("  truncated originals {}", t.originals);
+    outln!("  views (compactions) {}", t.views);
+    if let Some(ms) = t.last_ms {
+        outln!("  last activity       {}", ago(ms));
+    }
+    if let Some(sent) = &t.last_sent {
+        outln!(
+            "  last sent           {} items, {} tokens ({} reused)",
+            sent["items"],
+            sent["tokens"],
+            sent["reused_items"]
+        );
+    }
+    outln!("  events");
+    for (kind, n) in &t.events {
+        outln!("    {kind:<28} {n}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn recall(store: Arc<dyn Store>, id: &str, reference: &str) -> anyhow::Result<ExitCode> {
+    let manager = reader(store)?;
+    let item = manager.recall(id, reference).map_err(|e| match e {
+        SessionError::UnknownReference { .. } => {
+            BadInput(format!("session `{id}` has no item with id `{reference}`")).into()
+        }
+        other => session_error(id, other),
+    })?;
+    let text = item.plain_text();
+    if text.ends_with('\n') {
+        out!("{text}");
+    } else {
+        outln!("{text}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn export(
+    store: Arc<dyn Store>,
+    id: &str,
+    format: Option<&str>,
+    view: bool,
+    output: Option<&str>,
+) -> anyhow::Result<ExitCode> {
+    let target = parse_target(format)
+        .map_err(|e| BadInput(e.to_string().replacen("--to", "--format", 1)))?;
+    let manager = reader(store)?;
+    let conv = if view {
+        (*manager.view(id).map_err(|e| session_error(id, e))?).clone()
+    } else {
+        manager.history(id).map_err(|e| session_error(id, e))?
+    };
+    let target = target
+        .or(conv.format)
+        .or_else(|| conv.items.iter().find_map(|i| i.meta.origin))
+        .filter(|f| f.is_wire())
+        .unwrap_or(Format::OpenAiChat);
+    let conv = if view {
+        normalize(&conv, &ProviderRules::for_format(target)).conversation
+    } else {
+        conv
+    };
+    let encoded = compact_formats::wire::encode(&conv, target)
+        .with_context(|| format!("encoding session `{id}` as {target}"))?;
+    for loss in &encoded.losses {
+        eprintln!("compactctl: note: {target} cannot carry everything: {loss}");
+    }
+    let mut text = serde_json::to_string_pretty(&encoded.value)?;
+    text.push('\n');
+    write_output(output, &text)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Seconds per unit of a `--older-than` duration.
+const UNITS: [(char, u64); 4] = [('s', 1), ('m', 60), ('h', 3_600), ('d', 86_400)];
+
+/// Parses `30d`, `12h`, `90m`, `45s`.
+fn parse_duration(text: &str) -> anyhow::Result<Duration> {
+    let bad = || {
+        BadInput(format!(
+            "--older-than `{text}`: expected a number and a unit (s, m, h, d), e.g. 30d"
+        ))
+    };
+    let text = text.trim();
+    let unit = text.chars().last().ok_or_else(bad)?;
+    let (_, seconds) = UNITS.iter().find(|(u, _)| *u == unit).ok_or_else(bad)?;
+    let n: u64 = text[..text.len() - 1].parse().map_err(|_| bad())?;
+    let secs = n.checked_mul(*seconds).ok_or_else(bad)?;
+    Ok(Duration::from_secs(secs))
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// `12 s ago`, `3 d ago`.
+fn ago(ms: u64) -> String {
+    let secs = now_ms().saturating_sub(ms) / 1_000;
+    let (unit, size) = UNITS
+        .iter()
+        .rev()
+        .find(|(_, size)| secs >= *size)
+        .copied()
+        .unwrap_or(('s', 1));
+    format!("{} {unit} ago", secs / size)
+}
+
+fn gc(store: &dyn Store, older_than: &str, dry_run: bool) -> anyhow::Result<ExitCode> {
+    let age = parse_duration(older_than)?;
+    let cutoff = now_ms().saturating_sub(u64::try_from(age.as_millis()).unwrap_or(u64::MAX));
+    let mut removed = 0;
+    for summary in store.list_sessions()? {
+        // A session with no event yet was created and never used: its age is unknown, so it stays.
+        let Some(last) = summary.last_event_ms else {
+            continue;
+        };
+        if last >= cutoff {
+            continue;
+        }
+        if dry_run {
+            outln!("would remove {} (last activity {})", summary.id, ago(last));
+        } else if store.delete_session(&summary.id)? {
+            outln!("removed {} (last activity {})", summary.id, ago(last));
+        }
+        removed += 1;
+    }
+    outln!(
+        "{removed} session(s) {}",
+        if dry_run {
+            "would be removed"
+        } else {
+            "removed"
+        }
+    );
+    Ok(ExitCode::SUCCESS)
+}

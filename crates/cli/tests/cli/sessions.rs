@@ -1,0 +1,264 @@
+//! `compactctl sessions list | show | recall | export | gc --store sqlite:PATH`, on a store written
+//! by the session runtime itself.
+
+use crate::support::{in_dir, read_json, run, temp_dir};
+use compact_core::model::{Conversation, Format, Item, ItemBody, Role, ToolCall, ToolResult};
+use compact_core::policy::Policy;
+use compact_core::tokens::{Encoding, TokenCounter};
+use compact_formats::validate::validate;
+use compact_session::event::{Event, EventKind};
+use compact_session::record::Record;
+use compact_session::{CompactManager, SessionConfig, SqliteStore, Store};
+use serde_json::json;
+use std::sync::Arc;
+
+/// Milliseconds in a day.
+const DAY_MS: u64 = 86_400_000;
+
+/// A store with two used sessions (`fresh`, a tool-using Anthropic session with a truncated output,
+/// and `stale`, whose last event is 40 days old) and one created but never used (`empty`). Returns
+/// the store's path and the reference of the truncated output's original.
+fn store(test: &str) -> (String, String) {
+    let dir = temp_dir(test);
+    let path = in_dir(&dir, "sessions.db");
+    let store = Arc::new(SqliteStore::open(&path).unwrap());
+    let config = SessionConfig::new(
+        Policy::for_window(16_000),
+        TokenCounter::new(Encoding::O200kBase),
+    );
+    let manager = CompactManager::open(config, store.clone()).unwrap();
+    let mut conv = Conversation {
+        format: Some(Format::Anthropic),
+        ..Conversation::default()
+    };
+    conv.push(Item::text(Role::System, "You are a coding agent."));
+    conv.push(Item::text(Role::User, "Run the tests."));
+    manager.preflight("fresh", &conv).unwrap();
+    conv.push(Item::new(ItemBody::ToolCall(ToolCall::function(
+        "toolu_1",
+        "bash",
+        json!({"command": "cargo test"}),
+    ))));
+    let long: String = (0..4_000)
+        .map(|i| format!("test case_{i} ... ok\n"))
+        .collect();
+    let output = manager
+        .truncate_tool_output("fresh", "toolu_1", &long)
+        .unwrap();
+    assert!(output.len() < long.len(), "the output is truncated");
+    // The marker names the original: `... full output: compactctl recall ID]`.
+    let reference = output
+        .split("compactctl recall ")
+        .nth(1)
+        .and_then(|rest| rest.split(']').next())
+        .map(str::to_owned)
+        .expect("the marker names a reference");
+    conv.push(Item::new(ItemBody::ToolResult(ToolResult::text(
+        "toolu_1", output,
+    ))));
+    conv.push(Item::text(Role::Assistant, "All tests pass."));
+    manager.preflight("fresh", &conv).unwrap();
+
+    let mut old = Conversation::default();
+    old.push(Item::text(Role::User, "An old question."));
+    manager.preflight("stale", &old).unwrap();
+    let version = store.version("stale").unwrap();
+    let mut event = Event::new(EventKind::Calibration, json!({"note": "old"}));
+    event.at_ms -= 40 * DAY_MS;
+    store
+        .append("stale", version, vec![Record::Event(event)])
+        .unwrap();
+    store.create("empty").unwrap();
+    (path, reference)
+}
+
+#[test]
+fn sessions_list_and_show() {
+    let (path, _) = store("sessions-list");
+    let url = format!("sqlite:{path}");
+    let list = run(&["sessions", "list", "--store", &url, "--json"])
+        .ok()
+        .json();
+    let ids: Vec<&str> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["empty", "fresh", "stale"]);
+    assert_eq!(list[1]["items"], 5);
+    let table = run(&["sessions", "list", "--store", &url]).ok().stdout;
+    assert!(table.contains("fresh") && table.contains("ago"), "{table}");
+
+    let show = run(&["sessions", "show", "fresh", "--store", &url, "--json"])
+        .ok()
+        .json();
+    assert_eq!(show["items_received"], 5);
+    assert_eq!(show["truncated_originals"], 1);
+    assert_eq!(show["last_sent"]["items"], 5);
+    assert_eq!(show["events"]["compact.sent"], 2);
+    let text = run(&["sessions", "show", "fresh", "--store", &url])
+        .ok()
+        .stdout;
+    assert!(text.contains("items received      5"), "{text}");
+}
+
+#[test]
+fn sessions_recall_returns_the_original() {
+    let (path, reference) = store("sessions-recall");
+    let url = format!("sqlite:{path}");
+    let out = run(&["sessions", "recall", "fresh", &reference, "--store", &url]).ok();
+    assert!(out.stdout.contains("test case_0 ... ok"));
+    assert!(out.stdout.contains("test case_3999 ... ok"));
+    let missing = run(&[
+        "sessions",
+        "recall",
+        "fresh",
+        "i0000000000",
+        "--store",
+        &url,
+    ])
+    .expect_code(2);
+    assert!(
+        missing.stderr.contains("no item with id"),
+        "{}",
+        missing.stderr
+    );
+}
+
+#[test]
+fn sessions_export_writes_valid_wire_requests() {
+    let (path, _) = store("sessions-export");
+    let url = format!("sqlite:{path}");
+    for format in ["openai-chat", "openai-responses", "anthropic"] {
+        for view in [false, true] {
+            let out = in_dir(
+                &temp_dir("sessions-export-out"),
+                &format!("{format}-{view}.json"),
+            );
+            let mut args = vec![
+                "sessions", "export", "fresh", "--store", &url, "--format", format, "-o", &out,
+            ];
+            if view {
+                args.push("--view");
+            }
+            run(&args).ok();
+            let request = read_json(&out);
+            let f: Format = format.parse().unwrap();
+            let violations = validate(&request, f);
+            assert!(
+                violations.is_empty(),
+                "{format} view={view}: {violations:?}"
+            );
+            assert!(request.to_string().contains("All tests pass."));
+        }
+    }
+    // Default: the format the items were decoded from; these were built in memory, so Chat.
+    let doc = run(&["sessions", "export", "fresh", "--store", &url])
+        .ok()
+        .json();
+    assert!(doc["messages"].is_array() && doc.get("system").is_none());
+    let bad = run(&[
+        "sessions",
+        "export",
+        "fresh",
+        "--store",
+        &url,
+        "--format",
+        "claude-code",
+    ])
+    .expect_code(2);
+    assert!(bad.stderr.contains("--format"), "{}", bad.stderr);
+}
+
+#[test]
+fn sessions_gc_removes_only_old_sessions() {
+    let (path, _) = store("sessions-gc");
+    let url = format!("sqlite:{path}");
+    let dry = run(&[
+        "sessions",
+        "gc",
+        "--older-than",
+        "30d",
+        "--dry-run",
+        "--store",
+        &url,
+    ])
+    .ok();
+    assert!(dry.stdout.contains("would remove stale"), "{}", dry.stdout);
+    let ids = |url: &str| -> Vec<String> {
+        run(&["sessions", "list", "--store", url, "--json"])
+            .ok()
+            .json()
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(ids(&url), ["empty", "fresh", "stale"]);
+    let out = run(&["sessions", "gc", "--older-than", "30d", "--store", &url]).ok();
+    assert!(out.stdout.contains("removed stale"), "{}", out.stdout);
+    assert_eq!(ids(&url), ["empty", "fresh"]);
+    // Nothing is younger than zero seconds but the sessions without events stay.
+    run(&["sessions", "gc", "--older-than", "0s", "--store", &url]).ok();
+    assert_eq!(ids(&url), ["empty"]);
+    for bad in ["30", "d", "30w", "-1d", "99999999999999999d"] {
+        let out = run(&["sessions", "gc", "--older-than", bad, "--store", &url]).expect_code(2);
+        assert!(out.stderr.contains("--older-than"), "{bad}: {}", out.stderr);
+    }
+}
+
+#[test]
+fn sessions_bad_input_exits_2() {
+    let (path, _) = store("sessions-bad");
+    let url = format!("sqlite:{path}");
+    for (args, says) in [
+        (
+            vec!["sessions", "show", "nope", "--store", &url],
+            "unknown session `nope`",
+        ),
+        (
+            vec!["sessions", "export", "nope", "--store", &url],
+            "unknown session `nope`",
+        ),
+        (
+            vec!["sessions", "recall", "nope", "x", "--store", &url],
+            "unknown session `nope`",
+        ),
+        (
+            vec!["sessions", "list", "--store", "sqlite:/no/such/file.db"],
+            "no such file",
+        ),
+        (
+            vec!["sessions", "list", "--store", "memory:"],
+            "in-memory store holds nothing",
+        ),
+        (
+            vec![
+                "sessions",
+                "list",
+                "--store",
+                "postgres://compact:secret@127.0.0.1:1/x?connect_timeout=2",
+            ],
+            "cannot open the store",
+        ),
+        (
+            vec!["sessions", "list", "--store", "mysql://x"],
+            "expected sqlite:PATH",
+        ),
+        (vec!["sessions", "list", "--store", "sqlite:"], "no file"),
+        (vec!["sessions", "list"], "--store is required"),
+    ] {
+        let out = run(&args).expect_code(2);
+        assert!(out.stderr.contains(says), "{args:?}: {}", out.stderr);
+        // A store URL's password never reaches the output.
+        assert!(!out.stderr.contains("secret"), "{}", out.stderr);
+    }
+    // A file that is not a database.
+    let dir = temp_dir("sessions-bad-file");
+    let junk = in_dir(&dir, "junk.db");
+    std::fs::write(&junk, "not a database at all, just text").unwrap();
+    let out = run(&["sessions", "list", "--store", &format!("sqlite:{junk}")]).expect_code(2);
+    assert!(out.stderr.contains("cannot open"), "{}", out.stderr);
+}

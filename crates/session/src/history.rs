@@ -1,0 +1,36 @@
+//! Reading a session back: [`CompactManager::history`] (the items of its current branch, as
+//! received) and [`CompactManager::view`] (what the model is shown in their place), for exports
+//! and inspection (`compactctl sessions export`).
+
+use crate::error::SessionError;
+use crate::manager::CompactManager;
+use compact_core::model::Conversation;
+use std::sync::Arc;
+
+impl CompactManager {
+    /// The items of the session's current branch, exactly as received, with the tools, format and
+    /// request fields of the last request (when it was prepared by this manager) or none (when the
+    /// session was read back from the log, which keeps items only).
+    pub fn history(&self, session: &str) -> Result<Conversation, SessionError> {
+        let handle = self.handle(session);
+        let mut slot = Self::lock(&handle);
+        let state = self.existing(session, &mut slot)?;
+        let mut history = Conversation {
+            items: state.received.clone(),
+            tools: state.view.tools.clone(),
+            format: state.view.format,
+            extra: state.view.extra.clone(),
+        };
+        history.renumber_turns();
+        Ok(history)
+    }
+
+    /// The session's current view before normalisation: its last compacted view followed by the
+    /// items received since (the history itself when it was never compacted).
+    pub fn view(&self, session: &str) -> Result<Arc<Conversation>, SessionError> {
+        let handle = self.handle(session);
+        let mut slot = Self::lock(&handle);
+        let state = self.existing(session, &mut slot)?;
+        Ok(Arc::clone(&state.view))
+    }
+}

@@ -1,0 +1,81 @@
+//! The configuration file's session settings are effective: `policy.overflow_max_retries` bounds
+//! recovery, `policy.manual_trigger_phrases` replaces the phrases, `storage:` opens the store.
+
+use crate::common::Agent;
+use compact_config::{Config, Overrides};
+use compact_core::model::Format;
+use compact_session::{open_store, CompactManager, Recovery, RecoveryError, SessionConfig};
+
+const WORDING_ONLY: &str =
+    r#"{"error":{"message":"prompt is too long","type":"invalid_request_error"}}"#;
+
+fn config(yaml: &str) -> Config {
+    Config::from_sources(
+        Some(("compact.yaml", yaml)),
+        &Overrides::default(),
+        &Overrides::default(),
+    )
+    .unwrap()
+}
+
+#[test]
+fn configured_retries_and_phrases_are_effective() {
+    let config = config(
+        "max_context_tokens: 64000\npolicy:\n  overflow_max_retries: 1\n  manual_trigger_phrases: [\"/squash\"]\nstorage: { kind: memory }\n",
+    );
+    let session = SessionConfig::from_config(&config);
+    assert_eq!(session.overflow_max_retries, 1);
+    assert_eq!(session.trigger_phrases, vec!["/squash".to_owned()]);
+    let store = open_store(&config).expect("storage is set").unwrap();
+    let manager = CompactManager::open(session, store).unwrap();
+
+    let mut agent = Agent::new(5, Format::OpenAiChat);
+    for _ in 0..30 {
+        agent.step();
+    }
+    let prepared = manager.preflight("s", &agent.history).unwrap();
+    let retry = match manager
+        .recover("s", &prepared.conversation, 400, WORDING_ONLY)
+        .unwrap()
+    {
+        Recovery::Retry(next) => next,
+        Recovery::GiveUp(e) => panic!("the first attempt gave up: {e}"),
+    };
+    match manager.recover("s", &retry, 400, WORDING_ONLY).unwrap() {
+        Recovery::GiveUp(RecoveryError::AttemptsExhausted { attempts: 1 }) => {}
+        other => panic!("one retry was configured, got {other:?}"),
+    }
+
+    // The configured phrase compacts; a default phrase no longer does.
+    agent.step();
+    agent.user("/compact");
+    let default_phrase = manager.preflight("s", &agent.history).unwrap();
+    assert!(!default_phrase.report.manual);
+    agent.step();
+    agent.user("/squash keep the module names");
+    let configured = manager.preflight("s", &agent.history).unwrap();
+    assert!(configured.report.manual);
+    assert!(configured.report.compaction.is_some());
+}
+
+#[test]
+fn configured_sqlite_storage_is_opened_at_its_path() {
+    let dir = std::env::temp_dir().join(format!("compact-session-config-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("sessions.db");
+    let config = config(&format!(
+        "storage:\n  kind: sqlite\n  path: {}\n",
+        path.display()
+    ));
+    let store = open_store(&config).expect("storage is set").unwrap();
+    let manager = CompactManager::open(SessionConfig::from_config(&config), store).unwrap();
+    manager
+        .preflight("s", &Agent::new(2, Format::Anthropic).history)
+        .unwrap();
+    drop(manager);
+    assert!(path.exists());
+    let again = open_store(&config).unwrap().unwrap();
+    assert_eq!(again.sessions().unwrap(), vec!["s".to_owned()]);
+    assert!(open_store(&self::config("model: gpt-4o\n")).is_none());
+    let _ = std::fs::remove_dir_all(&dir);
+}
