@@ -283,7 +283,12 @@ fn an_output_that_fits_once_densified_reports_its_dense_size() {
 #[test]
 fn a_cut_fills_its_budget_and_names_what_it_removed() {
     let c = counter();
-    for (lines, limit) in [(120usize, 100usize), (300, 200), (2_000, 500), (5_000, 2_000)] {
+    for (lines, limit) in [
+        (120usize, 100usize),
+        (300, 200),
+        (2_000, 500),
+        (5_000, 2_000),
+    ] {
         // Lines of one or two tokens: the cut can land within a few tokens of its limit.
         let raw: String = (0..lines).map(|i| format!("{}\n", i % 10)).collect();
         let policy = TruncationPolicy {
@@ -293,7 +298,11 @@ fn a_cut_fills_its_budget_and_names_what_it_removed() {
         let t = truncate_output(&raw, &policy, &c, &id());
         assert!(t.truncated, "{t:?}");
         assert!(t.tokens <= limit, "{} > {limit}", t.tokens);
-        assert!(t.tokens + 6 >= limit, "{} tokens of a {limit}-token budget", t.tokens);
+        assert!(
+            t.tokens + 6 >= limit,
+            "{} tokens of a {limit}-token budget",
+            t.tokens
+        );
         // The marker gives the removed tokens and lines with thousands separators.
         let grouped = |n: usize| {
             let s = n.to_string();

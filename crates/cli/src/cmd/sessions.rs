@@ -124,9 +124,8 @@ fn open_store(url: Option<&str>) -> anyhow::Result<Arc<dyn Store>> {
     }
     if url.starts_with("postgres://") || url.starts_with("postgresql://") {
         // The URL may carry a password: the message names the store by its scheme only.
-        let store = compact_session::PostgresStore::connect(url).map_err(|e| {
-            BadInput(format!("--store postgres://…: cannot open the store: {e}"))
-        })?;
+        let store = compact_session::PostgresStore::connect(url)
+            .map_err(|e| BadInput(format!("--store postgres://…: cannot open the store: {e}")))?;
         return Ok(Arc::new(store));
     }
     Err(BadInput(format!(

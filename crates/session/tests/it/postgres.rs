@@ -70,7 +70,10 @@ fn postgres_lists_and_deletes_sessions() {
     assert!(listed[0].last_event_ms.is_some() && listed[2].last_event_ms.is_none());
     assert!(store.delete_session("b").unwrap());
     assert!(!store.delete_session("b").unwrap(), "deleted once");
-    assert!(matches!(store.read("b", 0), Err(StoreError::UnknownSession(_))));
+    assert!(matches!(
+        store.read("b", 0),
+        Err(StoreError::UnknownSession(_))
+    ));
     assert_eq!(store.sessions().unwrap(), ["a", "c"]);
     // The others are untouched.
     assert_eq!(store.read("a", 0).unwrap().len(), 1);
