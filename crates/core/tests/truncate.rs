@@ -308,7 +308,7 @@ fn a_cut_fills_its_budget_and_names_what_it_removed() {
             let s = n.to_string();
             let mut out = String::new();
             for (k, ch) in s.chars().enumerate() {
-                if k > 0 && (s.len() - k) % 3 == 0 {
+                if k > 0 && (s.len() - k).is_multiple_of(3) {
                     out.push(',');
                 }
                 out.push(ch);
@@ -322,4 +322,29 @@ fn a_cut_fills_its_budget_and_names_what_it_removed() {
         );
         assert!(t.text.contains(&said), "no {said:?} in {:?}", t.text);
     }
+}
+
+#[test]
+fn a_single_huge_line_keeps_its_start_and_end_within_the_budget() {
+    let c = counter();
+    let line: String = (0..4_000).map(|i| format!("w{} ", i % 10)).collect();
+    let raw = format!("BEGIN {line} END");
+    let policy = TruncationPolicy {
+        serialization_buffer: 1.0,
+        head_fraction: 0.5,
+        ..TruncationPolicy::tokens(300)
+    };
+    let t = truncate_output(&raw, &policy, &c, &id());
+    assert!(t.truncated, "{t:?}");
+    assert!(
+        t.tokens <= 300 && t.tokens + 40 >= 300,
+        "{} tokens",
+        t.tokens
+    );
+    assert!(t.text.starts_with("BEGIN w0 w1"), "{}", &t.text[..40]);
+    assert!(
+        t.text.ends_with("w8 w9  END"),
+        "{}",
+        &t.text[t.text.len() - 40..]
+    );
 }
