@@ -26,26 +26,20 @@ pub(crate) struct FileConfig {
 
 /// Keys of seed 003's file shape that no part of this version acts on, with the reason. A file that
 /// sets one is rejected naming the key and its line, rather than accepted and silently ignored.
-pub(crate) const NOT_YET: [(&str, &str); 5] = [
+pub(crate) const NOT_YET: [(&str, &str); 4] = [
     (
         "telemetry",
         "events and OpenTelemetry export are not built yet",
     ),
-    // phase 2b: the PostgreSQL store and the archive (filesystem, S3) are being built; accept their
-    // keys here once they are.
-    (
-        "postgres",
-        "the PostgreSQL session store is not built yet (use `kind: sqlite` or `kind: memory`)",
-    ),
     (
         "archive",
-        "the session archive (filesystem, S3) is not built yet",
+        "the session archive (filesystem, S3) is set up in code (`CompactManager::with_archive`), not from the file yet",
     ),
     ("redaction", "secret redaction is not built yet"),
     // Seed 003's `storage.adapter` names an archive adapter (`fs`, `s3`).
     (
         "adapter",
-        "the session archive (filesystem, S3) is not built yet; `storage.kind` chooses the session store",
+        "the session archive (filesystem, S3) is set up in code (`CompactManager::with_archive`), not from the file yet; `storage.kind` chooses the session store",
     ),
 ];
 
@@ -55,11 +49,11 @@ pub(crate) const NOT_YET: [(&str, &str); 5] = [
 pub(crate) struct FileStorage {
     pub kind: Option<FileStorageKind>,
     pub path: Option<String>,
-    /// Parsed only to be rejected by name (see [`NOT_YET`]; phase 2b).
-    pub url: Option<serde_yaml_ng::Value>,
-    /// Parsed only to be rejected by name (see [`NOT_YET`]; phase 2b).
+    /// The PostgreSQL connection URL (`kind: postgres`).
+    pub url: Option<String>,
+    /// Parsed only to be rejected by name (see [`NOT_YET`]).
     pub archive: Option<serde_yaml_ng::Value>,
-    /// Parsed only to be rejected by name (see [`NOT_YET`]; phase 2b).
+    /// Parsed only to be rejected by name (see [`NOT_YET`]).
     pub adapter: Option<serde_yaml_ng::Value>,
 }
 
@@ -69,7 +63,7 @@ pub(crate) struct FileStorage {
 pub(crate) enum FileStorageKind {
     Sqlite,
     Memory,
-    /// Rejected by name (phase 2b).
+    /// A PostgreSQL database (`url:`).
     Postgres,
 }
 
@@ -151,11 +145,6 @@ impl FileConfig {
         let storage = self.storage.as_ref();
         let set = [
             (None, self.telemetry.is_some()),
-            (
-                Some("storage"),
-                storage
-                    .is_some_and(|s| s.url.is_some() || s.kind == Some(FileStorageKind::Postgres)),
-            ),
             (
                 Some("storage"),
                 storage.is_some_and(|s| s.archive.is_some()),

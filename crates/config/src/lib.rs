@@ -41,10 +41,12 @@
 //! storage: { kind: sqlite, path: ./.compact/sessions.db }   # or { kind: memory }: the session log
 //! ```
 //!
+//! `storage: { kind: postgres, url: postgres://USER@HOST:PORT/DB }` keeps session logs in a
+//! PostgreSQL database that several processes share.
+//!
 //! Seed 003 also names `telemetry:`, `redaction:` and an archive (`storage.adapter`,
-//! `storage.archive`), and the session runtime will offer PostgreSQL (`storage.kind: postgres`,
-//! `storage.url`). No part of this version acts on them yet, so a file that sets one is an error
-//! naming the key, its line and why, never a setting silently ignored.
+//! `storage.archive`). No part of this version acts on them yet, so a file that sets one is an
+//! error naming the key, its line and why, never a setting silently ignored.
 //!
 //! Seed 003 used `policy.strategy` for the summary style (`task_state`, `brief`, `decision_log`): those
 //! names are accepted there and set `summarizer.template` instead.

@@ -117,15 +117,9 @@ fn parse_file(name: &str, text: &str) -> Result<FileConfig, ConfigError> {
         }
     };
     if let Some((section, key, why)) = parsed.unsupported() {
-        // PostgreSQL is asked for by `url:` or by `kind: postgres`: point at whichever is written.
-        let written = match key {
-            "postgres" if parsed.storage.as_ref().is_some_and(|s| s.url.is_some()) => "url",
-            "postgres" => "kind",
-            other => other,
-        };
         return Err(at(
             section,
-            written,
+            key,
             format!("`{key}` has no effect in this version ({why}): remove it"),
         ));
     }
@@ -149,7 +143,31 @@ fn parse_file(name: &str, text: &str) -> Result<FileConfig, ConfigError> {
         }
     }
     if let Some(storage) = &parsed.storage {
+        let postgres = storage.kind == Some(FileStorageKind::Postgres);
+        if postgres && storage.path.is_some() {
+            return Err(at(
+                Some("storage"),
+                "path",
+                "`storage.path` is for `kind: sqlite`; `kind: postgres` takes `url`".to_owned(),
+            ));
+        }
+        if !postgres && storage.url.is_some() {
+            return Err(at(
+                Some("storage"),
+                "url",
+                "`storage.url` is for `kind: postgres`".to_owned(),
+            ));
+        }
+        let url = storage.url.as_deref().unwrap_or("");
+        if postgres && !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
+            return Err(at(
+                Some("storage"),
+                if storage.url.is_some() { "url" } else { "kind" },
+                "`kind: postgres` needs `url: postgres://USER@HOST:PORT/DB`".to_owned(),
+            ));
+        }
         match (storage.kind, &storage.path) {
+            (Some(FileStorageKind::Postgres), _) => {}
             (Some(FileStorageKind::Memory), Some(_)) => {
                 return Err(at(
                     Some("storage"),
@@ -182,6 +200,9 @@ fn parse_file(name: &str, text: &str) -> Result<FileConfig, ConfigError> {
 fn storage_settings(file: &FileConfig) -> Option<StorageSettings> {
     let storage = file.storage.as_ref()?;
     match (storage.kind, &storage.path) {
+        (Some(FileStorageKind::Postgres), _) => Some(StorageSettings::Postgres {
+            url: storage.url.clone()?,
+        }),
         (Some(FileStorageKind::Memory), _) => Some(StorageSettings::Memory),
         (_, Some(path)) => Some(StorageSettings::Sqlite {
             path: std::path::PathBuf::from(path),

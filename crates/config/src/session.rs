@@ -19,6 +19,11 @@ pub enum StorageSettings {
         /// The database file.
         path: PathBuf,
     },
+    /// A PostgreSQL database shared by several processes (`kind: postgres`, `url: postgres://...`).
+    Postgres {
+        /// The connection URL (it may carry a password: never print it).
+        url: String,
+    },
 }
 
 /// The session runtime's settings.

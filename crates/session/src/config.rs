@@ -98,6 +98,10 @@ pub fn open_store(config: &compact_config::Config) -> Option<Result<Arc<dyn Stor
         StorageSettings::Sqlite { path } => {
             SqliteStore::open(path).map(|s| Arc::new(s) as Arc<dyn Store>)
         }
+        #[cfg(feature = "postgres")]
+        StorageSettings::Postgres { url } => {
+            crate::store::PostgresStore::connect(url).map(|s| Arc::new(s) as Arc<dyn Store>)
+        }
         other => Err(StoreError::Backend(format!(
             "storage {other:?} is not supported by this version"
         ))),

@@ -79,3 +79,20 @@ fn configured_sqlite_storage_is_opened_at_its_path() {
     assert!(open_store(&self::config("model: gpt-4o\n")).is_none());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[cfg(feature = "postgres")]
+#[test]
+fn configured_postgres_storage_is_opened_at_its_url() {
+    let Some(url) = crate::services::postgres_schema("config") else {
+        return;
+    };
+    let config = config(&format!("storage:\n  kind: postgres\n  url: \"{url}\"\n"));
+    let store = open_store(&config).expect("storage is set").unwrap();
+    let manager = CompactManager::open(SessionConfig::from_config(&config), store).unwrap();
+    manager
+        .preflight("s", &Agent::new(2, Format::Anthropic).history)
+        .unwrap();
+    drop(manager);
+    let again = open_store(&config).unwrap().unwrap();
+    assert_eq!(again.sessions().unwrap(), vec!["s".to_owned()]);
+}
