@@ -651,6 +651,32 @@ fn reserve_headroom<T>(v: &mut Vec<T>, additional: usize) {
 }
 
 /// Leading items equal in both.
+impl CompactManager {
+    /// After an append whose last two records are a new view and its event: archives the
+    /// compaction (when an archive is set) and makes the view the one sent next. Returns the
+    /// archive's warning, if its write failed (the log already holds everything).
+    pub(crate) fn adopt_view(
+        &self,
+        session: &str,
+        state: &mut SessionState,
+        view: &Conversation,
+        tokens: usize,
+    ) -> Option<String> {
+        let warning = crate::archive::after_compaction(
+            self.archive().map(|a| a.as_ref()),
+            session,
+            state.version - 1,
+            &state.received,
+            view,
+        );
+        state.call_ids = call_ids(&view.items);
+        state.view = Arc::new(view.clone());
+        state.repaired = None;
+        state.sent_tokens = tokens;
+        warning
+    }
+}
+
 pub(crate) fn common_prefix(a: &[Item], b: &[Item]) -> usize {
     a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }

@@ -5,7 +5,7 @@ use crate::error::SessionError;
 use crate::event::{Event, EventKind};
 use crate::manager::{items_compressed, manual_policy, CompactManager};
 use crate::record::Record;
-use crate::state::{call_ids, view_record};
+use crate::state::view_record;
 use compact_core::model::Conversation;
 use compact_engine::{block_on, Report};
 use serde_json::json;
@@ -66,20 +66,12 @@ impl CompactManager {
             state,
             vec![Record::View(record), Record::Event(event.clone())],
         )?;
-        // The view record is the append's first record, the event its last.
-        done.report
-            .warnings
-            .extend(crate::archive::after_compaction(
-                self.archive().map(|a| a.as_ref()),
-                session,
-                state.version - 1,
-                &state.received,
-                &view,
-            ));
-        state.call_ids = call_ids(&view.items);
-        state.view = std::sync::Arc::new(view.clone());
-        state.repaired = None;
-        state.sent_tokens = done.report.tokens_after;
+        done.report.warnings.extend(self.adopt_view(
+            session,
+            state,
+            &view,
+            done.report.tokens_after,
+        ));
         Ok(ManualCompaction {
             tokens_before: done.report.tokens_before,
             tokens_after: done.report.tokens_after,

@@ -13,7 +13,7 @@ use crate::error::SessionError;
 use crate::event::{Event, EventKind};
 use crate::manager::{items_compressed, window_for_usable, CompactManager};
 use crate::record::Record;
-use crate::state::{call_ids, view_record};
+use crate::state::view_record;
 use compact_core::budget::Budget;
 use compact_core::model::Conversation;
 use compact_engine::{block_on, CompactError};
@@ -194,19 +194,9 @@ impl CompactManager {
                    "limit": overflow.limit, "requested": overflow.requested}),
         )));
         self.append(session, state, records)?;
-        // The view record is the append's last record but one. Recovery has no warning channel: a
-        // failed archive write is dropped here (the log holds everything it would have held).
-        let _ = crate::archive::after_compaction(
-            self.archive().map(|a| a.as_ref()),
-            session,
-            state.version - 1,
-            &state.received,
-            &view,
-        );
-        state.call_ids = call_ids(&view.items);
-        state.view = std::sync::Arc::new(view.clone());
-        state.repaired = None;
-        state.sent_tokens = after;
+        // Recovery has no warning channel: a failed archive write is dropped here (the log holds
+        // everything it would have held).
+        let _ = self.adopt_view(session, state, &view, after);
         state.recovery_last_tokens = Some(after);
         Ok(Recovery::Retry(view))
     }

@@ -320,16 +320,7 @@ impl Store for SqliteStore {
                 Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
             })
             .map_err(backend)?;
-        let mut out = Vec::new();
-        for row in rows {
-            let (seq, doc) = row.map_err(backend)?;
-            out.push(super::decode(
-                session,
-                u64::try_from(seq).unwrap_or(0),
-                &doc,
-            )?);
-        }
-        Ok(out)
+        decode_rows(session, rows)
     }
 
     fn find_items(&self, session: &str, item_id: &str) -> Result<Vec<Stored>, StoreError> {
@@ -345,16 +336,7 @@ impl Store for SqliteStore {
                 Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
             })
             .map_err(backend)?;
-        let mut out = Vec::new();
-        for row in rows {
-            let (seq, doc) = row.map_err(backend)?;
-            out.push(super::decode(
-                session,
-                u64::try_from(seq).unwrap_or(0),
-                &doc,
-            )?);
-        }
-        Ok(out)
+        decode_rows(session, rows)
     }
 
     fn sessions(&self) -> Result<Vec<String>, StoreError> {
@@ -428,4 +410,16 @@ impl Store for SqliteStore {
         }
         Ok(n == 1)
     }
+}
+
+/// Decodes `(seq, doc)` rows of one session's log.
+fn decode_rows(
+    session: &str,
+    rows: impl Iterator<Item = rusqlite::Result<(i64, String)>>,
+) -> Result<Vec<Stored>, StoreError> {
+    rows.map(|row| {
+        let (seq, doc) = row.map_err(backend)?;
+        decode(session, u64::try_from(seq).unwrap_or(0), &doc)
+    })
+    .collect()
 }
