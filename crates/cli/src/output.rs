@@ -50,3 +50,13 @@ macro_rules! out {
 }
 
 pub(crate) use {out, outln};
+
+/// Prints an original item's text byte for byte, adding a newline only when it lacks one (`recall`).
+pub fn print_original(text: &str) -> anyhow::Result<()> {
+    if text.ends_with('\n') {
+        out!("{text}");
+    } else {
+        outln!("{text}");
+    }
+    Ok(())
+}

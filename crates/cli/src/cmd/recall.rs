@@ -3,7 +3,7 @@
 
 use crate::exit::BadInput;
 use crate::load::{load, LoadArgs};
-use crate::output::{out, outln};
+use crate::output::print_original;
 use clap::Args;
 use std::process::ExitCode;
 
@@ -29,12 +29,6 @@ pub fn run(args: &RecallArgs) -> anyhow::Result<ExitCode> {
             conv.len()
         ))
     })?;
-    let text = item.plain_text();
-    // The original, byte for byte: a newline is added only when the text lacks one.
-    if text.ends_with('\n') {
-        out!("{text}");
-    } else {
-        outln!("{text}");
-    }
+    print_original(&item.plain_text())?;
     Ok(ExitCode::SUCCESS)
 }

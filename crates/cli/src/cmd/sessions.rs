@@ -4,7 +4,7 @@
 
 use crate::cmd::compact::parse_target;
 use crate::exit::BadInput;
-use crate::output::{out, outln, write_output};
+use crate::output::{outln, print_original, write_output};
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use compact_core::model::Format;
@@ -268,12 +268,7 @@ fn recall(store: Arc<dyn Store>, id: &str, reference: &str) -> anyhow::Result<Ex
         }
         other => session_error(id, other),
     })?;
-    let text = item.plain_text();
-    if text.ends_with('\n') {
-        out!("{text}");
-    } else {
-        outln!("{text}");
-    }
+    print_original(&item.plain_text())?;
     Ok(ExitCode::SUCCESS)
 }
 

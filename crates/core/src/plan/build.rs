@@ -244,12 +244,17 @@ impl<'a> PlanBuilder<'a> {
             return;
         }
         for idx in 0..self.plan.items.len() {
-            let item = &self.conv.items[idx];
-            let pinned = self.survey.pins[idx].is_some();
-            if is_checkpoint(item) && !pinned && self.plan.items[idx].action.is_present() {
+            if self.is_foldable(idx) {
                 self.summarize(idx, tier);
             }
         }
+    }
+
+    /// True for an earlier checkpoint, present and not pinned, that a new checkpoint would fold in.
+    pub fn is_foldable(&self, idx: usize) -> bool {
+        is_checkpoint(&self.conv.items[idx])
+            && self.survey.pins[idx].is_none()
+            && self.plan.items[idx].action.is_present()
     }
 
     /// Places the checkpoint for every item marked [`Action::SummarizeInto`], folding in every previous

@@ -93,13 +93,9 @@ pub fn drop_past_reasoning(b: &mut PlanBuilder<'_>) -> usize {
     count
 }
 
-/// An item the assistant produced: a message, a tool call or reasoning.
+/// An item the assistant produced: a message, a tool call, reasoning (or an opaque assistant item).
 fn is_assistant_side(item: &Item) -> bool {
-    match item.body() {
-        ItemBody::Message(m) => m.role == Role::Assistant,
-        ItemBody::ToolCall(_) | ItemBody::Reasoning(_) => true,
-        _ => false,
-    }
+    item.role() == Role::Assistant
 }
 
 /// True for a Responses item that names its wire `id` (which may refer to a reasoning item).

@@ -189,10 +189,7 @@ fn tier2(b: &mut PlanBuilder<'_>, req: &Request<'_>, partition: &Partition) {
     let mut est = b.estimate();
     let mut covered = 0usize;
     // A checkpoint still present is folded into the new one: it counts from the start.
-    let folded = |i: usize| {
-        is_checkpoint(&conv.items[i]) && survey.pins[i].is_none() && b.action(i).is_present()
-    };
-    let folded: Vec<bool> = (0..n).map(folded).collect();
+    let folded: Vec<bool> = (0..n).map(|i| b.is_foldable(i)).collect();
     for i in (0..n).filter(|&i| folded[i]) {
         est = est.saturating_sub(b.tokens_after(i));
         covered += cover_tokens(b, i);
