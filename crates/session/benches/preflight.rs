@@ -9,6 +9,13 @@
 //! warmed with the history once, untimed); the stateless compactor sees only the request. The
 //! window is large enough that neither compacts: what is measured is the steady state, counting,
 //! deciding, normalising and (for the manager) logging.
+//!
+//! A second part drives one session call after call (each call resends the grown history plus one
+//! new 1k-token message), and a third times the decoding of the request, which the caller pays
+//! before any preflight (it includes the wire fingerprints the manager compares).
+//!
+//! Every figure is given twice: wall time, and the CPU time of the calling thread
+//! (`CLOCK_THREAD_CPUTIME_ID`), which a busy machine's preemptions do not inflate.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use compact_core::model::{Conversation, Format, Item, ItemBody, Role, ToolCall, ToolResult};
@@ -83,31 +90,97 @@ fn percentiles(mut d: Vec<Duration>) -> (Duration, Duration) {
     (at(0.50), at(0.99))
 }
 
+/// The CPU time this thread has run.
+#[cfg(unix)]
+fn thread_cpu() -> Option<Duration> {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    Some(Duration::new(
+        u64::try_from(t.tv_sec).ok()?,
+        u32::try_from(t.tv_nsec).ok()?,
+    ))
+}
+
+#[cfg(not(unix))]
+fn thread_cpu() -> Option<Duration> {
+    None
+}
+
+/// Wall and CPU times of a series of calls.
+#[derive(Default)]
+struct Times {
+    wall: Vec<Duration>,
+    cpu: Vec<Duration>,
+}
+
+impl Times {
+    fn time<T>(&mut self, f: impl FnOnce() -> T) -> T {
+        let c = thread_cpu();
+        let t = Instant::now();
+        let out = f();
+        self.wall.push(t.elapsed());
+        if let (Some(a), Some(b)) = (c, thread_cpu()) {
+            self.cpu.push(b.saturating_sub(a));
+        }
+        out
+    }
+
+    /// p99 of wall time.
+    fn p99(&self) -> Duration {
+        percentiles(self.wall.clone()).1
+    }
+
+    fn print(&self, name: &str, baseline: Option<&Times>) {
+        let (w50, w99) = percentiles(self.wall.clone());
+        let mut line = format!("{name:<44} wall p50 {w50:>10.3?}  p99 {w99:>10.3?}");
+        if !self.cpu.is_empty() {
+            let (c50, c99) = percentiles(self.cpu.clone());
+            line += &format!("   cpu p50 {c50:>10.3?}  p99 {c99:>10.3?}");
+        }
+        if let Some(b) = baseline {
+            line += &format!(
+                "   ({:.0}x faster at wall p99)",
+                b.p99().as_secs_f64() / w99.as_secs_f64()
+            );
+        }
+        println!("{line}");
+    }
+}
+
 fn manager(store: Arc<dyn Store>) -> CompactManager {
     let config = SessionConfig::new(Policy::for_window(WINDOW), counter());
     CompactManager::open(config, store).unwrap()
 }
 
-fn incremental(
-    name: &str,
-    manager: &CompactManager,
-    history: &Value,
-    requests: &[Value],
-) -> (Duration, Duration) {
+fn incremental(name: &str, manager: &CompactManager, history: &Value, requests: &[Value]) -> Times {
     for i in 0..SAMPLES {
         let h = decode(Format::OpenAiChat, history).unwrap();
         manager.preflight(&format!("{name}-{i}"), &h).unwrap();
     }
-    let mut times = Vec::with_capacity(SAMPLES);
+    let mut times = Times::default();
     for (i, r) in requests.iter().enumerate() {
         let request = decode(Format::OpenAiChat, r).unwrap();
-        let t = Instant::now();
-        let prepared = manager.preflight(&format!("{name}-{i}"), &request).unwrap();
-        times.push(t.elapsed());
+        let session = format!("{name}-{i}");
+        let prepared = times.time(|| manager.preflight(&session, &request).unwrap());
         assert_eq!(prepared.report.new_items, 1);
         assert!(prepared.report.compaction.is_none());
     }
-    percentiles(times)
+    times
+}
+
+/// One session driven call after call: each request is the last one plus a new message.
+fn growing(manager: &CompactManager, history: &Value) -> Times {
+    let first = decode(Format::OpenAiChat, history).unwrap();
+    manager.preflight("growing", &first).unwrap();
+    let mut request = history.clone();
+    let mut times = Times::default();
+    for i in 0..SAMPLES {
+        request = with_message(&request, i);
+        let decoded = decode(Format::OpenAiChat, &request).unwrap();
+        let prepared = times.time(|| manager.preflight("growing", &decoded).unwrap());
+        assert_eq!(prepared.report.new_items, 1);
+        assert_eq!(prepared.report.reused_items, first.len() + i);
+    }
+    times
 }
 
 fn main() {
@@ -122,31 +195,30 @@ fn main() {
         counter(),
     )
     .unwrap();
-    let mut stateless = Vec::with_capacity(SAMPLES);
+    let mut stateless = Times::default();
     for r in &requests {
         let request = decode(Format::OpenAiChat, r).unwrap();
-        let t = Instant::now();
-        let out = block_on(compactor.preflight(&request)).unwrap();
-        stateless.push(t.elapsed());
+        let out = stateless.time(|| block_on(compactor.preflight(&request)).unwrap());
         assert!(out.report.is_none());
     }
-    let (s50, s99) = percentiles(stateless);
-    println!("stateless Compactor::preflight      p50 {s50:>10.3?}  p99 {s99:>10.3?}");
-
-    let memory = manager(Arc::new(MemoryStore::new()));
-    let (m50, m99) = incremental("mem", &memory, &history, &requests);
-    println!(
-        "CompactManager::preflight (memory)  p50 {m50:>10.3?}  p99 {m99:>10.3?}  ({:.0}x faster at p99)",
-        s99.as_secs_f64() / m99.as_secs_f64()
-    );
+    stateless.print("stateless Compactor::preflight", None);
 
     let dir = std::env::temp_dir().join(format!("compact-session-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
+    let memory = manager(Arc::new(MemoryStore::new()));
+    incremental("mem", &memory, &history, &requests)
+        .print("CompactManager::preflight (memory)", Some(&stateless));
     let sqlite = manager(Arc::new(SqliteStore::open(dir.join("bench.db")).unwrap()));
-    let (q50, q99) = incremental("sql", &sqlite, &history, &requests);
-    println!(
-        "CompactManager::preflight (sqlite)  p50 {q50:>10.3?}  p99 {q99:>10.3?}  ({:.0}x faster at p99)",
-        s99.as_secs_f64() / q99.as_secs_f64()
-    );
+    incremental("sql", &sqlite, &history, &requests)
+        .print("CompactManager::preflight (sqlite)", Some(&stateless));
+    growing(&memory, &history).print("  one growing session (memory)", Some(&stateless));
+    growing(&sqlite, &history).print("  one growing session (sqlite)", Some(&stateless));
+
+    let mut decoding = Times::default();
+    for r in &requests {
+        let conv = decoding.time(|| decode(Format::OpenAiChat, r).unwrap());
+        assert!(conv.items.iter().all(|i| i.wire_digest().is_some()));
+    }
+    decoding.print("decode of the request (paid by the caller)", None);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -14,7 +14,7 @@ use crate::error::SessionError;
 use crate::event::EventKind;
 use crate::record::{ItemSource, Record, ViewEntry, ViewRecord};
 use crate::store::Store;
-use compact_core::model::{Conversation, Item, ItemBody};
+use compact_core::model::{Conversation, Item, ItemBody, ItemMeta};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
@@ -62,14 +62,25 @@ impl SessionState {
         self.repaired.as_ref().unwrap_or(&self.view)
     }
 
-    /// Number of leading items of `items` that are the items last received (compared by value, then
-    /// by chain link for items whose values differ only in what the canonical form leaves out).
-    pub fn match_prefix(&self, items: &[Item]) -> usize {
+    /// Number of leading items of `items` that are the items last received.
+    ///
+    /// An item is recognised by its wire fingerprint when both copies have one (the same wire JSON
+    /// at the same place: see [`compact_core::model::WireDigest`]) and their metadata agree, else by
+    /// value, else by chain link (for items whose values differ only in what the canonical form
+    /// leaves out). A held item recognised by value adopts the new copy's fingerprint, so after a
+    /// restart (items read back from the log have none) only the first call compares values.
+    pub fn match_prefix(&mut self, items: &[Item]) -> usize {
         let mut tip = ChainHash::GENESIS;
-        for (i, (held, new)) in self.received.iter().zip(items).enumerate() {
-            if held != new {
-                let hash = tip.next_item(new);
-                if hash != self.chain[i] {
+        for (i, (held, new)) in self.received.iter_mut().zip(items).enumerate() {
+            let same_wire = held.wire_digest().is_some()
+                && held.wire_digest() == new.wire_digest()
+                && same_meta(&held.meta, &new.meta);
+            if !same_wire {
+                if *held == *new {
+                    if let Some(d) = new.wire_digest() {
+                        held.set_wire_digest(d);
+                    }
+                } else if tip.next_item(new) != self.chain[i] {
                     return i;
                 }
             }
@@ -239,4 +250,24 @@ fn same_but_turn(a: &Item, b: &Item) -> bool {
         && m.timestamp == n.timestamp
         && m.origin == n.origin
         && m.envelope == n.envelope
+}
+
+/// Equal metadata, the envelope aside (the wire fingerprint covers the message it describes).
+/// (Destructured so that a new metadata field cannot be forgotten here.)
+fn same_meta(a: &ItemMeta, b: &ItemMeta) -> bool {
+    let ItemMeta {
+        id,
+        protected,
+        visibility,
+        turn,
+        timestamp,
+        origin,
+        envelope: _,
+    } = a;
+    *id == b.id
+        && *protected == b.protected
+        && *visibility == b.visibility
+        && *turn == b.turn
+        && *timestamp == b.timestamp
+        && *origin == b.origin
 }

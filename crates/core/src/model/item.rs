@@ -381,6 +381,22 @@ pub struct Item {
     pub meta: ItemMeta,
     body: ItemBody,
     memo: TokenMemo,
+    wire: WireDigest,
+}
+
+/// A fingerprint of the wire JSON an item was decoded from: the wire message (or request field) and
+/// the item's place among that message's items, hashed by the decoder. Two decoded items with equal
+/// fingerprints came from byte-for-byte equal wire JSON at the same place, so (in the same prefix of
+/// a request) they are the same item; comparing fingerprints is how a resent history is recognised
+/// without reading it twice. Kept in memory only, never serialised; cleared whenever the body may
+/// change; like the token memo it is a cache, not data, and equal to any other fingerprint.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct WireDigest(Option<u128>);
+
+impl PartialEq for WireDigest {
+    fn eq(&self, _: &WireDigest) -> bool {
+        true
+    }
 }
 
 impl Item {
@@ -390,6 +406,7 @@ impl Item {
             meta: ItemMeta::default(),
             body,
             memo: TokenMemo::default(),
+            wire: WireDigest::default(),
         }
     }
 
@@ -443,13 +460,32 @@ impl Item {
     /// The body, mutably; clears the cached token count.
     pub fn body_mut(&mut self) -> &mut ItemBody {
         self.memo.clear();
+        self.wire = WireDigest::default();
         &mut self.body
     }
 
     /// Replaces the body; clears the cached token count.
     pub fn set_body(&mut self, body: ItemBody) {
         self.memo.clear();
+        self.wire = WireDigest::default();
         self.body = body;
+    }
+
+    /// The fingerprint of the wire JSON this item was decoded from ([`WireDigest`]), if a decoder set
+    /// one and the body was not changed since.
+    pub fn wire_digest(&self) -> Option<u128> {
+        self.wire.0
+    }
+
+    /// Sets the wire fingerprint (for decoders: see [`WireDigest`]). A caller that replaces
+    /// [`ItemMeta::envelope`] of a decoded item should clear it with [`Item::clear_wire_digest`].
+    pub fn set_wire_digest(&mut self, digest: u128) {
+        self.wire = WireDigest(Some(digest));
+    }
+
+    /// Forgets the wire fingerprint.
+    pub fn clear_wire_digest(&mut self) {
+        self.wire = WireDigest::default();
     }
 
     /// The token memo (used by [`crate::tokens::TokenCounter`]).

@@ -16,7 +16,8 @@ pub use envelope::{Envelope, Format};
 pub use ids::content_id;
 pub use item::{
     Arguments, Checkpoint, Item, ItemBody, ItemId, ItemKind, ItemMeta, Message, Opaque, Reasoning,
-    Role, ToolCall, ToolCallKind, ToolResult, Visibility, CHECKPOINT_CLOSE, CHECKPOINT_OPEN,
+    Role, ToolCall, ToolCallKind, ToolResult, Visibility, WireDigest, CHECKPOINT_CLOSE,
+    CHECKPOINT_OPEN,
 };
 pub use pairing::Pairing;
 pub use part::{Media, MediaSource, Part, PartKind};

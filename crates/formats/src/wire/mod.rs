@@ -63,6 +63,7 @@
 
 pub mod anthropic;
 mod common;
+mod digest;
 mod json;
 mod loss;
 pub mod openai_chat;
@@ -136,8 +137,14 @@ pub fn resolve_tool_names(conv: &mut Conversation) {
             _ => None,
         };
         if let Some(name) = pending {
+            // The name follows from the items before this one, so the item still stands for the
+            // same wire JSON at the same place: its fingerprint stays.
+            let digest = item.wire_digest();
             if let ItemBody::ToolResult(r) = item.body_mut() {
                 r.tool_name = Some(name);
+            }
+            if let Some(d) = digest {
+                item.set_wire_digest(d);
             }
         }
     }

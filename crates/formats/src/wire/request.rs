@@ -277,6 +277,7 @@ pub(crate) fn decode_tools(tools: &[Value]) -> Vec<ToolSpec> {
 /// Decodes the required `messages` array of a request (Chat, Anthropic) with the format's
 /// `decode_message(message, index, path, out)`, appending the items to `out`.
 pub(crate) fn decode_messages(
+    format: Format,
     f: &mut Fields,
     out: &mut Vec<Item>,
     decode_message: impl Fn(&Value, u32, &str, &mut Vec<Item>) -> Result<(), DecodeError>,
@@ -288,7 +289,10 @@ pub(crate) fn decode_messages(
     };
     for (i, m) in messages.iter().enumerate() {
         let index = u32::try_from(i).unwrap_or(u32::MAX);
+        let start = out.len();
         decode_message(m, index, &elem(&path, i), out)?;
+        let digest = super::digest::value_digest(format, &index.to_string(), m);
+        super::digest::stamp(&mut out[start..], digest);
     }
     Ok(())
 }

@@ -8,7 +8,21 @@ use std::sync::{Mutex, MutexGuard};
 /// Session logs held in memory, lost with the process.
 #[derive(Debug, Default)]
 pub struct MemoryStore {
-    sessions: Mutex<BTreeMap<String, Vec<Record>>>,
+    sessions: Mutex<BTreeMap<String, Log>>,
+}
+
+/// One session's log: the records of each append kept as they came (an append never copies the
+/// records before it, however long the log).
+#[derive(Debug, Default)]
+struct Log {
+    appends: Vec<Vec<Record>>,
+    len: usize,
+}
+
+impl Log {
+    fn records(&self) -> impl Iterator<Item = &Record> {
+        self.appends.iter().flatten()
+    }
 }
 
 impl MemoryStore {
@@ -17,7 +31,7 @@ impl MemoryStore {
         MemoryStore::default()
     }
 
-    fn lock(&self) -> Result<MutexGuard<'_, BTreeMap<String, Vec<Record>>>, StoreError> {
+    fn lock(&self) -> Result<MutexGuard<'_, BTreeMap<String, Log>>, StoreError> {
         self.sessions
             .lock()
             .map_err(|_| StoreError::Backend("memory store lock poisoned".to_owned()))
@@ -28,9 +42,8 @@ fn unknown(session: &str) -> StoreError {
     StoreError::UnknownSession(session.to_owned())
 }
 
-fn stored(records: &[Record], after: u64) -> impl Iterator<Item = Stored> + '_ {
-    records
-        .iter()
+fn stored(log: &Log, after: u64) -> impl Iterator<Item = Stored> + '_ {
+    log.records()
         .enumerate()
         .skip(usize::try_from(after).unwrap_or(usize::MAX))
         .map(|(i, r)| Stored {
@@ -45,14 +58,14 @@ impl Store for MemoryStore {
         if all.contains_key(session) {
             return Ok(false);
         }
-        all.insert(session.to_owned(), Vec::new());
+        all.insert(session.to_owned(), Log::default());
         Ok(true)
     }
 
     fn version(&self, session: &str) -> Result<u64, StoreError> {
         let all = self.lock()?;
         all.get(session)
-            .map(|r| r.len() as u64)
+            .map(|log| log.len as u64)
             .ok_or_else(|| unknown(session))
     }
 
@@ -64,7 +77,7 @@ impl Store for MemoryStore {
     ) -> Result<u64, StoreError> {
         let mut all = self.lock()?;
         let log = all.get_mut(session).ok_or_else(|| unknown(session))?;
-        let actual = log.len() as u64;
+        let actual = log.len as u64;
         if actual != expected {
             return Err(StoreError::Conflict {
                 session: session.to_owned(),
@@ -72,8 +85,9 @@ impl Store for MemoryStore {
                 actual,
             });
         }
-        log.extend(records);
-        Ok(log.len() as u64)
+        log.len += records.len();
+        log.appends.push(records);
+        Ok(log.len as u64)
     }
 
     fn read(&self, session: &str, after: u64) -> Result<Vec<Stored>, StoreError> {

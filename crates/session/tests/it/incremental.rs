@@ -188,3 +188,104 @@ fn a_retried_request_gets_the_same_request_back() {
     assert_eq!(again.report.new_items, 0);
     assert!(again.report.compaction.is_none());
 }
+
+/// A Chat Completions request of `turns` tool-using turns, as a host would send it.
+fn chat_request(turns: usize) -> serde_json::Value {
+    let mut messages =
+        vec![serde_json::json!({"role": "system", "content": "You are a coding agent."})];
+    for t in 0..turns {
+        let id = format!("call_{t}");
+        messages
+            .push(serde_json::json!({"role": "user", "content": format!("Look at module {t}.")}));
+        messages.push(serde_json::json!({"role": "assistant", "content": null, "tool_calls": [
+            {"id": id, "type": "function",
+             "function": {"name": "read_file", "arguments": format!("{{\"path\":\"src/m{t}.rs\"}}")}}]}));
+        let body: String = (0..20)
+            .map(|l| format!("fn f{t}_{l}() -> u32 {{ {l} }}\n"))
+            .collect();
+        messages.push(serde_json::json!({"role": "tool", "tool_call_id": id, "content": body}));
+        messages.push(
+            serde_json::json!({"role": "assistant", "content": format!("Module {t} is fine.")}),
+        );
+    }
+    serde_json::json!({"model": "gpt-4o", "messages": messages})
+}
+
+#[test]
+fn a_resent_wire_request_is_recognised_and_an_edit_in_its_middle_is_a_branch() {
+    use compact_formats::wire::decode;
+    let manager = manager(1_000_000);
+    let first = chat_request(12);
+    let decoded = decode(Format::OpenAiChat, &first).unwrap();
+    assert!(decoded.items.iter().all(|i| i.wire_digest().is_some()));
+    manager.preflight("w", &decoded).unwrap();
+
+    // The same history plus one message: everything before is recognised.
+    let mut second = first.clone();
+    second["messages"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({"role": "user", "content": "Now fix module 3."}));
+    let prepared = manager
+        .preflight("w", &decode(Format::OpenAiChat, &second).unwrap())
+        .unwrap();
+    assert!(!prepared.report.branched);
+    assert_eq!(prepared.report.new_items, 1);
+    assert_eq!(prepared.report.reused_items, decoded.len());
+
+    // One character of a tool output in the middle changes (same length, same ids): the request
+    // branches at that result, and the edited text is what is sent.
+    let mut third = second.clone();
+    let output = third["messages"][4 * 5 + 3]["content"]
+        .as_str()
+        .unwrap()
+        .replacen("{ 7 }", "{ 8 }", 1);
+    third["messages"][4 * 5 + 3]["content"] = serde_json::json!(output);
+    let edited = decode(Format::OpenAiChat, &third).unwrap();
+    let at = edited
+        .items
+        .iter()
+        .position(|i| i.as_tool_result().is_some_and(|r| r.call_id == "call_5"))
+        .unwrap();
+    let prepared = manager.preflight("w", &edited).unwrap();
+    assert!(prepared.report.branched);
+    assert_eq!(prepared.report.new_items, edited.len() - at);
+    let sent = prepared.conversation.items[at].plain_text();
+    assert!(sent.contains("fn f5_7() -> u32 { 8 }"), "{sent}");
+}
+
+#[test]
+fn an_edit_to_an_item_that_keeps_its_wire_id_is_still_a_branch() {
+    use compact_formats::wire::decode;
+    // Responses items with wire ids keep them as item ids, so only the content tells the edit.
+    let request = |answer_5: &str| {
+        let mut input = Vec::new();
+        for t in 0..10 {
+            input.push(serde_json::json!({"role": "user", "content": format!("Question {t}?")}));
+            let text = if t == 5 {
+                answer_5.to_owned()
+            } else {
+                format!("Answer {t}.")
+            };
+            input.push(
+                serde_json::json!({"type": "message", "id": format!("msg_{t}"), "role": "assistant",
+                "content": [{"type": "output_text", "text": text}]}),
+            );
+        }
+        serde_json::json!({"model": "gpt-4o", "input": input})
+    };
+    let manager = manager(1_000_000);
+    let original = decode(Format::OpenAiResponses, &request("Answer 5.")).unwrap();
+    manager.preflight("r", &original).unwrap();
+    let edited = decode(Format::OpenAiResponses, &request("Answer 6.")).unwrap();
+    let at = edited
+        .items
+        .iter()
+        .position(|i| i.meta.id.as_str() == "msg_5")
+        .unwrap();
+    assert_eq!(original.items[at].meta, edited.items[at].meta);
+    let prepared = manager.preflight("r", &edited).unwrap();
+    assert!(prepared.report.branched);
+    assert_eq!(prepared.report.new_items, edited.len() - at);
+    assert_eq!(prepared.conversation.items[at].plain_text(), "Answer 6.");
+}

@@ -3,6 +3,7 @@
 use super::blocks::{decode_block, Block};
 use crate::error::DecodeError;
 use crate::wire::common::{envelope, new_item, push_parts};
+use crate::wire::digest::{stamp, value_digest};
 use crate::wire::json::{elem, unexpected, Fields};
 use crate::wire::request::{decode_messages, decoded_request};
 use compact_core::model::{Conversation, Envelope, Format, Item, ItemBody, Message, Part, Role};
@@ -16,7 +17,12 @@ pub(crate) fn decode_request(req: &Value) -> Result<Conversation, DecodeError> {
     let mut f = Fields::of(req, "")?;
     let mut items = Vec::new();
     if let Some(system) = f.take_non_null("system") {
-        items.push(decode_system(&system, &f.at("system"))?);
+        let mut item = decode_system(&system, &f.at("system"))?;
+        stamp(
+            std::slice::from_mut(&mut item),
+            value_digest(FORMAT, "system", &system),
+        );
+        items.push(item);
     }
     // The Messages API requires a message; the encoder writes a placeholder one for a conversation
     // without any, so an empty list could not be written back as it was.
@@ -26,7 +32,7 @@ pub(crate) fn decode_request(req: &Value) -> Result<Conversation, DecodeError> {
             "no messages (a Messages request needs at least one)",
         ));
     }
-    decode_messages(&mut f, &mut items, decode_message)?;
+    decode_messages(FORMAT, &mut f, &mut items, decode_message)?;
     Ok(decoded_request(FORMAT, f, items))
 }
 

@@ -17,7 +17,7 @@ const FORMAT: Format = Format::OpenAiChat;
 pub(crate) fn decode_request(req: &Value) -> Result<Conversation, DecodeError> {
     let mut f = Fields::of(req, "")?;
     let mut items = Vec::new();
-    decode_messages(&mut f, &mut items, decode_message)?;
+    decode_messages(FORMAT, &mut f, &mut items, decode_message)?;
     Ok(decoded_request(FORMAT, f, items))
 }
 

@@ -3,6 +3,7 @@
 use super::parts::{decode_content, INPUT_TEXT, OUTPUT_TEXT};
 use crate::error::DecodeError;
 use crate::wire::common::{checkpoint_of, envelope, new_item, Recognised};
+use crate::wire::digest::{stamp, value_digest};
 use crate::wire::json::{elem, unexpected, Fields};
 use crate::wire::request::decoded_request;
 use compact_core::model::{
@@ -26,18 +27,23 @@ pub(crate) fn decode_request(req: &Value) -> Result<Conversation, DecodeError> {
     let mut f = Fields::of(req, "")?;
     let mut items = Vec::new();
     match f.take_non_null(INSTRUCTIONS) {
-        Some(Value::String(s)) => items.push(slot_item(Role::System, Part::text(s), INSTRUCTIONS)),
+        Some(v @ Value::String(_)) => items.push(slot_item(Role::System, v, INSTRUCTIONS)),
         Some(other) => f.put(INSTRUCTIONS, other),
         None => {}
     }
     let input_path = f.at(INPUT);
     match f.take_non_null(INPUT) {
-        Some(Value::String(s)) => items.push(slot_item(Role::User, Part::text(s), INPUT)),
+        Some(v @ Value::String(_)) => items.push(slot_item(Role::User, v, INPUT)),
         Some(Value::Array(input)) if input.is_empty() => f.put(INPUT, Value::Array(input)),
         Some(Value::Array(input)) => {
             for (i, v) in input.iter().enumerate() {
                 let index = u32::try_from(i).unwrap_or(u32::MAX);
-                items.push(decode_item(v, index, &elem(&input_path, i))?);
+                let mut item = decode_item(v, index, &elem(&input_path, i))?;
+                stamp(
+                    std::slice::from_mut(&mut item),
+                    value_digest(FORMAT, &index.to_string(), v),
+                );
+                items.push(item);
             }
         }
         Some(other) => return Err(unexpected(input_path, "a string or an array", &other)),
@@ -46,8 +52,13 @@ pub(crate) fn decode_request(req: &Value) -> Result<Conversation, DecodeError> {
     Ok(decoded_request(FORMAT, f, items))
 }
 
-/// The item of a top-level string field (`instructions`, string `input`).
-fn slot_item(role: Role, part: Part, slot: &'static str) -> Item {
+/// The item of a top-level string field (`instructions`, string `input`): `value` is the string.
+fn slot_item(role: Role, value: Value, slot: &'static str) -> Item {
+    let digest = value_digest(FORMAT, slot, &value);
+    let part = Part::text(match value {
+        Value::String(s) => s,
+        other => other.to_string(),
+    });
     let env = Arc::new(Envelope {
         format: Some(FORMAT),
         message: 0,
@@ -69,7 +80,9 @@ fn slot_item(role: Role, part: Part, slot: &'static str) -> Item {
             parts: vec![part],
         })
     };
-    new_item(body, &env, FORMAT)
+    let mut item = new_item(body, &env, FORMAT);
+    stamp(std::slice::from_mut(&mut item), digest);
+    item
 }
 
 /// Decodes one Responses input item (the `index`-th of `input`, found at `path`).
