@@ -26,7 +26,14 @@ pub struct SessionConfig {
     pub trigger_phrases: Vec<String>,
     /// Overflow recoveries allowed per turn.
     pub overflow_max_retries: u32,
+    /// Sessions whose state the manager keeps in memory; beyond it, the least recently used idle
+    /// ones are dropped (their next call reloads them from the store and recounts once).
+    pub max_cached_sessions: usize,
 }
+
+/// Default of [`SessionConfig::max_cached_sessions`]: a 200k-token session holds a few megabytes
+/// (the items last received and the view), so a thousand of them stay within a few gigabytes.
+pub const DEFAULT_MAX_CACHED_SESSIONS: usize = 1_024;
 
 impl std::fmt::Debug for SessionConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -36,13 +43,14 @@ impl std::fmt::Debug for SessionConfig {
             .field("summarizer", &self.summarizer.name())
             .field("trigger_phrases", &self.trigger_phrases)
             .field("overflow_max_retries", &self.overflow_max_retries)
+            .field("max_cached_sessions", &self.max_cached_sessions)
             .finish()
     }
 }
 
 impl SessionConfig {
     /// Settings for `policy` and `counter`, with the deterministic summariser, the default trigger
-    /// phrases and three recoveries per turn.
+    /// phrases, three recoveries per turn and [`DEFAULT_MAX_CACHED_SESSIONS`].
     pub fn new(policy: Policy, counter: TokenCounter) -> Self {
         SessionConfig {
             policy,
@@ -53,6 +61,7 @@ impl SessionConfig {
                 .map(|s| (*s).to_owned())
                 .collect(),
             overflow_max_retries: DEFAULT_OVERFLOW_MAX_RETRIES,
+            max_cached_sessions: DEFAULT_MAX_CACHED_SESSIONS,
         }
     }
 

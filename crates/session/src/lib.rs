@@ -89,7 +89,9 @@ pub use archive::{Archive, ArchiveError, FsArchive};
 #[cfg(feature = "s3")]
 pub use archive::{S3Archive, S3Config};
 pub use calibration::{Calibration, CalibrationUpdate};
-pub use config::{open_store, SessionConfig, DEFAULT_OVERFLOW_MAX_RETRIES};
+pub use config::{
+    open_store, SessionConfig, DEFAULT_MAX_CACHED_SESSIONS, DEFAULT_OVERFLOW_MAX_RETRIES,
+};
 pub use error::SessionError;
 pub use event::{Event, EventKind};
 pub use manager::{CompactManager, PreflightReport, Prepared, MAX_SESSION_ID_LEN};

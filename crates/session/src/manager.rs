@@ -82,7 +82,42 @@ pub struct CompactManager {
     config: SessionConfig,
     store: Arc<dyn Store>,
     archive: Option<Arc<dyn Archive>>,
-    sessions: Mutex<HashMap<String, Arc<Mutex<Option<SessionState>>>>>,
+    sessions: Mutex<Sessions>,
+}
+
+/// A session's slot, shared by the calls on it (`None` until loaded from the store).
+type SlotHandle = Arc<Mutex<Option<SessionState>>>;
+
+/// The sessions held in memory: each one's slot and when it was last used (a tick of this map).
+#[derive(Default)]
+struct Sessions {
+    slots: HashMap<String, (SlotHandle, u64)>,
+    tick: u64,
+}
+
+impl Sessions {
+    /// Drops the least recently used idle sessions (no call holds their slot) until at most
+    /// seven eighths of `cap` remain, so that the scan runs once per `cap / 8` new sessions.
+    fn evict(&mut self, cap: usize) -> usize {
+        if self.slots.len() <= cap {
+            return 0;
+        }
+        let keep = cap - cap / 8;
+        let mut idle: Vec<(u64, String)> = self
+            .slots
+            .iter()
+            .filter(|(_, (slot, _))| Arc::strong_count(slot) == 1)
+            .map(|(id, (_, used))| (*used, id.clone()))
+            .collect();
+        idle.sort_unstable();
+        let excess = self.slots.len().saturating_sub(keep);
+        let mut evicted = 0;
+        for (_, id) in idle.into_iter().take(excess) {
+            self.slots.remove(&id);
+            evicted += 1;
+        }
+        evicted
+    }
 }
 
 impl std::fmt::Debug for CompactManager {
@@ -104,7 +139,7 @@ impl CompactManager {
             config,
             store,
             archive: None,
-            sessions: Mutex::new(HashMap::new()),
+            sessions: Mutex::new(Sessions::default()),
         })
     }
 
@@ -132,12 +167,54 @@ impl CompactManager {
     }
 
     /// The session's lock, created on first use.
-    pub(crate) fn handle(&self, session: &str) -> Arc<Mutex<Option<SessionState>>> {
+    pub(crate) fn handle(&self, session: &str) -> SlotHandle {
         let mut map = self
             .sessions
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        Arc::clone(map.entry(session.to_owned()).or_default())
+        map.tick += 1;
+        let tick = map.tick;
+        let slot = match map.slots.get_mut(session) {
+            Some((slot, used)) => {
+                *used = tick;
+                Arc::clone(slot)
+            }
+            None => {
+                let slot = Arc::new(Mutex::new(None));
+                map.slots
+                    .insert(session.to_owned(), (Arc::clone(&slot), tick));
+                slot
+            }
+        };
+        // The slot just handed out is held, so it is never among the evicted.
+        map.evict(self.config.max_cached_sessions.max(1));
+        slot
+    }
+
+    /// Number of sessions whose state is held in memory (at most
+    /// [`SessionConfig::max_cached_sessions`], plus those in use).
+    pub fn cached_sessions(&self) -> usize {
+        self.sessions
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .slots
+            .len()
+    }
+
+    /// Drops the in-memory state of `session` unless a call is using it (its next call reloads it
+    /// from the store); true when it was dropped. Nothing is lost: the state is a cache of the log.
+    pub fn evict(&self, session: &str) -> bool {
+        let mut map = self
+            .sessions
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match map.slots.get(session) {
+            Some((slot, _)) if Arc::strong_count(slot) == 1 => {
+                map.slots.remove(session);
+                true
+            }
+            _ => false,
+        }
     }
 
     /// Locks a slot. A slot poisoned by a panic is emptied: its state is reloaded from the log.

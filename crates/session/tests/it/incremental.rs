@@ -289,3 +289,42 @@ fn an_edit_to_an_item_that_keeps_its_wire_id_is_still_a_branch() {
     assert_eq!(prepared.report.new_items, edited.len() - at);
     assert_eq!(prepared.conversation.items[at].plain_text(), "Answer 6.");
 }
+
+#[test]
+fn idle_sessions_beyond_the_cap_are_dropped_and_reload_to_the_same_request() {
+    use compact_core::policy::Policy;
+    use compact_session::{CompactManager, MemoryStore, SessionConfig};
+    use std::sync::Arc;
+    let mut config = SessionConfig::new(Policy::for_window(16_000), counter());
+    config.max_cached_sessions = 8;
+    let manager = CompactManager::open(config, Arc::new(MemoryStore::new())).unwrap();
+    let mut agents: Vec<Agent> = (0..40)
+        .map(|i| Agent::new(100 + i, Format::OpenAiChat))
+        .collect();
+    let mut last: Vec<Vec<String>> = vec![Vec::new(); agents.len()];
+    for round in 0..6 {
+        for (i, agent) in agents.iter_mut().enumerate() {
+            agent.step();
+            let prepared = manager.preflight(&format!("s{i}"), &agent.history).unwrap();
+            let messages = wire_messages(&prepared.conversation);
+            // A session dropped since its last call was reloaded from the log: what it sends still
+            // starts with what it sent last time, unless this call compacted.
+            if round > 0 && prepared.report.compaction.is_none() {
+                assert_eq!(
+                    messages[..last[i].len()],
+                    last[i][..],
+                    "session {i}, round {round}"
+                );
+            }
+            last[i] = messages;
+            assert!(
+                manager.cached_sessions() <= 8,
+                "{}",
+                manager.cached_sessions()
+            );
+        }
+    }
+    // A session in use is never dropped; an idle one can be, on demand.
+    assert!(manager.evict("s39"));
+    assert!(!manager.evict("s39"));
+}
