@@ -22,7 +22,8 @@
 //! visibility), every original a truncation replaced, every view a compaction produced and every
 //! event. Compaction changes the view, never the log. An optional [`Archive`]
 //! ([`CompactManager::with_archive`]; [`FsArchive`], and `S3Archive` with the `s3` feature) keeps a
-//! copy of every compaction's full transcript and checkpoint, with retention by age and size
+//! copy of every compaction's full transcript and checkpoint, and of the events logged before it,
+//! with retention by age and size
 //! ([`archive`]).
 //!
 //! Architecture invariants: the log is append-only and written before the in-memory state changes

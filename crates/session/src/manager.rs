@@ -623,6 +623,7 @@ impl CompactManager {
         if let (Some(seq), Some(done)) = (view_seq_archived, &compaction) {
             warnings.extend(crate::archive::after_compaction(
                 self.archive.as_deref(),
+                self.store.as_ref(),
                 session,
                 seq,
                 &request.items,
@@ -741,6 +742,7 @@ impl CompactManager {
     ) -> Option<String> {
         let warning = crate::archive::after_compaction(
             self.archive().map(|a| a.as_ref()),
+            self.store.as_ref(),
             session,
             state.version - 1,
             &state.received,

@@ -286,17 +286,21 @@ pub fn archive_compaction(
     )
 }
 
-/// What the manager does after logging a compaction when it has an archive: archives it, and turns
-/// a failure into a warning for the caller's report (the log already holds everything).
+/// What the manager does after logging a compaction when it has an archive: archives it (its full
+/// transcript and checkpoint) and the events logged since the last archived batch, and turns a
+/// failure into a warning for the caller's report (the log already holds everything).
 pub(crate) fn after_compaction(
     archive: Option<&dyn Archive>,
+    store: &dyn Store,
     session: &str,
     seq: u64,
     transcript: &[Item],
     view: &Conversation,
 ) -> Option<String> {
     let archive = archive?;
-    archive_compaction(archive, session, seq, transcript, view)
+    let result = archive_compaction(archive, session, seq, transcript, view)
+        .and_then(|()| archive_events(store, archive, session).map(drop));
+    result
         .err()
         .map(|e| format!("the compaction was logged but not archived: {e}"))
 }

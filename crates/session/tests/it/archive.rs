@@ -191,9 +191,40 @@ fn a_manager_archives_every_compaction_and_recalls_from_the_archive() {
         expected.push(ObjectKey::new("s", seq, ObjectKind::Checkpoint));
     }
     assert_eq!(
-        objects.iter().map(|o| o.key.clone()).collect::<Vec<_>>(),
+        objects
+            .iter()
+            .map(|o| o.key.clone())
+            .filter(|k| k.kind != ObjectKind::Events)
+            .collect::<Vec<_>>(),
         expected
     );
+    // With each compaction, the events logged since the last batch were archived too: every event
+    // of the log up to the last compaction is in exactly one batch.
+    let batches: Vec<u64> = objects
+        .iter()
+        .filter(|o| o.key.kind == ObjectKind::Events)
+        .map(|o| o.key.seq)
+        .collect();
+    assert_eq!(batches.len(), 3, "{batches:?}");
+    for (batch, &view) in batches.iter().zip(&views) {
+        assert!(*batch > view, "the batch after view {view} ends at {batch}");
+    }
+    let logged_events = store
+        .read("s", 0)
+        .unwrap()
+        .iter()
+        .filter(|r| r.seq <= batches[2] && matches!(r.record, Record::Event(_)))
+        .count();
+    let archived_events: usize = batches
+        .iter()
+        .map(|&seq| {
+            let key = ObjectKey::new("s", seq, ObjectKind::Events);
+            let doc: serde_json::Value =
+                serde_json::from_slice(&archive.get(&key).unwrap().unwrap()).unwrap();
+            doc["events"].as_array().unwrap().len()
+        })
+        .sum();
+    assert_eq!(archived_events, logged_events);
     // The last transcript is the whole history the manual compaction was given.
     let last = read_items(
         archive.as_ref(),
