@@ -211,3 +211,101 @@ fn a_new_manager_rebuilds_the_compacted_view_from_the_log() {
     assert_eq!(again.conversation, last.conversation);
     assert_eq!(again.report.tokens, last.report.tokens);
 }
+
+/// Run by [`a_full_disk_is_a_typed_error_and_loses_nothing_written`] as a child process whose files
+/// cannot grow past a limit (`ulimit -f`): drives one session until the store refuses a write,
+/// printing `OK <steps>` after each call that succeeded and `ERR <kind>` for the first that did not.
+/// In an ordinary test run (without the variable) it returns at once.
+#[test]
+fn zz_child_writer_for_the_disk_full_test() {
+    use compact_session::SessionError;
+    let Ok(path) = std::env::var("COMPACT_SESSION_DISKFULL_DB") else {
+        return;
+    };
+    let store = Arc::new(SqliteStore::open(&path).unwrap());
+    let manager = manager_with(16_000, store);
+    let mut agent = Agent::new(31, Format::OpenAiChat);
+    for step in 1..=5_000 {
+        agent.step();
+        match manager.preflight("s", &agent.history) {
+            Ok(_) => println!("OK {step}"),
+            Err(SessionError::Store(e)) => {
+                println!("ERR store {e}");
+                // The same call again: refused again or accepted, never a panic or a half write.
+                match manager.preflight("s", &agent.history) {
+                    Ok(_) => println!("RETRY ok"),
+                    Err(SessionError::Store(_)) => println!("RETRY store"),
+                    Err(other) => println!("RETRY other {other}"),
+                }
+                return;
+            }
+            Err(other) => {
+                println!("ERR other {other}");
+                return;
+            }
+        }
+    }
+    println!("NEVER FULL");
+}
+
+#[test]
+fn a_full_disk_is_a_typed_error_and_loses_nothing_written() {
+    let path = temp_db("diskfull");
+    let exe = std::env::current_exe().unwrap();
+    // Files of the child cannot grow past 512 KiB; SIGXFSZ is ignored so that the write fails with
+    // EFBIG instead of killing the process (an ignored signal stays ignored across exec).
+    let script = format!(
+        "trap '' XFSZ; ulimit -f 512; exec '{}' --exact sqlite::zz_child_writer_for_the_disk_full_test --nocapture --test-threads=1",
+        exe.display()
+    );
+    let out = std::process::Command::new("bash")
+        .args(["-c", &script])
+        .env("COMPACT_SESSION_DISKFULL_DB", &path)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let ok_steps: Vec<usize> = stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("OK ")?.trim().parse().ok())
+        .collect();
+    assert!(out.status.success(), "child failed: {stdout}");
+    assert!(
+        stdout.contains("ERR store"),
+        "no typed store error: {stdout}"
+    );
+    assert!(!stdout.contains("RETRY other"), "{stdout}");
+    let last_ok = *ok_steps
+        .last()
+        .expect("some calls succeeded before the disk filled");
+    assert!(last_ok >= 5, "the disk filled after {last_ok} calls");
+
+    // Without the limit: the log reads back whole, ends on a whole call, and holds every item of
+    // every call that succeeded.
+    let store = Arc::new(SqliteStore::open(&path).unwrap());
+    let records = store.read("s", 0).unwrap();
+    let seqs: Vec<u64> = records.iter().map(|r| r.seq).collect();
+    assert_eq!(seqs, (1..=records.len() as u64).collect::<Vec<_>>());
+    assert!(matches!(
+        &records.last().unwrap().record,
+        Record::Event(e) if e.kind == EventKind::Sent
+    ));
+    let logged: std::collections::HashSet<String> = records
+        .iter()
+        .filter_map(|r| r.record.item_id().map(str::to_owned))
+        .collect();
+    let mut agent = Agent::new(31, Format::OpenAiChat);
+    for _ in 0..last_ok {
+        agent.step();
+    }
+    for item in &agent.history.items {
+        assert!(
+            logged.contains(item.meta.id.as_str()),
+            "{} is missing",
+            item.meta.id
+        );
+    }
+    // And a manager on it goes on with the session.
+    let manager = manager_with(16_000, store);
+    agent.step();
+    manager.preflight("s", &agent.history).unwrap();
+}
