@@ -5,6 +5,7 @@ use crate::store::{MemoryStore, SqliteStore, Store, StoreError};
 use crate::trigger::DEFAULT_TRIGGER_PHRASES;
 use compact_config::StorageSettings;
 use compact_core::policy::Policy;
+use compact_core::redact::Redactor;
 use compact_core::tokens::TokenCounter;
 use compact_engine::{DeterministicSummarizer, Summarizer};
 use std::sync::Arc;
@@ -26,6 +27,10 @@ pub struct SessionConfig {
     pub trigger_phrases: Vec<String>,
     /// Overflow recoveries allowed per turn.
     pub overflow_max_retries: u32,
+    /// Redacts secrets from every record before it is logged, archived or handed out as an event
+    /// (the built-in detectors by default; `None` turns redaction off). The requests the manager
+    /// prepares are not redacted: the model sees what the host sent.
+    pub redactor: Option<Arc<Redactor>>,
     /// Sessions whose state the manager keeps in memory; beyond it, the least recently used idle
     /// ones are dropped (their next call reloads them from the store and recounts once).
     pub max_cached_sessions: usize,
@@ -44,13 +49,18 @@ impl std::fmt::Debug for SessionConfig {
             .field("trigger_phrases", &self.trigger_phrases)
             .field("overflow_max_retries", &self.overflow_max_retries)
             .field("max_cached_sessions", &self.max_cached_sessions)
+            .field(
+                "redactor",
+                &self.redactor.as_ref().map(|r| r.kinds().count()),
+            )
             .finish()
     }
 }
 
 impl SessionConfig {
     /// Settings for `policy` and `counter`, with the deterministic summariser, the default trigger
-    /// phrases, three recoveries per turn and [`DEFAULT_MAX_CACHED_SESSIONS`].
+    /// phrases, three recoveries per turn, [`DEFAULT_MAX_CACHED_SESSIONS`] and the built-in secret
+    /// detectors.
     pub fn new(policy: Policy, counter: TokenCounter) -> Self {
         SessionConfig {
             policy,
@@ -62,6 +72,7 @@ impl SessionConfig {
                 .collect(),
             overflow_max_retries: DEFAULT_OVERFLOW_MAX_RETRIES,
             max_cached_sessions: DEFAULT_MAX_CACHED_SESSIONS,
+            redactor: Some(Arc::new(Redactor::new())),
         }
     }
 

@@ -17,7 +17,7 @@ use crate::chain::ChainHash;
 use crate::config::SessionConfig;
 use crate::error::SessionError;
 use crate::event::{Event, EventKind};
-use crate::record::{ItemRecord, ItemSource, Record};
+use crate::record::{ItemRecord, ItemSource, Record, ViewEntry};
 use crate::state::{call_ids, view_record, SessionState};
 use crate::store::{Store, StoreError};
 use crate::trigger::manual_request;
@@ -259,11 +259,12 @@ impl CompactManager {
         &self,
         session: &str,
         state: &mut SessionState,
-        records: Vec<Record>,
+        mut records: Vec<Record>,
     ) -> Result<(), SessionError> {
         if records.is_empty() {
             return Ok(());
         }
+        self.redact_records(session, state, &mut records);
         match self.store.append(session, state.version, records) {
             Ok(version) => {
                 state.version = version;
@@ -272,6 +273,56 @@ impl CompactManager {
             Err(e) => {
                 state.stale |= matches!(e, StoreError::Conflict { .. });
                 Err(e.into())
+            }
+        }
+    }
+
+    /// Redacts the secrets of records about to be logged ([`SessionConfig::redactor`]); the
+    /// session id salts the placeholders. Secrets found in the items are remembered for the
+    /// session, so that text derived from them (a reference stub's list of names, a checkpoint)
+    /// loses them too, even without the context that gave them away.
+    fn redact_records(&self, session: &str, state: &mut SessionState, records: &mut [Record]) {
+        let Some(base) = self.config.redactor.as_ref() else {
+            return;
+        };
+        let mut grew = false;
+        for record in records.iter() {
+            if let Record::Item(i) = record {
+                for found in base.secrets(&i.item) {
+                    if !state.known_secrets.contains(&found) {
+                        state.known_secrets.push(found);
+                        grew = true;
+                    }
+                }
+            }
+        }
+        if grew {
+            state.redactor = Some(Arc::new(base.with_known(&state.known_secrets)));
+        }
+        let r = state.redactor.as_ref().unwrap_or(base);
+        for record in records {
+            match record {
+                Record::Item(i) => {
+                    r.redact_item(session, &mut i.item);
+                }
+                Record::View(v) => {
+                    for entry in &mut v.entries {
+                        if let ViewEntry::Inline(item) = entry {
+                            r.redact_item(session, item);
+                        }
+                    }
+                }
+                Record::Event(e) => redact_event(r, session, e),
+            }
+        }
+    }
+
+    /// Redacts the secrets of events handed to the caller (the same redaction as the log's).
+    pub(crate) fn redact_events(&self, session: &str, state: &SessionState, events: &mut [Event]) {
+        if let Some(base) = self.config.redactor.as_ref() {
+            let r = state.redactor.as_ref().unwrap_or(base);
+            for e in events {
+                redact_event(r, session, e);
             }
         }
     }
@@ -566,6 +617,7 @@ impl CompactManager {
                        "model": model, "branched": branched}),
             ));
         }
+        self.redact_events(session, state, &mut events);
         records.extend(events.iter().cloned().map(Record::Event));
 
         // 7. Commit: the log first, then the state.
@@ -624,6 +676,10 @@ impl CompactManager {
             warnings.extend(crate::archive::after_compaction(
                 self.archive.as_deref(),
                 self.store.as_ref(),
+                state
+                    .redactor
+                    .as_deref()
+                    .or(self.config.redactor.as_deref()),
                 session,
                 seq,
                 &request.items,
@@ -661,6 +717,13 @@ enum NextView {
         repaired: Option<Arc<Conversation>>,
         tokens: usize,
     },
+}
+
+/// Redacts the string values of an event's data.
+fn redact_event(r: &compact_core::redact::Redactor, session: &str, e: &mut Event) {
+    for (_, v) in e.data.iter_mut() {
+        r.redact_value(session, v);
+    }
 }
 
 /// True when appending `new` to a view that needed no repair needs none either: the new items are
@@ -743,6 +806,10 @@ impl CompactManager {
         let warning = crate::archive::after_compaction(
             self.archive().map(|a| a.as_ref()),
             self.store.as_ref(),
+            state
+                .redactor
+                .as_deref()
+                .or(self.config.redactor.as_deref()),
             session,
             state.version - 1,
             &state.received,

@@ -54,12 +54,13 @@ impl CompactManager {
         view.format = current.format;
         view.extra = current.extra.clone();
         let compressed = items_compressed(&done);
-        let event = Event::new(
+        let mut event = Event::new(
             EventKind::Compacted,
             json!({"trigger": "manual", "note": note, "tokens_before": done.report.tokens_before,
                    "tokens_after": done.report.tokens_after, "items_compressed": compressed,
                    "strategy": done.report.strategy.as_str(), "summarizer": done.report.summarizer}),
         );
+        self.redact_events(session, state, std::slice::from_mut(&mut event));
         let record = view_record(&view, &state.received, &state.chain, "manual");
         self.append(
             session,

@@ -51,6 +51,11 @@ pub(crate) struct SessionState {
     pub prepared: bool,
     /// True when the next preflight must recount and renormalise everything (after a reload).
     pub fresh: bool,
+    /// Secrets seen in this session's items since the state was loaded (kind, text), and the
+    /// redactor that also finds them in text derived from those items.
+    pub known_secrets: Vec<(String, String)>,
+    /// See `known_secrets`.
+    pub redactor: Option<Arc<compact_core::redact::Redactor>>,
     /// True when an append found the log moved on (another writer appended first): the state no
     /// longer reflects the log, and the next call reloads it.
     pub stale: bool,

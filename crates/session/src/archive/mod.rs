@@ -292,12 +292,31 @@ pub fn archive_compaction(
 pub(crate) fn after_compaction(
     archive: Option<&dyn Archive>,
     store: &dyn Store,
+    redactor: Option<&compact_core::redact::Redactor>,
     session: &str,
     seq: u64,
     transcript: &[Item],
     view: &Conversation,
 ) -> Option<String> {
     let archive = archive?;
+    // The archive gets what the log got: items with their secrets redacted (the events are read
+    // back from the log, redacted already).
+    let redacted;
+    let (transcript, view) = match redactor {
+        Some(r) => {
+            let mut items = transcript.to_vec();
+            for item in &mut items {
+                r.redact_item(session, item);
+            }
+            let mut v = view.clone();
+            for item in &mut v.items {
+                r.redact_item(session, item);
+            }
+            redacted = (items, v);
+            (&redacted.0[..], &redacted.1)
+        }
+        None => (transcript, view),
+    };
     let result = archive_compaction(archive, session, seq, transcript, view)
         .and_then(|()| archive_events(store, archive, session).map(drop));
     result

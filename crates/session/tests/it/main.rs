@@ -14,5 +14,6 @@ mod overflow_e2e;
 #[cfg(feature = "postgres")]
 mod postgres;
 mod recovery;
+mod redaction;
 mod services;
 mod sqlite;
