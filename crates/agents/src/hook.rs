@@ -157,6 +157,9 @@ fn session_start(input: &HookInput, options: &HookOptions) -> Result<HookOutcome
         .transcript()
         .and_then(transcript::load)
         .map(|imported| {
+            if !transcript::last_compaction_complete(&imported) {
+                return None;
+            }
             let dropped = transcript::span(&imported.conversation, Span::LastCompacted);
             hook_context(&dropped, options.max_tokens)
         });

@@ -86,6 +86,19 @@ fn latest_checkpoint_covers(conv: &Conversation) -> Option<Vec<ItemId>> {
     })
 }
 
+/// True when the latest compaction the transcript records has its summary in place (a boundary
+/// whose summary record is not written yet would otherwise make [`Span::LastCompacted`] the span
+/// of the compaction before it).
+pub fn last_compaction_complete(imported: &Imported) -> bool {
+    let summaries = imported
+        .conversation
+        .items
+        .iter()
+        .filter(|i| matches!(i.body(), ItemBody::Checkpoint(_)))
+        .count();
+    summaries >= imported.stats.compactions
+}
+
 /// The agent's own latest summary text, if the transcript holds one.
 pub fn latest_summary(conv: &Conversation) -> Option<&str> {
     conv.items.iter().rev().find_map(|item| match item.body() {

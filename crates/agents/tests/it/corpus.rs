@@ -81,3 +81,42 @@ fn every_compacted_corpus_session_gets_its_dropped_failures_back() {
         assert!(compacted >= 10, "only {compacted} compacted sessions found");
     }
 }
+
+#[test]
+fn pre_compact_on_every_codex_rollout_saves_a_bounded_checkpoint() {
+    for path in files("codex-rollout") {
+        let dir = crate::support::scratch("corpus_pre");
+        let opts = HookOptions::new(Agent::Codex, dir.join("state"));
+        let input = serde_json::to_vec(&json!({
+            "session_id": "rollout",
+            "transcript_path": path,
+            "cwd": "/work",
+            "hook_event_name": "PreCompact",
+            "trigger": "auto",
+        }))
+        .unwrap();
+        let HookOutcome::Saved(saved) = run(&input, &opts).unwrap() else {
+            panic!("{}: nothing saved", path.display());
+        };
+        let v: Value = serde_json::from_slice(&std::fs::read(&saved).unwrap()).unwrap();
+        let context = v["context"].as_str().unwrap();
+        assert!(
+            counter().count_text(context) <= DEFAULT_HOOK_TOKENS,
+            "{}",
+            path.display()
+        );
+        let visible = span(&load(&path).unwrap().conversation, Span::Visible);
+        let failures: Vec<String> = visible
+            .iter()
+            .filter_map(failure_of)
+            .map(|(_, line)| line)
+            .filter(|l| l.len() >= 12)
+            .collect();
+        if !failures.is_empty() {
+            let found = failures
+                .iter()
+                .any(|l| context.contains(l.chars().take(40).collect::<String>().as_str()));
+            assert!(found, "{}: none of {failures:?}", path.display());
+        }
+    }
+}

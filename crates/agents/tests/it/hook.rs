@@ -191,3 +191,33 @@ fn a_hostile_session_id_never_chooses_where_the_hook_writes() {
     assert!(!dir.join("escape.json").exists());
     assert!(!opts.state_dir.exists(), "nothing written");
 }
+
+#[test]
+fn a_boundary_without_its_summary_yet_never_repeats_the_previous_span() {
+    let opts = options("half_written", Agent::ClaudeCode);
+    let dir = opts.state_dir.parent().unwrap().to_path_buf();
+    let text = std::fs::read_to_string(fixture("claude-session.jsonl")).unwrap();
+    // The fixture's compaction, then more work and a second boundary whose summary is not written.
+    let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
+    let boundary = lines
+        .iter()
+        .find(|l| l.contains("compact_boundary"))
+        .unwrap()
+        .replace("5a1c000b-", "5a1c00ff-");
+    lines.push(boundary);
+    let path = dir.join("half.jsonl");
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    let input = claude_input("SessionStart", &path, json!({"source": "compact"}));
+    // Nothing to add (or an error, which the CLI logs): never the earlier compaction's span.
+    let outcome = run(&input, &opts);
+    assert!(!matches!(outcome, Ok(HookOutcome::Emit(_))), "{outcome:?}");
+    // With what PreCompact saved, that is what comes back.
+    let pre = claude_input(
+        "PreCompact",
+        &before_compaction(&dir),
+        json!({"trigger": "auto"}),
+    );
+    assert!(matches!(run(&pre, &opts).unwrap(), HookOutcome::Saved(_)));
+    let context = context_of(run(&input, &opts).unwrap());
+    assert!(context.contains("mismatched types in sniff"));
+}

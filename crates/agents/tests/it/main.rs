@@ -5,6 +5,7 @@
 mod corpus;
 mod hook;
 mod install;
+mod store;
 mod support;
 mod tools;
 
