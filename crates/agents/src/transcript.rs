@@ -31,6 +31,14 @@ pub fn load(path: &Path) -> Result<Imported, AgentsError> {
 /// Reads at most `limit` bytes of `path`; a larger file is [`AgentsError::TooLarge`].
 pub fn read_bounded(path: &Path, limit: u64) -> Result<Vec<u8>, AgentsError> {
     let file = std::fs::File::open(path).map_err(|e| AgentsError::io(path, e))?;
+    let meta = file.metadata().map_err(|e| AgentsError::io(path, e))?;
+    if !meta.is_file() {
+        // A directory, a device (`/dev/zero`) or a pipe is not a transcript or a settings file.
+        return Err(AgentsError::io(
+            path,
+            std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a regular file"),
+        ));
+    }
     let mut bytes = Vec::new();
     file.take(limit.saturating_add(1))
         .read_to_end(&mut bytes)

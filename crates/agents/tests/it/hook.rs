@@ -164,6 +164,11 @@ fn bad_input_is_an_error_naming_what_is_wrong() {
         err.to_string().contains("/nonexistent/transcript.jsonl"),
         "{err}"
     );
+    for odd in ["/dev/zero", "/tmp", "/dev/null"] {
+        let input = claude_input("SessionStart", Path::new(odd), json!({"source": "compact"}));
+        let err = run(&input, &opts).unwrap_err();
+        assert!(err.to_string().contains(odd), "{err}");
+    }
     let no_path =
         br#"{"session_id": "abc", "hook_event_name": "SessionStart", "source": "compact"}"#;
     assert!(run(no_path, &opts)
