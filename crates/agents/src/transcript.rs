@@ -16,6 +16,12 @@ pub const MAX_TRANSCRIPT_BYTES: u64 = 256 * 1024 * 1024;
 /// Reads and imports a transcript, leniently: a line cut short by a writer still appending (the
 /// agent is running) or a malformed record is skipped, not fatal. The format is detected.
 pub fn load(path: &Path) -> Result<Imported, AgentsError> {
+    load_with_bytes(path).map(|(imported, _)| imported)
+}
+
+/// [`load`], also returning the file's bytes (for what the importer does not keep, such as the
+/// usage the agent recorded).
+pub fn load_with_bytes(path: &Path) -> Result<(Imported, Vec<u8>), AgentsError> {
     let bytes = read_bounded(path, MAX_TRANSCRIPT_BYTES)?;
     let name = path.file_name().map_or_else(
         || path.display().to_string(),
@@ -25,7 +31,8 @@ pub fn load(path: &Path) -> Result<Imported, AgentsError> {
         format: None,
         mode: ImportMode::Lenient,
     };
-    Ok(import(&bytes, &name, &options)?)
+    let imported = import(&bytes, &name, &options)?;
+    Ok((imported, bytes))
 }
 
 /// Reads at most `limit` bytes of `path`; a larger file is [`AgentsError::TooLarge`].

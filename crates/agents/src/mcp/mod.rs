@@ -21,6 +21,7 @@
 pub mod search;
 pub mod server;
 pub mod source;
+pub mod usage;
 
 /// Longest tool result, in characters (about 3k tokens): a model reads it whole without crowding
 /// its window; more comes with a cursor.

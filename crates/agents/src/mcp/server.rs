@@ -229,8 +229,9 @@ snippet; read one whole with recall(id). Pass next_cursor back as cursor for mor
     }
 
     #[tool(
-        description = "How full your context window is: tokens the model is shown now, the window, \
-the point at which Compact would compact, items in the log and how many compaction removed."
+        description = "How full your context window is: tokens the model is shown now (counted by \
+Compact, and as the agent's own log reported them at its last model call), the window, the point at \
+which Compact would compact, items in the log and how many compaction removed."
     )]
     async fn context_status(
         &self,
@@ -294,7 +295,13 @@ pub fn status(history: &History) -> Value {
     let info = model.as_deref().and_then(|m| registry.lookup(m));
     let counter = info.map_or_else(|| TokenCounter::new(Encoding::O200kBase), |i| i.counter());
     let policy = Policy::default();
-    let window = info.map_or(policy.max_context_tokens, |i| i.context_window as usize);
+    let reported_window = history
+        .reported
+        .and_then(|r| r.window)
+        .and_then(|w| usize::try_from(w).ok());
+    let window = reported_window
+        .or_else(|| info.map(|i| i.context_window as usize))
+        .unwrap_or(policy.max_context_tokens);
     let budget = Budget::for_window(window, &policy);
     let view = Conversation {
         items: history.view.clone(),
@@ -319,6 +326,10 @@ pub fn status(history: &History) -> Value {
         "items_in_context": history.view.len(),
         "items_removed_by_compaction": items.iter().filter(|i: &&Item| !i.meta.visibility.model).count(),
         "compactions": compactions,
+        "agent_reported": history.reported.map(|r| json!({
+            "input_tokens_at_last_call": r.input_tokens,
+            "window": r.window,
+        })),
     })
 }
 

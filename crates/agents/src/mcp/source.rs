@@ -1,6 +1,7 @@
 //! Where the MCP server reads its session: a transcript, the agent's latest transcript for a
 //! directory, or Compact's session store.
 
+use super::usage::{last_reported, Reported};
 use crate::error::AgentsError;
 use crate::hook::Agent;
 use crate::transcript;
@@ -50,6 +51,8 @@ pub struct History {
     pub view: Vec<Item>,
     /// Where it came from, for messages.
     pub origin: String,
+    /// What the agent recorded about its context at its latest model call (transcripts only).
+    pub reported: Option<Reported>,
     /// When it came from a store: the manager, for recall of truncated originals.
     manager: Option<(CompactManager, String)>,
 }
@@ -94,6 +97,7 @@ impl Source {
                     conversation,
                     view,
                     origin: format!("session `{session}` of the store"),
+                    reported: None,
                     manager: Some((manager, session.clone())),
                 })
             }
@@ -114,7 +118,8 @@ impl Source {
 }
 
 fn from_transcript(path: &Path) -> Result<History, AgentsError> {
-    let imported = transcript::load(path)?;
+    let (imported, bytes) = transcript::load_with_bytes(path)?;
+    let reported = last_reported(&bytes);
     let view = imported
         .conversation
         .items
@@ -126,6 +131,7 @@ fn from_transcript(path: &Path) -> Result<History, AgentsError> {
         conversation: imported.conversation,
         view,
         origin: path.display().to_string(),
+        reported,
         manager: None,
     })
 }

@@ -44,6 +44,8 @@ fn status_counts_the_view_and_the_compaction() {
         .unwrap();
     let s = status(&history);
     assert_eq!(s["compactions"], 1);
+    // The fixture's last assistant record reports 10 input tokens (and no cache use).
+    assert_eq!(s["agent_reported"]["input_tokens_at_last_call"], 10);
     assert_eq!(s["model"], "claude-sonnet-4-5-20250929");
     assert_eq!(s["window"], 200_000);
     let used = s["tokens_in_context"].as_u64().unwrap();
