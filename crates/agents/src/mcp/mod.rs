@@ -18,6 +18,7 @@
 //! for a directory (resolved again on every call, so the server follows the session it serves), or
 //! a session in Compact's store.
 
+pub mod page;
 pub mod search;
 pub mod server;
 pub mod source;

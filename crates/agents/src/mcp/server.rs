@@ -1,6 +1,7 @@
 //! The MCP server: four tools over one session ([`super::source::Source`]), served over stdio with
 //! the official SDK (`rmcp`).
 
+use super::page::page;
 use super::search::search;
 use super::source::{History, Source};
 use super::{
@@ -23,6 +24,9 @@ use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
+
+/// Room for a text field in a result: the result's limit less its other fields.
+const MAX_CONTENT_CHARS: usize = MAX_RESULT_CHARS - 400;
 
 /// Arguments of `recall`.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -57,6 +61,9 @@ pub struct CheckpointArgs {
     /// Largest size of the checkpoint in tokens (200 to 20000, default 3000).
     #[serde(default)]
     pub max_tokens: Option<usize>,
+    /// Where to continue a long checkpoint: the cursor its last line names.
+    #[serde(default)]
+    pub cursor: Option<usize>,
 }
 
 /// Arguments of `context_status` (none).
@@ -150,23 +157,18 @@ items come in pages: pass next_cursor back as cursor."
             )));
         };
         let content = item.plain_text();
-        let chars = content.chars().count();
-        let start = args.cursor.unwrap_or(0);
-        if start > chars {
-            return Ok(tool_error(format!(
-                "`cursor` {start} is past the end of the item ({chars} characters)"
-            )));
-        }
-        let page: String = content.chars().skip(start).take(MAX_RESULT_CHARS).collect();
-        let end = start + page.chars().count();
+        let page = match page(&content, args.cursor.unwrap_or(0), MAX_CONTENT_CHARS) {
+            Ok(page) => page,
+            Err(message) => return Ok(tool_error(message)),
+        };
         Ok(text(&json!({
             "id": item.meta.id.as_str(),
             "kind": item.kind().as_str(),
             "role": item.role().as_str(),
-            "characters": chars,
-            "from": start,
-            "content": page,
-            "next_cursor": (end < chars).then_some(end),
+            "characters": page.total,
+            "from": args.cursor.unwrap_or(0),
+            "content": page.text,
+            "next_cursor": page.next,
         })))
     }
 
@@ -272,9 +274,21 @@ decisions, and the latest task list, each citing item ids for recall. Within max
             .cloned()
             .collect();
         let checkpoint = build(&items, None, &options);
-        Ok(CallToolResult::success(vec![ContentBlock::text(
-            checkpoint.text,
-        )]))
+        let page = match page(
+            &checkpoint.text,
+            args.cursor.unwrap_or(0),
+            MAX_CONTENT_CHARS,
+        ) {
+            Ok(page) => page,
+            Err(message) => return Ok(tool_error(message)),
+        };
+        let mut text = page.text;
+        if let Some(next) = page.next {
+            text.push_str(&format!(
+                "\n[continued: call checkpoint again with the same max_tokens and cursor {next}]"
+            ));
+        }
+        Ok(CallToolResult::success(vec![ContentBlock::text(text)]))
     }
 }
 
