@@ -1,8 +1,13 @@
 //! `compactctl hook`, `install` / `uninstall` and `mcp` as the agents run them.
 
 use crate::support::{root, run, run_env, run_stdin, temp_dir};
+use compact_core::model::{Conversation, Item, ItemBody, Role, ToolCall, ToolResult};
+use compact_core::policy::Policy;
+use compact_core::tokens::{Encoding, TokenCounter};
+use compact_session::{CompactManager, SessionConfig, SqliteStore};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// A transcript fixture of the agents crate.
 fn agents_fixture(name: &str) -> PathBuf {
@@ -169,6 +174,10 @@ fn mcp_needs_a_session_source() {
     let out = run(&["mcp"]).expect_code(2);
     assert!(out.stderr.contains("--transcript"), "{}", out.stderr);
     run(&["mcp", "--transcript", "/nonexistent.jsonl"]).expect_code(2);
+    let out = run(&["mcp", "--store", "sqlite:/nonexistent.db", "--session", "s"]).expect_code(2);
+    assert!(out.stderr.contains("/nonexistent.db"), "{}", out.stderr);
+    run(&["mcp", "--store", "sqlite:/nonexistent.db"]).expect_code(2);
+    run(&["mcp", "--transcript", "a.jsonl", "--latest", "codex"]).expect_code(2);
 }
 
 /// The Python with the official MCP SDK (`scripts/services start` exports it). Missing: the test
@@ -193,16 +202,13 @@ fn python() -> Option<String> {
     None
 }
 
-#[test]
-fn mcp_server_answers_the_official_python_client() {
-    let Some(python) = python() else {
-        return;
-    };
+/// Runs the Python MCP client script with `args` after the binary's path; it must print `ok`.
+fn python_client(python: &str, args: &[&str]) {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cli/mcp_client.py");
     let output = std::process::Command::new(python)
         .arg(script)
         .arg(env!("CARGO_BIN_EXE_compactctl"))
-        .arg(agents_fixture("claude-session.jsonl"))
+        .args(args)
         .current_dir(root())
         .output()
         .unwrap();
@@ -211,5 +217,69 @@ fn mcp_server_answers_the_official_python_client() {
     assert!(
         output.status.success() && stdout.trim_end().ends_with("ok"),
         "the MCP client failed\nstdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+}
+
+#[test]
+fn mcp_server_answers_the_official_python_client() {
+    let Some(python) = python() else {
+        return;
+    };
+    let transcript = agents_fixture("claude-session.jsonl");
+    python_client(&python, &[transcript.to_str().unwrap()]);
+}
+
+#[test]
+fn mcp_server_on_a_store_session_pages_a_truncated_original_back_whole() {
+    let Some(python) = python() else {
+        return;
+    };
+    let dir = temp_dir("mcp_store");
+    let path = dir.join("sessions.db");
+    let store = Arc::new(SqliteStore::open(&path).unwrap());
+    let config = SessionConfig::new(
+        Policy::for_window(16_000),
+        TokenCounter::new(Encoding::O200kBase),
+    );
+    let manager = CompactManager::open(config, store).unwrap();
+    let mut conv = Conversation::default();
+    conv.push(Item::text(Role::User, "Run the orbit tests."));
+    manager.preflight("orbit", &conv).unwrap();
+    conv.push(Item::new(ItemBody::ToolCall(ToolCall::function(
+        "toolu_1",
+        "bash",
+        json!({"command": "cargo test -p orbit"}),
+    ))));
+    // Long enough to take several pages, with characters JSON escapes.
+    let mut long: String = (0..3_000)
+        .map(|i| format!("test \"step_{i}\"\t... ok\n"))
+        .collect();
+    long.push_str("test perihelion_drift ... FAILED\n");
+    let output = manager
+        .truncate_tool_output("orbit", "toolu_1", &long)
+        .unwrap();
+    let reference = output
+        .split("compactctl recall ")
+        .nth(1)
+        .and_then(|rest| rest.split(']').next())
+        .unwrap()
+        .to_owned();
+    conv.push(Item::new(ItemBody::ToolResult(ToolResult::text(
+        "toolu_1", output,
+    ))));
+    conv.push(Item::text(Role::Assistant, "perihelion drift fails"));
+    manager.preflight("orbit", &conv).unwrap();
+    let original = dir.join("original.txt");
+    std::fs::write(&original, &long).unwrap();
+    let url = format!("sqlite:{}", path.display());
+    python_client(
+        &python,
+        &[
+            "--store",
+            &url,
+            "orbit",
+            &reference,
+            original.to_str().unwrap(),
+        ],
     );
 }

@@ -4,7 +4,10 @@ client would: initialise, list the tools, call each one, check the answers again
 server stays up.
 
 Usage: python mcp_client.py COMPACTCTL TRANSCRIPT
-Prints `ok` and exits 0 when every check passes; any failed check raises.
+       python mcp_client.py COMPACTCTL --store URL SESSION REFERENCE ORIGINAL_FILE
+(the second: a session of Compact's store whose truncated output REFERENCE names, ORIGINAL_FILE
+holding the original output). Prints `ok` and exits 0 when every check passes; any failed check
+raises.
 """
 
 import asyncio
@@ -142,5 +145,36 @@ async def main(exe, transcript):
     print("ok")
 
 
+async def main_store(exe, url, session_id, reference, original_file):
+    with open(original_file, encoding="utf-8") as f:
+        original = f.read()
+    params = StdioServerParameters(command=exe, args=["mcp", "--store", url, "--session", session_id])
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            listed = await session.list_tools()
+            assert {t.name for t in listed.tools} == TOOLS
+            # The original behind the truncation marker, whole, over as many pages as it takes.
+            content, cursor = "", 0
+            while cursor is not None:
+                page = json.loads(text_of(await session.call_tool(
+                    "recall", {"reference": reference, "cursor": cursor})))
+                content += page["content"]
+                cursor = page["next_cursor"]
+                assert len(text_of(await session.call_tool(
+                    "recall", {"reference": reference, "cursor": page["from"]}))) <= 12000
+            assert content == original, (len(content), len(original))
+            found = json.loads(text_of(await session.call_tool(
+                "search_history", {"query": "perihelion drift"})))
+            assert found["total"] >= 1, found
+            status = json.loads(text_of(await session.call_tool("context_status", {})))
+            assert status["items_in_log"] == 4, status
+            await expect_error(session, "recall", {"reference": 7}, "invalid type", "mistyped argument")
+    print("ok")
+
+
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1], sys.argv[2]))
+    if len(sys.argv) > 2 and sys.argv[2] == "--store":
+        asyncio.run(main_store(*sys.argv[1:2], *sys.argv[3:7]))
+    else:
+        asyncio.run(main(sys.argv[1], sys.argv[2]))
