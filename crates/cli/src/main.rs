@@ -1,4 +1,5 @@
-//! `compactctl`: the command line of Compact (inspect, count, compact, plan, diff, recall, replay, sessions).
+//! `compactctl`: the command line of Compact (inspect, count, compact, plan, diff, recall, replay,
+//! sessions, and the agent integrations: hook, install, uninstall, mcp).
 
 mod cmd;
 mod engine;
@@ -37,6 +38,14 @@ enum Command {
     Replay(cmd::replay::ReplayArgs),
     /// Session logs of the session runtime: list, show, recall, export, gc.
     Sessions(cmd::sessions::SessionsArgs),
+    /// Run as a Claude Code or Codex hook: add back what the agent's compaction drops.
+    Hook(cmd::hook::HookArgs),
+    /// Add the hook and the MCP server to an agent's settings (merged, idempotent).
+    Install(cmd::install::InstallArgs),
+    /// Remove what `install` added.
+    Uninstall(cmd::install::InstallArgs),
+    /// An MCP server over stdio: recall, search_history, context_status, checkpoint.
+    Mcp(cmd::mcp::McpArgs),
 }
 
 fn main() -> ExitCode {
@@ -50,6 +59,10 @@ fn main() -> ExitCode {
         Command::Recall(args) => cmd::recall::run(args),
         Command::Replay(args) => cmd::replay::run(args),
         Command::Sessions(args) => cmd::sessions::run(args),
+        Command::Hook(args) => cmd::hook::run(args),
+        Command::Install(args) => cmd::install::run(args, cmd::install::Action::Install),
+        Command::Uninstall(args) => cmd::install::run(args, cmd::install::Action::Uninstall),
+        Command::Mcp(args) => cmd::mcp::run(args),
     };
     match result {
         Ok(code) => code,

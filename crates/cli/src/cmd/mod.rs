@@ -1,9 +1,13 @@
 //! One module per subcommand.
 
+pub mod agent;
 pub mod compact;
 pub mod count;
 pub mod diff;
+pub mod hook;
 pub mod inspect;
+pub mod install;
+pub mod mcp;
 pub mod plan;
 pub mod recall;
 pub mod replay;

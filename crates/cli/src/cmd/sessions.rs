@@ -102,7 +102,7 @@ pub fn run(args: &SessionsArgs) -> anyhow::Result<ExitCode> {
 
 /// Opens `--store`: `sqlite:PATH` of an existing file, or `postgres://...`. A memory store is
 /// refused (nothing persists between two runs of a command).
-fn open_store(url: Option<&str>) -> anyhow::Result<Arc<dyn Store>> {
+pub fn open_store(url: Option<&str>) -> anyhow::Result<Arc<dyn Store>> {
     let url = url.ok_or_else(|| BadInput("--store is required (sqlite:PATH)".to_owned()))?;
     if let Some(path) = url.strip_prefix("sqlite:") {
         let path = path.strip_prefix("//").unwrap_or(path);

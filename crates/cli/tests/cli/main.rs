@@ -1,6 +1,7 @@
 //! End-to-end tests of the `compactctl` binary: every subcommand run as a process on fixtures.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod agents;
 mod compact;
 mod count;
 mod exit;

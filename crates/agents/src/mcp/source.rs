@@ -1,0 +1,230 @@
+//! Where the MCP server reads its session: a transcript, the agent's latest transcript for a
+//! directory, or Compact's session store.
+
+use super::usage::{last_reported, Reported};
+use crate::error::AgentsError;
+use crate::hook::Agent;
+use crate::transcript;
+use compact_core::model::{Conversation, Item};
+use compact_core::policy::Policy;
+use compact_core::tokens::{Encoding, TokenCounter};
+use compact_session::{CompactManager, SessionConfig, SessionError, Store};
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::SystemTime;
+
+/// Most Codex rollouts inspected (newest first) to find the one started in a directory.
+const MAX_ROLLOUTS_SCANNED: usize = 200;
+
+/// Longest first line of a rollout read to learn its directory (its `session_meta` holds the base
+/// instructions, some tens of kilobytes).
+const MAX_META_LINE_BYTES: u64 = 1024 * 1024;
+
+/// A session source.
+pub enum Source {
+    /// One transcript file (Claude Code JSONL, Codex rollout, or any importable format).
+    Transcript(PathBuf),
+    /// The agent's most recently written transcript for `cwd`, found under `home`.
+    Latest {
+        /// The agent.
+        agent: Agent,
+        /// The user's home directory.
+        home: PathBuf,
+        /// The directory the agent runs in.
+        cwd: PathBuf,
+    },
+    /// A session of Compact's store.
+    Store {
+        /// The store.
+        store: Arc<dyn Store>,
+        /// The session id.
+        session: String,
+    },
+}
+
+/// A session as the tools see it.
+pub struct History {
+    /// Every item of the log, the ones compaction hid included, in order.
+    pub conversation: Conversation,
+    /// What the model sees now (the latest view).
+    pub view: Vec<Item>,
+    /// Where it came from, for messages.
+    pub origin: String,
+    /// What the agent recorded about its context at its latest model call (transcripts only).
+    pub reported: Option<Reported>,
+    /// When it came from a store: the manager, for recall of truncated originals.
+    manager: Option<(CompactManager, String)>,
+}
+
+impl History {
+    /// The original item a reference names: the log's copy (a store also knows originals that a
+    /// write-time truncation replaced), else the transcript's item with that id or cited prefix.
+    pub fn recall(&self, reference: &str) -> Result<Option<Item>, AgentsError> {
+        if let Some((manager, session)) = &self.manager {
+            match manager.recall(session, reference) {
+                Ok(item) => return Ok(Some(item)),
+                Err(SessionError::UnknownReference { .. } | SessionError::InvalidSessionId(_)) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(self.conversation.find_cited(reference).cloned())
+    }
+
+    /// The model the session talks to, when recorded.
+    pub fn model(&self) -> Option<String> {
+        self.conversation
+            .extra
+            .get("model")
+            .and_then(|m| m.as_str())
+            .map(str::to_owned)
+    }
+}
+
+impl Source {
+    /// Reads the session now.
+    pub fn load(&self) -> Result<History, AgentsError> {
+        match self {
+            Source::Transcript(path) => from_transcript(path),
+            Source::Latest { agent, home, cwd } => from_transcript(&latest(*agent, home, cwd)?),
+            Source::Store { store, session } => {
+                let config =
+                    SessionConfig::new(Policy::default(), TokenCounter::new(Encoding::O200kBase));
+                let manager = CompactManager::open(config, Arc::clone(store))?;
+                let conversation = manager.history(session)?;
+                let view = manager.view(session)?.items.clone();
+                Ok(History {
+                    conversation,
+                    view,
+                    origin: format!("session `{session}` of the store"),
+                    reported: None,
+                    manager: Some((manager, session.clone())),
+                })
+            }
+        }
+    }
+
+    /// A key that changes when the session may have changed (a transcript's size and time), or
+    /// `None` when it must be read again on every call (a store).
+    pub fn version(&self) -> Option<(PathBuf, u64, Option<SystemTime>)> {
+        let path = match self {
+            Source::Transcript(path) => path.clone(),
+            Source::Latest { agent, home, cwd } => latest(*agent, home, cwd).ok()?,
+            Source::Store { .. } => return None,
+        };
+        let meta = std::fs::metadata(&path).ok()?;
+        Some((path, meta.len(), meta.modified().ok()))
+    }
+}
+
+fn from_transcript(path: &Path) -> Result<History, AgentsError> {
+    let (imported, bytes) = transcript::load_with_bytes(path)?;
+    let reported = last_reported(&bytes);
+    let view = imported
+        .conversation
+        .items
+        .iter()
+        .filter(|i| i.meta.visibility.model)
+        .cloned()
+        .collect();
+    Ok(History {
+        conversation: imported.conversation,
+        view,
+        origin: path.display().to_string(),
+        reported,
+        manager: None,
+    })
+}
+
+/// The agent's most recently modified transcript for `cwd`.
+pub fn latest(agent: Agent, home: &Path, cwd: &Path) -> Result<PathBuf, AgentsError> {
+    match agent {
+        Agent::ClaudeCode => {
+            let dir = home
+                .join(".claude")
+                .join("projects")
+                .join(claude_project_dir(cwd));
+            newest(jsonl_in(&dir)?).ok_or_else(|| missing(&dir))
+        }
+        Agent::Codex => {
+            let dir = home.join(".codex").join("sessions");
+            let mut files = Vec::new();
+            collect_rollouts(&dir, 0, &mut files);
+            files.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| b.0.cmp(&a.0)));
+            let cwd = cwd.to_string_lossy();
+            files
+                .into_iter()
+                .take(MAX_ROLLOUTS_SCANNED)
+                .map(|(path, _)| path)
+                .find(|path| rollout_cwd(path).as_deref() == Some(cwd.as_ref()))
+                .ok_or_else(|| missing(&dir))
+        }
+    }
+}
+
+fn missing(dir: &Path) -> AgentsError {
+    AgentsError::io(
+        dir,
+        std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            "no session transcript for this directory",
+        ),
+    )
+}
+
+/// The directory Claude Code keeps a project's sessions in: the project's path with every
+/// character but ASCII letters and digits replaced by `-`.
+pub fn claude_project_dir(cwd: &Path) -> String {
+    cwd.to_string_lossy()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect()
+}
+
+fn jsonl_in(dir: &Path) -> Result<Vec<(PathBuf, SystemTime)>, AgentsError> {
+    let entries = std::fs::read_dir(dir).map_err(|e| AgentsError::io(dir, e))?;
+    Ok(entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl") && p.is_file())
+        .filter_map(|p| {
+            let t = std::fs::metadata(&p).and_then(|m| m.modified()).ok()?;
+            Some((p, t))
+        })
+        .collect())
+}
+
+fn newest(mut files: Vec<(PathBuf, SystemTime)>) -> Option<PathBuf> {
+    files.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| b.0.cmp(&a.0)));
+    files.into_iter().next().map(|(p, _)| p)
+}
+
+/// Rollouts under `sessions/YYYY/MM/DD/`.
+fn collect_rollouts(dir: &Path, depth: usize, out: &mut Vec<(PathBuf, SystemTime)>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for path in entries.flatten().map(|e| e.path()) {
+        if path.is_dir() && depth < 3 {
+            collect_rollouts(&path, depth + 1, out);
+        } else if path.extension().is_some_and(|x| x == "jsonl") {
+            if let Ok(t) = std::fs::metadata(&path).and_then(|m| m.modified()) {
+                out.push((path, t));
+            }
+        }
+    }
+}
+
+/// The `cwd` a rollout's `session_meta` line records.
+fn rollout_cwd(path: &Path) -> Option<String> {
+    let file = std::fs::File::open(path).ok()?;
+    let mut reader = std::io::BufReader::new(std::io::Read::take(file, MAX_META_LINE_BYTES));
+    let mut line = String::new();
+    reader.read_line(&mut line).ok()?;
+    let value: serde_json::Value = serde_json::from_str(&line).ok()?;
+    value
+        .get("payload")
+        .and_then(|p| p.get("cwd"))
+        .and_then(|c| c.as_str())
+        .map(str::to_owned)
+}
