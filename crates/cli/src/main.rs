@@ -1,4 +1,4 @@
-//! `compactctl`: the command line of Compact (inspect, count, compact, plan, diff, recall, replay, sessions).
+//! `compactctl`: the command line of Compact (inspect, count, compact, plan, diff, recall, replay, sessions, serve).
 
 mod cmd;
 mod engine;
@@ -37,6 +37,8 @@ enum Command {
     Replay(cmd::replay::ReplayArgs),
     /// Session logs of the session runtime: list, show, recall, export, gc.
     Sessions(cmd::sessions::SessionsArgs),
+    /// Run the compaction proxy (OpenAI- and Anthropic-compatible) in front of a provider.
+    Serve(cmd::serve::ServeArgs),
 }
 
 fn main() -> ExitCode {
@@ -50,6 +52,7 @@ fn main() -> ExitCode {
         Command::Recall(args) => cmd::recall::run(args),
         Command::Replay(args) => cmd::replay::run(args),
         Command::Sessions(args) => cmd::sessions::run(args),
+        Command::Serve(args) => cmd::serve::run(args),
     };
     match result {
         Ok(code) => code,

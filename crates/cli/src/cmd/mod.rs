@@ -7,4 +7,5 @@ pub mod inspect;
 pub mod plan;
 pub mod recall;
 pub mod replay;
+pub mod serve;
 pub mod sessions;
