@@ -4,6 +4,9 @@
 //! for byte (the provider's prompt cache keeps hitting).
 
 use crate::support::{script_tool_call, tokens_of, tool_output, Harness, Wire, WINDOW};
+use compact_session::event::EventKind;
+use compact_session::record::Record;
+use compact_session::{MemoryStore, Store};
 use compact_sim::RecordedRequest;
 use serde_json::json;
 
@@ -14,6 +17,7 @@ const OUTPUT_LINES: usize = 40;
 
 async fn long_session(wire: Wire, stream: bool) {
     let h = Harness::start().await;
+    let store = h.store.clone();
     let mut request = wire.first_request("sim-model", "Fix the failing tests in src/.", stream);
     let mut compacted = Vec::new();
     for step in 0..STEPS {
@@ -80,6 +84,12 @@ async fn long_session(wire: Wire, stream: bool) {
         "{wire:?}: only {stable} consecutive requests without a compaction between them"
     );
     h.stop().await;
+    // Every reply's usage (streamed or not) calibrated the session.
+    let calibrations = h_store_events(&store, EventKind::Calibration);
+    assert!(
+        calibrations >= STEPS - 1,
+        "{wire:?}: {calibrations} usages recorded for {STEPS} replies"
+    );
 }
 
 /// For every request after the first compaction that did not compact again, the bytes sent
@@ -117,6 +127,19 @@ fn assert_prefix_stability(wire: Wire, upstream: &[RecordedRequest], compacted: 
         checked += 1;
     }
     checked
+}
+
+/// Events of `kind` in every session of `store`.
+fn h_store_events(store: &MemoryStore, kind: EventKind) -> usize {
+    let mut n = 0;
+    for id in store.sessions().unwrap() {
+        for s in store.read(&id, 0).unwrap() {
+            if matches!(&s.record, Record::Event(e) if e.kind == kind) {
+                n += 1;
+            }
+        }
+    }
+    n
 }
 
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
