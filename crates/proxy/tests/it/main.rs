@@ -7,5 +7,6 @@ mod support;
 mod faults;
 mod long_session;
 mod ops;
+mod python;
 mod recovery;
 mod requests;
