@@ -91,7 +91,15 @@ pub(crate) async fn handle(
         .map(str::to_owned);
     if let Some(reason) = untouched_reason(route, &value) {
         return passthrough(
-            shared, route, family, parts, body, started, &session, reason,
+            shared,
+            route,
+            family,
+            model.as_deref(),
+            parts,
+            body,
+            started,
+            &session,
+            reason,
         )
         .await;
     }
@@ -100,6 +108,7 @@ pub(crate) async fn handle(
             shared,
             route,
             family,
+            model.as_deref(),
             parts,
             body,
             started,
@@ -116,6 +125,7 @@ pub(crate) async fn handle(
                 shared,
                 route,
                 family,
+                model.as_deref(),
                 parts,
                 body,
                 started,
@@ -147,6 +157,7 @@ pub(crate) async fn handle(
                 shared,
                 route,
                 family,
+                model.as_deref(),
                 parts,
                 body,
                 started,
@@ -160,6 +171,7 @@ pub(crate) async fn handle(
                 shared,
                 route,
                 family,
+                model.as_deref(),
                 parts,
                 body,
                 started,
@@ -191,6 +203,7 @@ pub(crate) async fn handle(
                     shared,
                     route,
                     family,
+                    model.as_deref(),
                     parts,
                     body,
                     started,
@@ -246,6 +259,7 @@ async fn passthrough(
     shared: &Shared,
     route: Route,
     family: Family,
+    model: Option<&str>,
     parts: &Parts,
     body: Bytes,
     started: Instant,
@@ -253,7 +267,7 @@ async fn passthrough(
     reason: &'static str,
 ) -> (Response<ProxyBody>, Option<Value>) {
     shared.metrics.passthrough();
-    let response = forward_untouched(shared, route, family, parts, body, started).await;
+    let response = forward_untouched(shared, route, family, model, parts, body, started).await;
     (
         response,
         Some(json!({"session": session, "passthrough": reason})),

@@ -67,7 +67,7 @@ pub(crate) async fn handle(
             compacting::handle(&shared, route, family, format, &parts, body, started).await
         }
         None => (
-            forward_untouched(&shared, route, family, &parts, body, started).await,
+            forward_untouched(&shared, route, family, None, &parts, body, started).await,
             None,
         ),
     };
@@ -151,11 +151,12 @@ pub(crate) async fn forward_untouched(
     shared: &Shared,
     route: Route,
     family: Family,
+    model: Option<&str>,
     parts: &Parts,
     body: Bytes,
     started: Instant,
 ) -> Response<ProxyBody> {
-    let url = url_for(shared, family, None, parts);
+    let url = url_for(shared, family, model, parts);
     let headers = headers::upstream_request(&parts.headers, false);
     shared.metrics.added_latency(started.elapsed());
     let sent = shared

@@ -281,3 +281,45 @@ async fn what_must_not_be_compacted_goes_upstream_untouched() {
     assert_eq!(reply.status, 404, "the simulator does not know /v1/models");
     assert_eq!(h.sim.requests().last().unwrap().path, "/v1/models");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_route_picks_its_upstream_and_window() {
+    use compact_proxy::ModelRoute;
+    use std::sync::Arc;
+    let other = compact_sim::Simulator::spawn(compact_sim::SimConfig::with_window(8_000))
+        .await
+        .unwrap();
+    let base_url = other.base_url();
+    let h = Harness::with(Options {
+        adjust: Some(Arc::new(move |config| {
+            config.models.push(ModelRoute {
+                name: "small-model".into(),
+                base_url: Some(base_url.clone()),
+                context_window: Some(8_000),
+            });
+        })),
+        ..Options::default()
+    })
+    .await;
+    let wire = Wire::Anthropic;
+    let mut request = wire.first_request("small-model", "Routed.", false);
+    for step in 0..20 {
+        other.push_reply(
+            compact_sim::ScriptedReply::text(format!("Step {step}:"))
+                .with_tool_call("read_file", json!({"path": "x"})),
+        );
+        let reply = h.post(wire.path(), &[], &request).await;
+        assert_eq!(reply.status, 200, "step {step}: {}", reply.text());
+        let turn = wire.read(false, &reply.body);
+        wire.extend(&mut request, &turn, &[tool_output("src/r.rs", step, 40)]);
+    }
+    assert!(
+        h.sim.requests().is_empty(),
+        "the default upstream got a routed request"
+    );
+    let got = other.requests();
+    assert_eq!(got.len(), 20);
+    assert!(got.iter().all(|r| r.status == 200));
+    assert!(got.iter().all(|r| r.input_tokens.unwrap() <= 8_000));
+    assert!(h.proxy.metrics().compactions() >= 1);
+}

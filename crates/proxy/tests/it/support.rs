@@ -26,6 +26,9 @@ pub const WINDOW: usize = 16_000;
 /// Output tokens the test clients ask for.
 pub const MAX_OUTPUT: u64 = 512;
 
+/// A last change to the proxy's configuration.
+pub type Adjust = Arc<dyn Fn(&mut ProxyConfig) + Send + Sync>;
+
 /// Settings of one harness.
 #[derive(Clone)]
 pub struct Options {
@@ -37,6 +40,8 @@ pub struct Options {
     pub upstream_timeout: Duration,
     pub stream_idle_timeout: Duration,
     pub max_body_bytes: usize,
+    /// Last changes to the proxy's configuration (model routes...).
+    pub adjust: Option<Adjust>,
 }
 
 impl Default for Options {
@@ -48,6 +53,7 @@ impl Default for Options {
             upstream_timeout: Duration::from_secs(30),
             stream_idle_timeout: Duration::from_secs(30),
             max_body_bytes: 4 * 1024 * 1024,
+            adjust: None,
         }
     }
 }
@@ -109,6 +115,9 @@ impl Harness {
         config.stream_idle_timeout = options.stream_idle_timeout;
         config.max_body_bytes = options.max_body_bytes;
         config.drain_timeout = Duration::from_secs(10);
+        if let Some(adjust) = &options.adjust {
+            adjust(&mut config);
+        }
         let store = Arc::new(MemoryStore::new());
         let log = Arc::new(MemoryLog::default());
         let proxy = Proxy::new(config, store.clone() as Arc<dyn Store>, log.clone()).unwrap();
