@@ -89,51 +89,24 @@ pub(crate) async fn handle(
         .get("model")
         .and_then(Value::as_str)
         .map(str::to_owned);
+    let call = Call {
+        shared,
+        route,
+        family,
+        model: model.clone(),
+        parts,
+        started,
+    };
     if let Some(reason) = untouched_reason(route, &value) {
-        return passthrough(
-            shared,
-            route,
-            family,
-            model.as_deref(),
-            parts,
-            body,
-            started,
-            &session,
-            reason,
-        )
-        .await;
+        return call.untouched(body, &session, reason).await;
     }
     let Ok(conversation) = decode(format, &value) else {
-        return passthrough(
-            shared,
-            route,
-            family,
-            model.as_deref(),
-            parts,
-            body,
-            started,
-            &session,
-            "undecodable",
-        )
-        .await;
+        return call.untouched(body, &session, "undecodable").await;
     };
     let window = shared.config.window_for(family, model.as_deref());
     let manager = match shared.managers.for_window(window) {
         Ok(m) => m,
-        Err(_) => {
-            return passthrough(
-                shared,
-                route,
-                family,
-                model.as_deref(),
-                parts,
-                body,
-                started,
-                &session,
-                "no_policy_for_window",
-            )
-            .await
-        }
+        Err(_) => return call.untouched(body, &session, "no_policy_for_window").await,
     };
     let prepared = {
         let manager = Arc::clone(&manager);
@@ -153,33 +126,9 @@ pub(crate) async fn handle(
                 "preflight_failed",
                 json!({"route": route.label(), "session": session, "error": e.to_string()}),
             );
-            return passthrough(
-                shared,
-                route,
-                family,
-                model.as_deref(),
-                parts,
-                body,
-                started,
-                &session,
-                "preflight_failed",
-            )
-            .await;
+            return call.untouched(body, &session, "preflight_failed").await;
         }
-        Err(_) => {
-            return passthrough(
-                shared,
-                route,
-                family,
-                model.as_deref(),
-                parts,
-                body,
-                started,
-                &session,
-                "preflight_failed",
-            )
-            .await
-        }
+        Err(_) => return call.untouched(body, &session, "preflight_failed").await,
     };
     let report = &prepared.report;
     if let Some(c) = &report.compaction {
@@ -198,20 +147,7 @@ pub(crate) async fn handle(
     } else {
         match encode(&prepared.conversation, format) {
             Ok(encoded) => Bytes::from(encoded.value.to_string()),
-            Err(_) => {
-                return passthrough(
-                    shared,
-                    route,
-                    family,
-                    model.as_deref(),
-                    parts,
-                    body,
-                    started,
-                    &session,
-                    "encode_failed",
-                )
-                .await
-            }
+            Err(_) => return call.untouched(body, &session, "encode_failed").await,
         }
     };
     drop(conversation);
@@ -254,24 +190,40 @@ fn untouched_reason(route: Route, value: &Value) -> Option<&'static str> {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-async fn passthrough(
-    shared: &Shared,
+/// A request on a compacting route, as it came.
+struct Call<'a> {
+    shared: &'a Shared,
     route: Route,
     family: Family,
-    model: Option<&str>,
-    parts: &Parts,
-    body: Bytes,
+    model: Option<String>,
+    parts: &'a Parts,
     started: Instant,
-    session: &str,
-    reason: &'static str,
-) -> (Response<ProxyBody>, Option<Value>) {
-    shared.metrics.passthrough();
-    let response = forward_untouched(shared, route, family, model, parts, body, started).await;
-    (
-        response,
-        Some(json!({"session": session, "passthrough": reason})),
-    )
+}
+
+impl Call<'_> {
+    /// Sends the request upstream as the client sent it.
+    async fn untouched(
+        &self,
+        body: Bytes,
+        session: &str,
+        reason: &'static str,
+    ) -> (Response<ProxyBody>, Option<Value>) {
+        self.shared.metrics.passthrough();
+        let response = forward_untouched(
+            self.shared,
+            self.route,
+            self.family,
+            self.model.as_deref(),
+            self.parts,
+            body,
+            self.started,
+        )
+        .await;
+        (
+            response,
+            Some(json!({"session": session, "passthrough": reason})),
+        )
+    }
 }
 
 /// One turn: a prepared request, sent and retried after overflows.
