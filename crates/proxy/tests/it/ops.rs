@@ -3,8 +3,8 @@
 
 use crate::support::{script_tool_call, tool_output, Harness, Options, Wire};
 use bytes::Bytes;
-use compact_session::record::Record;
-use compact_session::Store;
+use compact_session::record::{Record, Stored};
+use compact_session::{Store, StoreError};
 use std::time::Duration;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -184,4 +184,78 @@ async fn shutdown_lets_an_in_flight_stream_finish() {
         .lines()
         .iter()
         .any(|l| l.contains("\"event\":\"stopped\"") && l.contains("\"drained\":true")));
+}
+
+/// A store whose backend is down.
+struct DownStore;
+
+impl Store for DownStore {
+    fn create(&self, _: &str) -> Result<bool, StoreError> {
+        Err(StoreError::Backend("down".into()))
+    }
+    fn version(&self, _: &str) -> Result<u64, StoreError> {
+        Err(StoreError::Backend("down".into()))
+    }
+    fn append(&self, _: &str, _: u64, _: Vec<Record>) -> Result<u64, StoreError> {
+        Err(StoreError::Backend("down".into()))
+    }
+    fn read(&self, _: &str, _: u64) -> Result<Vec<Stored>, StoreError> {
+        Err(StoreError::Backend("down".into()))
+    }
+    fn find_items(&self, _: &str, _: &str) -> Result<Vec<Stored>, StoreError> {
+        Err(StoreError::Backend("down".into()))
+    }
+    fn sessions(&self) -> Result<Vec<String>, StoreError> {
+        Err(StoreError::Backend("down".into()))
+    }
+    fn delete_session(&self, _: &str) -> Result<bool, StoreError> {
+        Err(StoreError::Backend("down".into()))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_that_is_down_makes_the_proxy_unready_but_requests_still_pass() {
+    let h = Harness::start().await;
+    let mut config = compact_proxy::ProxyConfig::new(crate::support::session_config(16_000));
+    config.listen = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
+    config.openai.base_url = h.sim.base_url();
+    let log = std::sync::Arc::new(compact_proxy::MemoryLog::default());
+    let proxy =
+        compact_proxy::Proxy::new(config, std::sync::Arc::new(DownStore), log.clone()).unwrap();
+    let listener = proxy.bind().await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
+        proxy
+            .serve(listener, async {
+                let _ = rx.await;
+            })
+            .await
+            .unwrap();
+    });
+    let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .build_http::<http_body_util::Full<Bytes>>();
+    let get = |path: &str| {
+        hyper::Request::get(format!("http://{addr}{path}"))
+            .body(http_body_util::Full::new(Bytes::new()))
+            .unwrap()
+    };
+    assert_eq!(client.request(get("/readyz")).await.unwrap().status(), 503);
+    assert_eq!(client.request(get("/healthz")).await.unwrap().status(), 200);
+    // The runtime cannot log the request: it goes upstream untouched rather than failing.
+    let body = Wire::Chat
+        .first_request("sim-model", "Store is down.", false)
+        .to_string();
+    let request = hyper::Request::post(format!("http://{addr}/v1/chat/completions"))
+        .header("content-type", "application/json")
+        .body(http_body_util::Full::new(Bytes::from(body.clone())))
+        .unwrap();
+    assert_eq!(client.request(request).await.unwrap().status(), 200);
+    assert_eq!(h.sim.requests().last().unwrap().raw, Bytes::from(body));
+    assert!(log
+        .lines()
+        .iter()
+        .any(|l| l.contains("\"passthrough\":\"preflight_failed\"")));
+    let _ = tx.send(());
+    task.await.unwrap();
 }
