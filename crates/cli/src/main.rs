@@ -1,5 +1,5 @@
 //! `compactctl`: the command line of Compact (inspect, count, compact, plan, diff, recall, replay,
-//! sessions, and the agent integrations: hook, install, uninstall, mcp).
+//! sessions, serve, and the agent integrations: hook, install, uninstall, mcp).
 
 mod cmd;
 mod engine;
@@ -46,6 +46,8 @@ enum Command {
     Uninstall(cmd::install::InstallArgs),
     /// An MCP server over stdio: recall, search_history, context_status, checkpoint.
     Mcp(cmd::mcp::McpArgs),
+    /// Run the compaction proxy (OpenAI- and Anthropic-compatible) in front of a provider.
+    Serve(cmd::serve::ServeArgs),
 }
 
 fn main() -> ExitCode {
@@ -63,6 +65,7 @@ fn main() -> ExitCode {
         Command::Install(args) => cmd::install::run(args, cmd::install::Action::Install),
         Command::Uninstall(args) => cmd::install::run(args, cmd::install::Action::Uninstall),
         Command::Mcp(args) => cmd::mcp::run(args),
+        Command::Serve(args) => cmd::serve::run(args),
     };
     match result {
         Ok(code) => code,

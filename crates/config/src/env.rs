@@ -30,6 +30,9 @@
 //! | `COMPACT_SUMMARIZER_MODEL` | `summarizer.model` |
 //! | `COMPACT_SUMMARIZER_BASE_URL` | `summarizer.base_url` |
 //! | `COMPACT_SUMMARIZER_TEMPLATE` | `summarizer.template` |
+//! | `COMPACT_PROXY_LISTEN` | `proxy.listen` |
+//! | `COMPACT_PROXY_OPENAI_BASE_URL` | `proxy.openai.base_url` |
+//! | `COMPACT_PROXY_ANTHROPIC_BASE_URL` | `proxy.anthropic.base_url` |
 //!
 //! Other `COMPACT_*` variables are ignored (other tools may use the prefix), but an empty or unparsable
 //! value of a listed variable is an error naming the variable.
@@ -39,7 +42,7 @@ use crate::layer::Overrides;
 use std::str::FromStr;
 
 /// Every variable read, in documentation order.
-pub const VARIABLES: [&str; 29] = [
+pub const VARIABLES: [&str; 32] = [
     "COMPACT_MODE",
     "COMPACT_MODEL",
     "COMPACT_MAX_CONTEXT_TOKENS",
@@ -68,6 +71,9 @@ pub const VARIABLES: [&str; 29] = [
     "COMPACT_SUMMARIZER_MODEL",
     "COMPACT_SUMMARIZER_BASE_URL",
     "COMPACT_SUMMARIZER_TEMPLATE",
+    "COMPACT_PROXY_LISTEN",
+    "COMPACT_PROXY_OPENAI_BASE_URL",
+    "COMPACT_PROXY_ANTHROPIC_BASE_URL",
     "COMPACT_CONFIG",
 ];
 
@@ -146,6 +152,9 @@ where
             "COMPACT_SUMMARIZER_MODEL" => o.summarizer_model = s,
             "COMPACT_SUMMARIZER_BASE_URL" => o.summarizer_base_url = s,
             "COMPACT_SUMMARIZER_TEMPLATE" => o.summarizer_template = s,
+            "COMPACT_PROXY_LISTEN" => o.proxy_listen = s,
+            "COMPACT_PROXY_OPENAI_BASE_URL" => o.proxy_openai_base_url = s,
+            "COMPACT_PROXY_ANTHROPIC_BASE_URL" => o.proxy_anthropic_base_url = s,
             _ => {}
         }
     }

@@ -22,6 +22,40 @@ pub(crate) struct FileConfig {
     pub storage: Option<FileStorage>,
     /// Parsed only to be rejected by name (see [`NOT_YET`]).
     pub redaction: Option<serde_yaml_ng::Value>,
+    /// The compaction proxy (`compactctl serve`).
+    pub proxy: Option<FileProxy>,
+}
+
+/// `proxy:`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct FileProxy {
+    pub listen: Option<String>,
+    pub max_body_bytes: Option<usize>,
+    pub upstream_timeout_secs: Option<u64>,
+    pub stream_idle_timeout_secs: Option<u64>,
+    pub openai: Option<FileUpstream>,
+    pub anthropic: Option<FileUpstream>,
+    #[serde(default)]
+    pub models: Vec<FileProxyModel>,
+    pub admin_token_env: Option<String>,
+}
+
+/// `proxy.openai` / `proxy.anthropic`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct FileUpstream {
+    pub base_url: String,
+    pub context_window: Option<usize>,
+}
+
+/// A `proxy.models:` entry.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct FileProxyModel {
+    pub name: String,
+    pub base_url: Option<String>,
+    pub context_window: Option<usize>,
 }
 
 /// Keys of seed 003's file shape that no part of this version acts on, with the reason. A file that
@@ -201,6 +235,15 @@ impl FileConfig {
             summarizer_model: s.model,
             summarizer_base_url: s.base_url,
             summarizer_template: s.template.or(style),
+            proxy_listen: self.proxy.as_ref().and_then(|x| x.listen.clone()),
+            proxy_openai_base_url: self
+                .proxy
+                .as_ref()
+                .and_then(|x| x.openai.as_ref().map(|u| u.base_url.clone())),
+            proxy_anthropic_base_url: self
+                .proxy
+                .as_ref()
+                .and_then(|x| x.anthropic.as_ref().map(|u| u.base_url.clone())),
         }
     }
 }

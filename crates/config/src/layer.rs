@@ -64,6 +64,12 @@ pub struct Overrides {
     pub summarizer_base_url: Option<String>,
     /// Summariser template name or text.
     pub summarizer_template: Option<String>,
+    /// `proxy.listen`.
+    pub proxy_listen: Option<String>,
+    /// `proxy.openai.base_url`.
+    pub proxy_openai_base_url: Option<String>,
+    /// `proxy.anthropic.base_url`.
+    pub proxy_anthropic_base_url: Option<String>,
 }
 
 macro_rules! merge_fields {
@@ -108,6 +114,9 @@ impl Overrides {
             summarizer_model,
             summarizer_base_url,
             summarizer_template,
+            proxy_listen,
+            proxy_openai_base_url,
+            proxy_anthropic_base_url,
         );
     }
 }

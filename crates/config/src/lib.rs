@@ -39,6 +39,15 @@
 //! models:
 //!   - { name: my-local-model, context_window: 32768, max_output_tokens: 4096, provider: other, encoding: estimate }
 //! storage: { kind: sqlite, path: ./.compact/sessions.db }   # or { kind: memory }: the session log
+//! proxy:                        # compactctl serve
+//!   listen: 127.0.0.1:8787
+//!   max_body_bytes: 33554432
+//!   upstream_timeout_secs: 600  # until the upstream's response headers
+//!   stream_idle_timeout_secs: 300
+//!   openai: { base_url: "https://api.openai.com" }          # /v1/chat/completions, /v1/responses
+//!   anthropic: { base_url: "https://api.anthropic.com", context_window: 200000 }
+//!   models: [ { name: my-local-model, base_url: "http://127.0.0.1:8000", context_window: 32768 } ]
+//!   admin_token_env: COMPACT_ADMIN_TOKEN   # the admin API is off unless this variable is set
 //! ```
 //!
 //! `storage: { kind: postgres, url: postgres://USER@HOST:PORT/DB }` keeps session logs in a
@@ -70,11 +79,13 @@ pub mod env;
 mod error;
 mod file;
 mod layer;
+mod proxy;
 mod resolve;
 mod session;
 
 pub use error::ConfigError;
 pub use file::SUMMARY_STYLES;
 pub use layer::Overrides;
+pub use proxy::{ProxyModelSettings, ProxySettings, UpstreamSettings};
 pub use resolve::{Config, SummarizerKind, SummarizerSettings};
 pub use session::{SessionSettings, StorageSettings, MAX_OVERFLOW_MAX_RETRIES};

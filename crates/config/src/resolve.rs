@@ -2,8 +2,9 @@
 //! the model looked up in the registry (with `models:` overrides), and the policy validated once.
 
 use crate::error::ConfigError;
-use crate::file::{FileConfig, FileStorageKind};
+use crate::file::{FileConfig, FileStorageKind, FileUpstream};
 use crate::layer::Overrides;
+use crate::proxy::{check_base_url, ProxyModelSettings, ProxySettings, UpstreamSettings};
 use crate::session::{SessionSettings, StorageSettings, MAX_OVERFLOW_MAX_RETRIES};
 use compact_core::model::Role;
 use compact_core::policy::{Mode, Policy, StrategyName, SummarizerFailure, TruncationMode};
@@ -58,6 +59,7 @@ pub struct Config {
     registry: ModelRegistry,
     summarizer: SummarizerSettings,
     session: SessionSettings,
+    proxy: ProxySettings,
 }
 
 fn field<T: FromStr>(field: &'static str, value: &Option<String>) -> Result<Option<T>, ConfigError>
@@ -398,12 +400,14 @@ impl Config {
             manual_trigger_phrases: o.manual_trigger_phrases.clone(),
             storage: storage_settings(&parsed),
         };
+        let proxy = proxy_settings(&parsed, &o)?;
         Ok(Config {
             policy: p,
             model,
             registry,
             summarizer,
             session,
+            proxy,
         })
     }
 
@@ -463,6 +467,90 @@ impl Config {
     pub fn session(&self) -> &SessionSettings {
         &self.session
     }
+
+    /// The compaction proxy's settings.
+    pub fn proxy(&self) -> &ProxySettings {
+        &self.proxy
+    }
+}
+
+/// The `proxy:` section with the merged layers' listen address and base URLs, validated.
+fn proxy_settings(file: &FileConfig, o: &Overrides) -> Result<ProxySettings, ConfigError> {
+    let section = file.proxy.clone().unwrap_or_default();
+    let bad = |field: &'static str, value: &str, reason: String| ConfigError::Field {
+        field,
+        value: value.to_owned(),
+        reason,
+    };
+    let listen = match &o.proxy_listen {
+        Some(text) => Some(text.trim().parse().map_err(|_| {
+            bad(
+                "proxy.listen",
+                text,
+                "expected an address and port such as 127.0.0.1:8787".to_owned(),
+            )
+        })?),
+        None => None,
+    };
+    let upstream = |field: &'static str,
+                    url: &Option<String>,
+                    from_file: &Option<FileUpstream>|
+     -> Result<Option<UpstreamSettings>, ConfigError> {
+        let Some(url) = url else { return Ok(None) };
+        check_base_url(url).map_err(|reason| bad(field, url, reason))?;
+        Ok(Some(UpstreamSettings {
+            base_url: url.trim_end_matches('/').to_owned(),
+            context_window: from_file.as_ref().and_then(|u| u.context_window),
+        }))
+    };
+    let openai = upstream(
+        "proxy.openai.base_url",
+        &o.proxy_openai_base_url,
+        &section.openai,
+    )?;
+    let anthropic = upstream(
+        "proxy.anthropic.base_url",
+        &o.proxy_anthropic_base_url,
+        &section.anthropic,
+    )?;
+    let mut models = Vec::with_capacity(section.models.len());
+    for m in &section.models {
+        if let Some(url) = &m.base_url {
+            check_base_url(url).map_err(|reason| bad("proxy.models.base_url", url, reason))?;
+        }
+        if m.context_window == Some(0) {
+            return Err(bad(
+                "proxy.models.context_window",
+                "0",
+                "a window holds at least one token".to_owned(),
+            ));
+        }
+        models.push(ProxyModelSettings {
+            name: m.name.clone(),
+            base_url: m
+                .base_url
+                .as_ref()
+                .map(|u| u.trim_end_matches('/').to_owned()),
+            context_window: m.context_window,
+        });
+    }
+    if section.max_body_bytes == Some(0) {
+        return Err(bad(
+            "proxy.max_body_bytes",
+            "0",
+            "must be at least 1".to_owned(),
+        ));
+    }
+    Ok(ProxySettings {
+        listen,
+        max_body_bytes: section.max_body_bytes,
+        upstream_timeout_secs: section.upstream_timeout_secs,
+        stream_idle_timeout_secs: section.stream_idle_timeout_secs,
+        openai,
+        anthropic,
+        models,
+        admin_token_env: section.admin_token_env.clone(),
+    })
 }
 
 /// The file's text, or a [`ConfigError::Parse`] naming the line and column of the first byte that is

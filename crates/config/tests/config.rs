@@ -384,3 +384,49 @@ fn a_config_file_that_is_not_utf8_names_the_line_and_column() {
     assert!(err.contains(":1:1:") && err.contains("UTF-16"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn proxy_settings_layer_and_are_validated() {
+    let yaml = "proxy:\n  listen: 127.0.0.1:9000\n  max_body_bytes: 1024\n  upstream_timeout_secs: 5\n  openai: { base_url: \"https://api.openai.com/v1/\", context_window: 64000 }\n  models:\n    - { name: local, base_url: \"http://127.0.0.1:8000\", context_window: 32768 }\n  admin_token_env: MY_TOKEN\n";
+    let c = Config::from_sources(Some(("p.yaml", yaml)), &none(), &none()).unwrap();
+    let p = c.proxy();
+    assert_eq!(p.listen, Some("127.0.0.1:9000".parse().unwrap()));
+    assert_eq!(p.max_body_bytes, Some(1024));
+    assert_eq!(p.upstream_timeout_secs, Some(5));
+    let openai = p.openai.as_ref().unwrap();
+    assert_eq!(openai.base_url, "https://api.openai.com/v1");
+    assert_eq!(openai.context_window, Some(64_000));
+    assert!(p.anthropic.is_none());
+    assert_eq!(p.models[0].context_window, Some(32_768));
+    assert_eq!(p.admin_token_env.as_deref(), Some("MY_TOKEN"));
+
+    // The environment wins over the file.
+    let env = env::from_vars([
+        ("COMPACT_PROXY_LISTEN", "0.0.0.0:7000"),
+        ("COMPACT_PROXY_ANTHROPIC_BASE_URL", "http://127.0.0.1:1"),
+    ])
+    .unwrap();
+    let c = Config::from_sources(Some(("p.yaml", yaml)), &env, &none()).unwrap();
+    assert_eq!(c.proxy().listen, Some("0.0.0.0:7000".parse().unwrap()));
+    assert_eq!(
+        c.proxy().anthropic.as_ref().unwrap().base_url,
+        "http://127.0.0.1:1"
+    );
+
+    for (bad, names) in [
+        ("proxy:\n  listen: nowhere\n", "proxy.listen"),
+        (
+            "proxy:\n  openai: { base_url: \"ftp://x\" }\n",
+            "proxy.openai.base_url",
+        ),
+        (
+            "proxy:\n  models: [ { name: m, base_url: \"http://\" } ]\n",
+            "proxy.models.base_url",
+        ),
+        ("proxy:\n  max_body_bytes: 0\n", "proxy.max_body_bytes"),
+        ("proxy:\n  lisen: 127.0.0.1:1\n", "lisen"),
+    ] {
+        let err = Config::from_sources(Some(("p.yaml", bad)), &none(), &none()).unwrap_err();
+        assert!(err.to_string().contains(names), "{bad}: {err}");
+    }
+}

@@ -13,6 +13,8 @@ use std::task::{Context, Poll};
 pub struct ChunkBody {
     chunks: VecDeque<Bytes>,
     cut: bool,
+    /// After the chunks, stay open and silent forever (a stalled upstream).
+    stall: bool,
     /// Pause before the cut, so the chunks already produced are flushed to the client first.
     pause: Option<Pin<Box<tokio::time::Sleep>>>,
 }
@@ -26,6 +28,7 @@ impl ChunkBody {
         ChunkBody {
             chunks: VecDeque::from([bytes.into()]),
             cut: false,
+            stall: false,
             pause: None,
         }
     }
@@ -35,6 +38,17 @@ impl ChunkBody {
         ChunkBody {
             chunks: chunks.into(),
             cut: false,
+            stall: false,
+            pause: None,
+        }
+    }
+
+    /// These chunks, then silence with the connection open.
+    pub fn stall_after(chunks: Vec<Bytes>) -> Self {
+        ChunkBody {
+            chunks: chunks.into(),
+            cut: false,
+            stall: true,
             pause: None,
         }
     }
@@ -44,6 +58,7 @@ impl ChunkBody {
         ChunkBody {
             chunks: chunks.into(),
             cut: true,
+            stall: false,
             pause: None,
         }
     }
@@ -65,6 +80,10 @@ impl Body for ChunkBody {
         if let Some(chunk) = self.chunks.pop_front() {
             return Poll::Ready(Some(Ok(Frame::data(chunk))));
         }
+        if self.stall {
+            // Never woken: the client waits until it gives up or the connection is dropped.
+            return Poll::Pending;
+        }
         if self.cut {
             let pause = self
                 .pause
@@ -82,11 +101,11 @@ impl Body for ChunkBody {
     }
 
     fn is_end_stream(&self) -> bool {
-        self.chunks.is_empty() && !self.cut
+        self.chunks.is_empty() && !self.cut && !self.stall
     }
 
     fn size_hint(&self) -> SizeHint {
-        if self.cut {
+        if self.cut || self.stall {
             return SizeHint::default();
         }
         SizeHint::with_exact(self.chunks.iter().map(|c| c.len() as u64).sum())

@@ -3,7 +3,8 @@
 use std::time::Duration;
 
 /// Request header that asks for a fault on this request, e.g. `rate-limit;retry-after=2`,
-/// `server-error`, `slow;ms=300`, `reset`, `malformed-json`, `stream-cut;after=3`, `overflow`.
+/// `server-error`, `slow;ms=300`, `reset`, `malformed-json`, `malformed-sse`, `stream-cut;after=3`,
+/// `stream-stall;after=2`, `overflow`.
 pub const FAULT_HEADER: &str = "x-sim-fault";
 
 /// One injected fault.
@@ -32,6 +33,15 @@ pub enum Fault {
     },
     /// Answer with the endpoint's context-overflow error whatever the request size.
     Overflow,
+    /// HTTP 200 `text/event-stream` whose events are not valid JSON and that ends without the
+    /// endpoint's terminal event.
+    MalformedSse,
+    /// Streaming: send this many events, then keep the connection open and silent (a stalled
+    /// upstream; non-streaming requests get the whole reply).
+    StreamStall {
+        /// Events delivered before the stall.
+        after_events: usize,
+    },
 }
 
 /// Why a fault header could not be parsed.
@@ -68,6 +78,10 @@ impl Fault {
                 after_events: usize::try_from(num("after", 2)?).unwrap_or(usize::MAX),
             },
             "overflow" => Fault::Overflow,
+            "malformed-sse" => Fault::MalformedSse,
+            "stream-stall" => Fault::StreamStall {
+                after_events: usize::try_from(num("after", 2)?).unwrap_or(usize::MAX),
+            },
             _ => return Err(BadFault(spec.to_owned())),
         })
     }
@@ -95,6 +109,11 @@ mod tests {
             Fault::parse("stream-cut"),
             Ok(Fault::StreamCut { after_events: 2 })
         );
+        assert_eq!(
+            Fault::parse("stream-stall;after=1"),
+            Ok(Fault::StreamStall { after_events: 1 })
+        );
+        assert_eq!(Fault::parse("malformed-sse"), Ok(Fault::MalformedSse));
         assert!(Fault::parse("explode").is_err());
         assert!(Fault::parse("slow;ms=abc").is_err());
     }

@@ -32,6 +32,9 @@ pub struct RecordedRequest {
     pub body: Value,
     /// Body size in bytes.
     pub body_bytes: usize,
+    /// The body exactly as received (empty when it was too large), for byte-level comparisons
+    /// such as prompt-cache prefix stability.
+    pub raw: bytes::Bytes,
     /// Input tokens counted, when the body could be counted.
     pub input_tokens: Option<u64>,
     /// `max_tokens` (or equivalent) requested.

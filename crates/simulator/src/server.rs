@@ -111,6 +111,7 @@ pub(crate) async fn handle(
         headers,
         body: Value::Null,
         body_bytes: 0,
+        raw: Bytes::new(),
         input_tokens: None,
         max_output: None,
         stream: false,
@@ -151,6 +152,7 @@ pub(crate) async fn handle(
         }
     };
     record.body_bytes = bytes.len();
+    record.raw = bytes.clone();
     if api == Api::Unknown {
         let body = serde_json::json!({"error": {"message": format!("Unknown path {}", record.path), "type": "invalid_request_error", "param": null, "code": "unknown_url"}});
         return Ok(finish(
@@ -219,6 +221,9 @@ pub(crate) async fn handle(
     if let Some(Fault::StreamCut { after_events }) = fault {
         answer.body = cut(answer.body, after_events);
     }
+    if let (Some(Fault::StreamStall { after_events }), true) = (&fault, answer.sse) {
+        answer.body = stall(answer.body, *after_events);
+    }
     Ok(finish(&state, record, answer))
 }
 
@@ -249,6 +254,17 @@ fn fault_answer(seq: u64, api: Api, c: &Counted, fault: Option<&Fault>) -> Optio
             StatusCode::OK,
             format!("{{\"id\": \"sim-{seq}\", \"choices\": [{{\"message\": "),
         )),
+        Fault::MalformedSse => Some(Answer {
+            status: StatusCode::OK,
+            body: ChunkBody::chunks(vec![
+                Bytes::from(format!(
+                    "event: message\ndata: {{\"id\": \"sim-{seq}\", \"delta\": \n\n"
+                )),
+                Bytes::from_static(b"data: }}} not json\n\nnonsense without a blank line"),
+            ]),
+            sse: true,
+            retry_after: None,
+        }),
         _ => None,
     }
 }
@@ -382,6 +398,16 @@ fn cut(mut body: ChunkBody, after: usize) -> ChunkBody {
     }
     chunks.truncate(after);
     ChunkBody::cut_after(chunks)
+}
+
+/// Keeps the first `after` chunks, then stalls with the connection open.
+fn stall(mut body: ChunkBody, after: usize) -> ChunkBody {
+    let mut chunks: Vec<Bytes> = Vec::new();
+    while let Some(chunk) = body.take_chunk() {
+        chunks.push(chunk);
+    }
+    chunks.truncate(after);
+    ChunkBody::stall_after(chunks)
 }
 
 fn finish(state: &State, mut record: RecordedRequest, answer: Answer) -> Response<ChunkBody> {

@@ -11,4 +11,5 @@ pub mod mcp;
 pub mod plan;
 pub mod recall;
 pub mod replay;
+pub mod serve;
 pub mod sessions;

@@ -11,5 +11,6 @@ mod llm;
 mod plan_diff;
 mod recall;
 mod replay;
+mod serve;
 mod sessions;
 mod support;

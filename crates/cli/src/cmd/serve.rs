@@ -1,0 +1,125 @@
+//! `compactctl serve`: the compaction proxy. Flags and the environment are resolved here into a
+//! `ProxyConfig`; everything else is `compact-proxy`.
+
+use crate::engine::summarizer;
+use crate::exit::BadInput;
+use anyhow::Context;
+use clap::Args;
+use compact_config::{Config, Overrides};
+use compact_proxy::{Proxy, ProxyConfig, StderrLog};
+use compact_session::{MemoryStore, SessionConfig, SqliteStore, Store};
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+/// The variable holding the admin API's token when the config names none.
+const DEFAULT_ADMIN_TOKEN_ENV: &str = "COMPACT_ADMIN_TOKEN";
+
+/// Arguments of `compactctl serve`.
+#[derive(Debug, Args)]
+#[command(after_help = "Point clients at the proxy:\n  \
+    Claude Code / Anthropic SDK: ANTHROPIC_BASE_URL=http://127.0.0.1:8787\n  \
+    OpenAI SDK / Codex CLI:      OPENAI_BASE_URL=http://127.0.0.1:8787/v1\n\
+    The admin API (/admin/) is on when COMPACT_ADMIN_TOKEN (or the variable proxy.admin_token_env names) is set.")]
+pub struct ServeArgs {
+    /// Address to listen on (default 127.0.0.1:8787, or `proxy.listen`, or COMPACT_PROXY_LISTEN).
+    #[arg(long)]
+    listen: Option<String>,
+    /// Upstream for /v1/chat/completions, /v1/responses and other OpenAI paths (default
+    /// https://api.openai.com).
+    #[arg(long = "openai-base-url", value_name = "URL")]
+    openai_base_url: Option<String>,
+    /// Upstream for /v1/messages and other Anthropic paths (default https://api.anthropic.com).
+    #[arg(long = "anthropic-base-url", value_name = "URL")]
+    anthropic_base_url: Option<String>,
+    /// Context window for models the registry does not know and no route names.
+    #[arg(long)]
+    window: Option<usize>,
+    /// Where session logs live: `sqlite:PATH` or `memory` (default: the config's `storage:`, else
+    /// memory).
+    #[arg(long, value_name = "URL")]
+    store: Option<String>,
+    /// Compaction strategy (default tiered).
+    #[arg(long)]
+    strategy: Option<String>,
+    /// Configuration file (YAML; `proxy:` holds the proxy's settings).
+    #[arg(long)]
+    config: Option<String>,
+}
+
+/// Runs the proxy until SIGINT or SIGTERM, then drains in-flight requests.
+pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
+    let flags = Overrides {
+        max_context_tokens: args.window,
+        strategy: args.strategy.clone(),
+        proxy_listen: args.listen.clone(),
+        proxy_openai_base_url: args.openai_base_url.clone(),
+        proxy_anthropic_base_url: args.anthropic_base_url.clone(),
+        ..Overrides::default()
+    };
+    let config = Config::load(args.config.as_deref().map(Path::new), &flags)
+        .map_err(|e| BadInput(e.to_string()))?;
+    let token_env = config
+        .proxy()
+        .admin_token_env
+        .clone()
+        .unwrap_or_else(|| DEFAULT_ADMIN_TOKEN_ENV.to_owned());
+    let admin_token = std::env::var(&token_env).ok();
+    let mut proxy_config = ProxyConfig::from_config(&config, admin_token);
+    proxy_config.session =
+        SessionConfig::from_config(&config).with_summarizer(summarizer(config.summarizer())?);
+    let store = open_store(args.store.as_deref(), &config)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(async move {
+        let proxy = Proxy::new(proxy_config, store, Arc::new(StderrLog))?;
+        let listener = proxy.bind().await?;
+        proxy.serve(listener, shutdown_signal()).await?;
+        Ok::<_, anyhow::Error>(())
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn open_store(flag: Option<&str>, config: &Config) -> anyhow::Result<Arc<dyn Store>> {
+    match flag {
+        Some("memory") => Ok(Arc::new(MemoryStore::new())),
+        Some(url) => {
+            let path = url.strip_prefix("sqlite:").ok_or_else(|| {
+                BadInput(format!(
+                    "--store: expected sqlite:PATH or memory, got `{url}`"
+                ))
+            })?;
+            let store = SqliteStore::open(Path::new(path))
+                .with_context(|| format!("cannot open the session store {path}"))?;
+            Ok(Arc::new(store))
+        }
+        None => match compact_session::open_store(config) {
+            Some(store) => Ok(store.context("cannot open the configured session store")?),
+            None => Ok(Arc::new(MemoryStore::new())),
+        },
+    }
+}
+
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}

@@ -1,0 +1,99 @@
+//! `compactctl serve`: the binary starts the proxy on the address asked for, answers health and
+//! admin requests, refuses bad settings with exit 2, and stops cleanly on SIGTERM.
+
+use crate::support::run_env;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Command, Stdio};
+
+/// A plain HTTP/1.1 GET; the whole response as text.
+fn get(addr: &str, path: &str, auth: Option<&str>) -> String {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    let auth = auth.map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: proxy\r\n{auth}Connection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    response
+}
+
+#[test]
+fn serve_answers_and_stops_on_sigterm() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_compactctl"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--store", "memory"])
+        .args([
+            "--openai-base-url",
+            "http://127.0.0.1:9",
+            "--window",
+            "32000",
+        ])
+        .env("COMPACT_ADMIN_TOKEN", "cli-token")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    let listening: serde_json::Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(listening["event"], "listening", "{line}");
+    assert_eq!(listening["admin_api"], true);
+    let addr = listening["addr"].as_str().unwrap().to_owned();
+    assert!(addr.starts_with("127.0.0.1:"));
+    let rest = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stderr.read_to_string(&mut text);
+        text
+    });
+
+    let health = get(&addr, "/healthz", None);
+    assert!(
+        health.starts_with("HTTP/1.1 200") && health.ends_with("ok\n"),
+        "{health}"
+    );
+    assert!(get(&addr, "/admin/sessions", None).starts_with("HTTP/1.1 401"));
+    let sessions = get(&addr, "/admin/sessions", Some("cli-token"));
+    assert!(
+        sessions.starts_with("HTTP/1.1 200") && sessions.contains("{\"sessions\":[]}"),
+        "{sessions}"
+    );
+    // The upstream (port 9) is closed: a clean 502 in the client's provider shape.
+    let mut stream = TcpStream::connect(&addr).unwrap();
+    let body = r#"{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}"#;
+    write!(
+        stream,
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: proxy\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut reply = String::new();
+    stream.read_to_string(&mut reply).unwrap();
+    assert!(reply.starts_with("HTTP/1.1 502"), "{reply}");
+    assert!(reply.contains("\"code\":\"upstream_error\""), "{reply}");
+
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    let log = rest.join().unwrap();
+    assert!(log.contains("\"event\":\"stopped\""), "{log}");
+    assert!(!log.contains("cli-token"), "the admin token is in the log");
+}
+
+#[test]
+fn serve_refuses_bad_settings() {
+    for args in [
+        ["serve", "--listen", "nowhere"],
+        ["serve", "--openai-base-url", "ftp://example"],
+        ["serve", "--store", "redis://x"],
+    ] {
+        let out = run_env(&args, &[]);
+        assert_eq!(out.code, 2, "{args:?}: {}", out.stderr);
+    }
+}

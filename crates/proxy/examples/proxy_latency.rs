@@ -1,0 +1,124 @@
+//! Load generator for `bench/proxy.sh`: sends the same ~20 KB Chat Completions requests straight
+//! to a provider (the simulator) and through a proxy in front of it, alternating, one at a time,
+//! and prints the latency percentiles of each and of the difference (what the proxy adds); then,
+//! with `--load N`, keeps N requests in flight through the proxy for the loaded memory figure.
+//!
+//! ```text
+//! proxy_latency DIRECT_URL PROXY_URL REQUESTS [--body-kb 20] [--load 16] [--label pass-through]
+//! ```
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+use serde_json::json;
+use std::time::{Duration, Instant};
+
+type HttpClient = Client<hyper_util::client::legacy::connect::HttpConnector, Full<Bytes>>;
+
+fn body(kb: usize) -> String {
+    let mut messages = vec![
+        json!({"role": "system", "content": "You are a careful coding agent."}),
+        json!({"role": "user", "content": "Fix the failing tests."}),
+    ];
+    let mut step = 0;
+    while serde_json::to_string(&messages).unwrap().len() < kb * 1024 {
+        let id = format!("call_{step}");
+        let output: String = (0..30)
+            .map(|i| {
+                format!("src/lib.rs:{i}: fn handler_{step}_{i}() -> Result<(), Error> {{ ok }}\n")
+            })
+            .collect();
+        messages.push(json!({"role": "assistant", "content": null, "tool_calls": [{"id": id, "type": "function", "function": {"name": "read_file", "arguments": "{\"path\":\"src/lib.rs\"}"}}]}));
+        messages.push(json!({"role": "tool", "tool_call_id": id, "content": output}));
+        step += 1;
+    }
+    messages.push(json!({"role": "user", "content": "Go on."}));
+    json!({"model": "bench-model", "max_tokens": 64, "messages": messages}).to_string()
+}
+
+async fn send(client: &HttpClient, url: &str, session: &str, body: &str) -> Duration {
+    let request = hyper::Request::post(format!("{url}/v1/chat/completions"))
+        .header("content-type", "application/json")
+        .header("x-compact-session", session)
+        .body(Full::new(Bytes::from(body.to_owned())))
+        .unwrap();
+    let started = Instant::now();
+    let response = client.request(request).await.unwrap();
+    let status = response.status();
+    let bytes = response.into_body().collect().await.unwrap().to_bytes();
+    let elapsed = started.elapsed();
+    assert!(
+        status.is_success(),
+        "{status}: {}",
+        String::from_utf8_lossy(&bytes)
+    );
+    elapsed
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i]
+}
+
+fn summary(mut v: Vec<f64>) -> serde_json::Value {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    json!({"p50_ms": percentile(&v, 0.50), "p99_ms": percentile(&v, 0.99), "max_ms": v[v.len() - 1]})
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let (direct, via, n) = (&args[1], &args[2], args[3].parse::<usize>().unwrap());
+    let flag = |name: &str, default: &str| -> String {
+        args.iter()
+            .position(|a| a == name)
+            .map_or(default.to_owned(), |i| args[i + 1].clone())
+    };
+    let kb: usize = flag("--body-kb", "20").parse().unwrap();
+    let load: usize = flag("--load", "0").parse().unwrap();
+    let label = flag("--label", "requests");
+    let client: HttpClient = Client::builder(TokioExecutor::new()).build_http();
+    let body = body(kb);
+    let run = std::process::id();
+    // Warm-up: connections, page cache, the proxy's first manager.
+    for i in 0..10 {
+        send(&client, direct, &format!("warm-{run}-{i}"), &body).await;
+        send(&client, via, &format!("warm-{run}-{i}"), &body).await;
+    }
+    let (mut d, mut p, mut added) = (Vec::new(), Vec::new(), Vec::new());
+    for i in 0..n {
+        // A fresh session each time: every request costs a full count (and, behind a small
+        // window, a compaction), never only the incremental path.
+        let session = format!("{label}-{run}-{i}");
+        let a = send(&client, direct, &session, &body).await.as_secs_f64() * 1000.0;
+        let b = send(&client, via, &session, &body).await.as_secs_f64() * 1000.0;
+        d.push(a);
+        p.push(b);
+        added.push(b - a);
+    }
+    let out = json!({"label": label, "requests": n, "body_bytes": body.len(),
+        "direct": summary(d), "via_proxy": summary(p), "added": summary(added)});
+    println!("{out}");
+    if load > 0 {
+        let started = Instant::now();
+        let mut tasks = Vec::new();
+        for w in 0..load {
+            let (client, via, body, label) =
+                (client.clone(), via.clone(), body.clone(), label.clone());
+            tasks.push(tokio::spawn(async move {
+                for i in 0..n / load.max(1) {
+                    send(&client, &via, &format!("{label}-load-{run}-{w}-{i}"), &body).await;
+                }
+            }));
+        }
+        for t in tasks {
+            t.await.unwrap();
+        }
+        println!(
+            "{}",
+            json!({"label": label, "loaded_requests": n / load.max(1) * load, "in_flight": load, "seconds": started.elapsed().as_secs_f64()})
+        );
+    }
+}

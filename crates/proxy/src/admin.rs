@@ -1,0 +1,186 @@
+//! The admin API, under `/admin/`, behind a bearer token (`Authorization: Bearer <token>`); off
+//! (404) when no token is configured:
+//! - `GET /admin/sessions`: every session with its log version and latest event time;
+//! - `GET /admin/sessions/{id}/events`: the session's `compact.*` events, oldest first;
+//! - `GET /admin/sessions/{id}/items/{reference}`: an original item by the id a marker, stub or
+//!   checkpoint names (`recall`), in the session log's storage form.
+//!
+//! Path segments are percent-decoded. Answers are JSON; errors too.
+
+use crate::reply::{json_response, ProxyBody};
+use crate::server::Shared;
+use compact_session::record::Record;
+use compact_session::{SessionError, StoreError};
+use hyper::body::Incoming;
+use hyper::{Method, Request, Response, StatusCode};
+use serde_json::{json, Value};
+use std::sync::Arc;
+
+fn error(status: StatusCode, message: &str) -> Response<ProxyBody> {
+    json_response(status, &json!({"error": {"message": message}}))
+}
+
+/// Compares without stopping at the first difference (the token's length is not secret).
+fn same_token(given: &[u8], expected: &[u8]) -> bool {
+    given.len() == expected.len()
+        && given
+            .iter()
+            .zip(expected)
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+            == 0
+}
+
+/// Handles a request under `/admin`.
+pub(crate) async fn handle(shared: &Arc<Shared>, req: &Request<Incoming>) -> Response<ProxyBody> {
+    let Some(expected) = shared.config.admin_token.as_deref() else {
+        return error(
+            StatusCode::NOT_FOUND,
+            "the admin API is off (no admin token is configured)",
+        );
+    };
+    let given = req
+        .headers()
+        .get(hyper::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .unwrap_or("");
+    if !same_token(given.trim().as_bytes(), expected.as_bytes()) {
+        let mut r = error(
+            StatusCode::UNAUTHORIZED,
+            "a valid admin bearer token is required",
+        );
+        r.headers_mut().insert(
+            hyper::header::WWW_AUTHENTICATE,
+            hyper::header::HeaderValue::from_static("Bearer"),
+        );
+        return r;
+    }
+    if req.method() != Method::GET {
+        return error(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "the admin API only answers GET",
+        );
+    }
+    let segments: Option<Vec<String>> = req
+        .uri()
+        .path()
+        .trim_start_matches("/admin")
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .map(percent_decode)
+        .collect();
+    let Some(segments) = segments else {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "the path is not valid percent-encoded UTF-8",
+        );
+    };
+    let shared = Arc::clone(shared);
+    let answer = tokio::task::spawn_blocking(move || {
+        let parts: Vec<&str> = segments.iter().map(String::as_str).collect();
+        route(&shared, &parts)
+    })
+    .await;
+    answer.unwrap_or_else(|_| {
+        error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "the admin request failed",
+        )
+    })
+}
+
+fn route(shared: &Shared, parts: &[&str]) -> Response<ProxyBody> {
+    let store = shared.managers.store();
+    match parts {
+        ["sessions"] => match store.list_sessions() {
+            Ok(list) => {
+                let sessions: Vec<Value> = list
+                    .iter()
+                    .map(|s| json!({"id": s.id, "version": s.version, "last_event_ms": s.last_event_ms}))
+                    .collect();
+                json_response(StatusCode::OK, &json!({"sessions": sessions}))
+            }
+            Err(e) => store_error(&e),
+        },
+        ["sessions", id, "events"] => match store.read(id, 0) {
+            Ok(records) => {
+                let events: Vec<Value> = records
+                    .iter()
+                    .filter_map(|s| match &s.record {
+                        Record::Event(e) => Some(e.to_json()),
+                        _ => None,
+                    })
+                    .collect();
+                json_response(StatusCode::OK, &json!({"session": id, "events": events}))
+            }
+            Err(e) => store_error(&e),
+        },
+        ["sessions", id, "items", reference] => {
+            let manager = match shared.managers.default_manager() {
+                Ok(m) => m,
+                Err(e) => return session_error(&e),
+            };
+            match manager.recall(id, reference) {
+                Ok(item) => json_response(
+                    StatusCode::OK,
+                    &json!({"session": id, "reference": reference,
+                            "item": compact_session::codec::encode_item(&item)}),
+                ),
+                Err(e) => session_error(&e),
+            }
+        }
+        _ => error(StatusCode::NOT_FOUND, "unknown admin path"),
+    }
+}
+
+fn store_error(e: &StoreError) -> Response<ProxyBody> {
+    match e {
+        StoreError::UnknownSession(_) => error(StatusCode::NOT_FOUND, &e.to_string()),
+        _ => error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+    }
+}
+
+fn session_error(e: &SessionError) -> Response<ProxyBody> {
+    match e {
+        SessionError::UnknownSession(_) | SessionError::UnknownReference { .. } => {
+            error(StatusCode::NOT_FOUND, &e.to_string())
+        }
+        SessionError::InvalidSessionId(_) => error(StatusCode::BAD_REQUEST, &e.to_string()),
+        SessionError::Store(s) => store_error(s),
+        _ => error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+    }
+}
+
+/// `%XX` escapes decoded; `None` when an escape is broken or the result is not UTF-8.
+fn percent_decode(segment: &str) -> Option<String> {
+    let bytes = segment.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = segment.get(i + 1..i + 3)?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decodes_and_compares() {
+        assert_eq!(percent_decode("a%20b%2Fc").as_deref(), Some("a b/c"));
+        assert_eq!(percent_decode("bad%2"), None);
+        assert_eq!(percent_decode("%ff"), None);
+        assert!(same_token(b"abc", b"abc"));
+        assert!(!same_token(b"abd", b"abc"));
+        assert!(!same_token(b"ab", b"abc"));
+    }
+}

@@ -1,0 +1,631 @@
+//! The compacting routes (`/v1/chat/completions`, `/v1/responses`, `/v1/messages`): decode the
+//! request, preflight it through the session runtime, send the result upstream in the same wire
+//! format, and handle the reply: usage fed back, streams forwarded as they arrive, and a context
+//! overflow recovered transparently (compact harder and resend, at most the runtime's attempts per
+//! turn; a hopeless request gets the upstream's error unchanged).
+//!
+//! What is forwarded untouched, and why:
+//! - a provider compaction call (a Responses `compaction_trigger` as the last input item, an
+//!   Anthropic request with a top-level `compaction`): it is the provider's own summariser call;
+//! - a Responses request with `previous_response_id`: the history lives on the provider;
+//! - a request that does not decode into the conversation model, or that the runtime cannot
+//!   prepare: the upstream judges it as the client sent it.
+//!
+//! When preflight changes nothing, the client's own bytes are sent; otherwise the prepared
+//! conversation is encoded (unknown fields are carried by the wire codec).
+
+use crate::handler::{forward_untouched, url_for};
+use crate::headers;
+use crate::log::{emit, Level};
+use crate::reply::{error_response, full, stream_error_event, ErrorKind, ProxyBody};
+use crate::route::{Family, Route};
+use crate::server::Shared;
+use crate::session_id::session_id;
+use crate::sse::SseSplitter;
+use crate::stream::{StreamBody, StreamEnd, UsageTap};
+use crate::usage::usage_in;
+use bytes::Bytes;
+use compact_core::model::{Conversation, Format};
+use compact_formats::overflow::{classify, classify_stream_event};
+use compact_formats::wire::{decode, encode};
+use compact_session::{CompactManager, Recovery, Usage};
+use http_body_util::{BodyExt, Limited};
+use hyper::body::Incoming;
+use hyper::http::request::Parts;
+use hyper::http::response::Parts as ReplyParts;
+use hyper::{Method, Response, StatusCode};
+use serde_json::{json, Value};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Largest error body read to check for a context overflow (provider error bodies are small).
+const MAX_ERROR_BODY_BYTES: usize = 1024 * 1024;
+/// Largest non-streamed reply read whole (for its usage).
+const MAX_REPLY_BYTES: usize = 256 * 1024 * 1024;
+/// Responses stream events that come before any output: the proxy holds them back until the next
+/// event says whether the request failed for its size.
+const RESPONSES_PREAMBLE: [&str; 2] = ["response.created", "response.in_progress"];
+/// Most bytes held back while looking past the preamble.
+const MAX_PEEK_BYTES: usize = 256 * 1024;
+
+/// Handles a request on a compacting route; the response and log fields.
+pub(crate) async fn handle(
+    shared: &Shared,
+    route: Route,
+    family: Family,
+    format: Format,
+    parts: &Parts,
+    body: Bytes,
+    started: Instant,
+) -> (Response<ProxyBody>, Option<Value>) {
+    let value: Value = match serde_json::from_slice(&body) {
+        Ok(v @ Value::Object(_)) => v,
+        Ok(_) => {
+            let r = error_response(
+                family,
+                ErrorKind::InvalidRequest,
+                "the request body must be a JSON object",
+            );
+            return (r, None);
+        }
+        Err(e) => {
+            let message = format!("the request body is not valid JSON: {e}");
+            return (
+                error_response(family, ErrorKind::InvalidRequest, &message),
+                None,
+            );
+        }
+    };
+    let session = match session_id(&parts.headers, route, &value) {
+        Ok(s) => s,
+        Err(e) => {
+            return (
+                error_response(family, ErrorKind::InvalidRequest, &e.to_string()),
+                None,
+            )
+        }
+    };
+    let model = value
+        .get("model")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    let call = Call {
+        shared,
+        route,
+        family,
+        model: model.clone(),
+        parts,
+        started,
+    };
+    if let Some(reason) = untouched_reason(route, &value) {
+        return call.untouched(body, &session, reason).await;
+    }
+    let Ok(conversation) = decode(format, &value) else {
+        return call.untouched(body, &session, "undecodable").await;
+    };
+    let window = shared.config.window_for(family, model.as_deref());
+    let manager = match shared.managers.for_window(window) {
+        Ok(m) => m,
+        Err(_) => return call.untouched(body, &session, "no_policy_for_window").await,
+    };
+    let prepared = {
+        let manager = Arc::clone(&manager);
+        let session = session.clone();
+        tokio::task::spawn_blocking(move || {
+            let prepared = manager.preflight(&session, &conversation);
+            (conversation, prepared)
+        })
+        .await
+    };
+    let (conversation, prepared) = match prepared {
+        Ok((c, Ok(p))) => (c, p),
+        Ok((_, Err(e))) => {
+            emit(
+                shared.log.as_ref(),
+                Level::Warn,
+                "preflight_failed",
+                json!({"route": route.label(), "session": session, "error": e.to_string()}),
+            );
+            return call.untouched(body, &session, "preflight_failed").await;
+        }
+        Err(_) => return call.untouched(body, &session, "preflight_failed").await,
+    };
+    let report = &prepared.report;
+    if let Some(c) = &report.compaction {
+        shared.metrics.compaction(c.tokens_before, c.tokens_after);
+    }
+    let mut detail = json!({"session": session, "window": window, "tokens": report.tokens,
+        "effective_tokens": report.effective_tokens, "new_items": report.new_items,
+        "reused_items": report.reused_items, "branched": report.branched,
+        "compacted": report.compaction.is_some(),
+        "tokens_before": report.compaction.as_ref().map(|c| c.tokens_before),
+        "recoveries": 0});
+    let unchanged =
+        report.compaction.is_none() && prepared.conversation.items == conversation.items;
+    let outgoing = if unchanged {
+        body
+    } else {
+        match encode(&prepared.conversation, format) {
+            Ok(encoded) => Bytes::from(encoded.value.to_string()),
+            Err(_) => return call.untouched(body, &session, "encode_failed").await,
+        }
+    };
+    drop(conversation);
+    let turn = Turn {
+        shared,
+        route,
+        family,
+        format,
+        url: url_for(shared, family, model.as_deref(), parts),
+        headers: headers::upstream_request(&parts.headers, true),
+        manager,
+        session,
+    };
+    shared.metrics.added_latency(started.elapsed());
+    let (response, recoveries) = turn.run(prepared.conversation, outgoing).await;
+    detail["recoveries"] = json!(recoveries);
+    (response, Some(detail))
+}
+
+/// Why a request on a compacting route goes upstream as it came, if it does.
+fn untouched_reason(route: Route, value: &Value) -> Option<&'static str> {
+    match route {
+        Route::Responses => {
+            let last_is_trigger = value["input"]
+                .as_array()
+                .and_then(|items| items.last())
+                .and_then(|item| item.get("type"))
+                .and_then(Value::as_str)
+                == Some("compaction_trigger");
+            if last_is_trigger {
+                return Some("provider_compaction");
+            }
+            if !value["previous_response_id"].is_null() {
+                return Some("previous_response_id");
+            }
+            None
+        }
+        Route::Messages => (!value["compaction"].is_null()).then_some("provider_compaction"),
+        _ => None,
+    }
+}
+
+/// A request on a compacting route, as it came.
+struct Call<'a> {
+    shared: &'a Shared,
+    route: Route,
+    family: Family,
+    model: Option<String>,
+    parts: &'a Parts,
+    started: Instant,
+}
+
+impl Call<'_> {
+    /// Sends the request upstream as the client sent it.
+    async fn untouched(
+        &self,
+        body: Bytes,
+        session: &str,
+        reason: &'static str,
+    ) -> (Response<ProxyBody>, Option<Value>) {
+        self.shared.metrics.passthrough();
+        let response = forward_untouched(
+            self.shared,
+            self.route,
+            self.family,
+            self.model.as_deref(),
+            self.parts,
+            body,
+            self.started,
+        )
+        .await;
+        (
+            response,
+            Some(json!({"session": session, "passthrough": reason})),
+        )
+    }
+}
+
+/// One turn: a prepared request, sent and retried after overflows.
+struct Turn<'a> {
+    shared: &'a Shared,
+    route: Route,
+    family: Family,
+    format: Format,
+    url: String,
+    headers: hyper::HeaderMap,
+    manager: Arc<CompactManager>,
+    session: String,
+}
+
+/// What one upstream call gave.
+enum Outcome {
+    /// Answer the client with this.
+    Done(Response<ProxyBody>),
+    /// The upstream said the request is too long: recover, or answer with `fallback` (the
+    /// upstream's reply, unchanged).
+    Overflow {
+        status: u16,
+        body: String,
+        fallback: Fallback,
+    },
+}
+
+/// The upstream's overflow reply, built into a response only when it goes to the client (a
+/// stream that is retried is dropped without being counted as a broken stream).
+enum Fallback {
+    /// A whole reply.
+    Ready(Response<ProxyBody>),
+    /// A stream: what was read of it, and the rest.
+    Stream {
+        parts: ReplyParts,
+        head: Vec<Bytes>,
+        incoming: Incoming,
+    },
+}
+
+impl Turn<'_> {
+    async fn run(
+        &self,
+        mut sent: Arc<Conversation>,
+        mut outgoing: Bytes,
+    ) -> (Response<ProxyBody>, u32) {
+        let max = self.manager.config().overflow_max_retries;
+        let mut recoveries = 0;
+        loop {
+            let (status, body, fallback) = match self.send_once(outgoing.clone()).await {
+                Outcome::Done(response) => return (response, recoveries),
+                Outcome::Overflow {
+                    status,
+                    body,
+                    fallback,
+                } => (status, body, fallback),
+            };
+            // The runtime bounds attempts per turn; this bound only turns a regression into an
+            // error answer instead of a loop.
+            if recoveries > max {
+                return (self.fallback(fallback), recoveries);
+            }
+            let recovered = {
+                let manager = Arc::clone(&self.manager);
+                let session = self.session.clone();
+                let request = Arc::clone(&sent);
+                tokio::task::spawn_blocking(move || {
+                    manager.recover(&session, &request, status, &body)
+                })
+                .await
+            };
+            let next = match recovered {
+                Ok(Ok(Recovery::Retry(next))) => next,
+                Ok(Ok(Recovery::GiveUp(reason))) => {
+                    self.note("recovery_gave_up", json!({"reason": reason.to_string()}));
+                    return (self.fallback(fallback), recoveries);
+                }
+                Ok(Err(e)) => {
+                    self.note("recovery_failed", json!({"error": e.to_string()}));
+                    return (self.fallback(fallback), recoveries);
+                }
+                Err(_) => return (self.fallback(fallback), recoveries),
+            };
+            let Ok(encoded) = encode(&next, self.format) else {
+                return (self.fallback(fallback), recoveries);
+            };
+            recoveries += 1;
+            self.shared.metrics.recovery();
+            outgoing = Bytes::from(encoded.value.to_string());
+            sent = Arc::new(next);
+        }
+    }
+
+    fn fallback(&self, fallback: Fallback) -> Response<ProxyBody> {
+        match fallback {
+            Fallback::Ready(response) => response,
+            Fallback::Stream {
+                parts,
+                head,
+                incoming,
+            } => self.stream_response(&parts, head, Some(incoming)),
+        }
+    }
+
+    /// A streamed reply: `head`, then the rest of `inner`, read for usage and ended cleanly.
+    fn stream_response(
+        &self,
+        parts: &ReplyParts,
+        head: Vec<Bytes>,
+        inner: Option<Incoming>,
+    ) -> Response<ProxyBody> {
+        let error_event = stream_error_event(
+            self.family,
+            self.route == Route::Responses,
+            "the upstream stream was interrupted; the proxy ended it",
+        );
+        let body = StreamBody::new(head, inner, self.shared.config.stream_idle_timeout)
+            .with_tap(UsageTap::new(self.route))
+            .with_error_event(error_event)
+            .on_end(self.on_stream_end());
+        with_parts(parts, BodyExt::boxed_unsync(body))
+    }
+
+    fn note(&self, event: &str, mut fields: Value) {
+        fields["route"] = json!(self.route.label());
+        fields["session"] = json!(self.session);
+        emit(self.shared.log.as_ref(), Level::Warn, event, fields);
+    }
+
+    fn error(&self, kind: ErrorKind, message: &str) -> Outcome {
+        Outcome::Done(error_response(self.family, kind, message))
+    }
+
+    async fn send_once(&self, outgoing: Bytes) -> Outcome {
+        let config = &self.shared.config;
+        let sent = self
+            .shared
+            .client
+            .send(
+                Method::POST,
+                &self.url,
+                &self.headers,
+                outgoing,
+                config.upstream_timeout,
+            )
+            .await;
+        let reply = match sent {
+            Ok(r) => r,
+            Err(e) => {
+                self.shared.metrics.upstream_error(e.kind());
+                self.note(
+                    "upstream_error",
+                    json!({"kind": e.kind(), "error": e.to_string()}),
+                );
+                let kind = match e {
+                    crate::upstream::UpstreamError::Timeout(_) => ErrorKind::Timeout,
+                    _ => ErrorKind::BadGateway,
+                };
+                return self.error(kind, &e.to_string());
+            }
+        };
+        let (reply_parts, incoming) = reply.into_parts();
+        let status = reply_parts.status;
+        if !status.is_success() {
+            return self.error_reply(reply_parts, incoming).await;
+        }
+        if is_event_stream(&reply_parts) {
+            return self.stream_reply(reply_parts, incoming).await;
+        }
+        if !is_json(&reply_parts) {
+            let body = StreamBody::new(Vec::new(), Some(incoming), config.stream_idle_timeout);
+            return Outcome::Done(with_parts(&reply_parts, BodyExt::boxed_unsync(body)));
+        }
+        let collected = tokio::time::timeout(
+            config.upstream_timeout,
+            Limited::new(incoming, MAX_REPLY_BYTES).collect(),
+        )
+        .await;
+        let bytes = match collected {
+            Ok(Ok(b)) => b.to_bytes(),
+            Ok(Err(_)) => {
+                self.shared.metrics.upstream_error("stream_broken");
+                return self.error(
+                    ErrorKind::BadGateway,
+                    "the upstream's reply broke off before it was complete",
+                );
+            }
+            Err(_) => {
+                self.shared.metrics.upstream_error("timeout");
+                return self.error(
+                    ErrorKind::Timeout,
+                    "the upstream's reply did not complete in time",
+                );
+            }
+        };
+        let Ok(value) = serde_json::from_slice::<Value>(&bytes) else {
+            self.shared.metrics.upstream_error("malformed_body");
+            return self.error(
+                ErrorKind::BadGateway,
+                "the upstream's reply is not valid JSON",
+            );
+        };
+        if let Some(usage) = usage_in(self.route, &value) {
+            record_usage(Arc::clone(&self.manager), self.session.clone(), usage);
+        }
+        Outcome::Done(with_parts(&reply_parts, full(bytes)))
+    }
+
+    /// An error status: an overflow candidate is read whole and classified; anything else (429
+    /// with its `Retry-After`, 5xx...) goes to the client unchanged, streamed.
+    async fn error_reply(&self, reply_parts: ReplyParts, incoming: Incoming) -> Outcome {
+        let status = reply_parts.status;
+        self.shared
+            .metrics
+            .upstream_error(if status.is_server_error() {
+                "status_5xx"
+            } else {
+                "status_4xx"
+            });
+        if !matches!(
+            status,
+            StatusCode::BAD_REQUEST | StatusCode::PAYLOAD_TOO_LARGE
+        ) {
+            let body = StreamBody::new(
+                Vec::new(),
+                Some(incoming),
+                self.shared.config.stream_idle_timeout,
+            );
+            return Outcome::Done(with_parts(&reply_parts, BodyExt::boxed_unsync(body)));
+        }
+        let collected = tokio::time::timeout(
+            self.shared.config.upstream_timeout,
+            Limited::new(incoming, MAX_ERROR_BODY_BYTES).collect(),
+        )
+        .await;
+        let Ok(Ok(bytes)) = collected.map(|r| r.map(http_body_util::Collected::to_bytes)) else {
+            return self.error(
+                ErrorKind::BadGateway,
+                "the upstream's error reply could not be read",
+            );
+        };
+        let text = String::from_utf8_lossy(&bytes).into_owned();
+        let reply = with_parts(&reply_parts, full(bytes));
+        if classify(status.as_u16(), &text).is_some() {
+            return Outcome::Overflow {
+                status: status.as_u16(),
+                body: text,
+                fallback: Fallback::Ready(reply),
+            };
+        }
+        Outcome::Done(reply)
+    }
+
+    /// A streamed reply: a Responses stream is looked at past its preamble (it reports an
+    /// overflow as an event after HTTP 200); then everything is forwarded as it arrives.
+    async fn stream_reply(&self, reply_parts: ReplyParts, mut incoming: Incoming) -> Outcome {
+        if self.route != Route::Responses {
+            return Outcome::Done(self.stream_response(&reply_parts, Vec::new(), Some(incoming)));
+        }
+        let peeked = peek_responses(&mut incoming, self.shared.config.stream_idle_timeout).await;
+        if peeked.broken {
+            let mut head = peeked.head;
+            head.push(stream_error_event(
+                self.family,
+                true,
+                "the upstream stream was interrupted; the proxy ended it",
+            ));
+            self.shared.metrics.upstream_error("stream_broken");
+            return Outcome::Done(self.stream_response(&reply_parts, head, None));
+        }
+        match peeked.overflow {
+            Some(error) => Outcome::Overflow {
+                status: StatusCode::BAD_REQUEST.as_u16(),
+                body: json!({"error": error}).to_string(),
+                fallback: Fallback::Stream {
+                    parts: reply_parts,
+                    head: peeked.head,
+                    incoming,
+                },
+            },
+            None => Outcome::Done(self.stream_response(&reply_parts, peeked.head, Some(incoming))),
+        }
+    }
+
+    fn on_stream_end(&self) -> crate::stream::OnEnd {
+        let manager = Arc::clone(&self.manager);
+        let session = self.session.clone();
+        let metrics = Arc::clone(&self.shared.metrics);
+        let log = Arc::clone(&self.shared.log);
+        let route = self.route.label();
+        Box::new(move |end: StreamEnd, usage: Option<Usage>| {
+            if let Some(usage) = usage {
+                record_usage(manager, session.clone(), usage);
+            }
+            let kind = match end {
+                StreamEnd::Completed => return,
+                StreamEnd::UpstreamBroken => "stream_broken",
+                StreamEnd::Idle => "stream_idle",
+                StreamEnd::ClientGone => "client_gone",
+            };
+            if end != StreamEnd::ClientGone {
+                metrics.upstream_error(kind);
+            }
+            emit(
+                log.as_ref(),
+                Level::Warn,
+                "stream_ended",
+                json!({"route": route, "session": session, "end": kind}),
+            );
+        })
+    }
+}
+
+/// What was read of a Responses stream before deciding.
+struct Peeked {
+    head: Vec<Bytes>,
+    broken: bool,
+    /// The error object of an overflow reported in the stream.
+    overflow: Option<Value>,
+}
+
+async fn peek_responses(incoming: &mut Incoming, idle: std::time::Duration) -> Peeked {
+    let mut peeked = Peeked {
+        head: Vec::new(),
+        broken: false,
+        overflow: None,
+    };
+    let mut splitter = SseSplitter::default();
+    let mut held = 0;
+    loop {
+        let frame = match tokio::time::timeout(idle, incoming.frame()).await {
+            Err(_) | Ok(None) => return peeked,
+            Ok(Some(Err(_))) => {
+                peeked.broken = true;
+                return peeked;
+            }
+            Ok(Some(Ok(frame))) => frame,
+        };
+        let Ok(data) = frame.into_data() else {
+            continue;
+        };
+        held += data.len();
+        let events = splitter.push(&data);
+        peeked.head.push(data);
+        for event in events {
+            let value: Value = serde_json::from_str(&event.data).unwrap_or(Value::Null);
+            let name = event
+                .event
+                .clone()
+                .or_else(|| value.get("type").and_then(Value::as_str).map(str::to_owned))
+                .unwrap_or_default();
+            if RESPONSES_PREAMBLE.contains(&name.as_str()) {
+                continue;
+            }
+            if classify_stream_event(event.event.as_deref(), &event.data).is_some() {
+                let error = value
+                    .get("response")
+                    .and_then(|r| r.get("error"))
+                    .or_else(|| value.get("error"))
+                    .cloned()
+                    .unwrap_or(value);
+                peeked.overflow = Some(error);
+            }
+            return peeked;
+        }
+        if held > MAX_PEEK_BYTES {
+            return peeked;
+        }
+    }
+}
+
+fn record_usage(manager: Arc<CompactManager>, session: String, usage: Usage) {
+    if tokio::runtime::Handle::try_current().is_ok() {
+        tokio::task::spawn_blocking(move || {
+            // A usage that cannot be recorded (the session moved on meanwhile) only costs one
+            // calibration sample.
+            let _ = manager.record_usage(&session, &usage);
+        });
+    }
+}
+
+fn is_event_stream(parts: &ReplyParts) -> bool {
+    content_type(parts).starts_with("text/event-stream")
+}
+
+fn is_json(parts: &ReplyParts) -> bool {
+    let ct = content_type(parts);
+    ct.is_empty() || ct.contains("json")
+}
+
+fn content_type(parts: &ReplyParts) -> String {
+    parts
+        .headers
+        .get(hyper::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_ascii_lowercase()
+}
+
+fn with_parts(parts: &ReplyParts, body: ProxyBody) -> Response<ProxyBody> {
+    let mut response = Response::new(body);
+    *response.status_mut() = parts.status;
+    *response.headers_mut() = headers::client_response(&parts.headers);
+    response
+}

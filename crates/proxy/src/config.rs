@@ -1,0 +1,193 @@
+//! [`ProxyConfig`]: everything the proxy runs with, resolved once by the caller (the CLI builds it
+//! from `compact_config::Config` and the environment) and passed in; the proxy reads no file and
+//! no environment of its own.
+
+use crate::route::Family;
+use compact_core::registry::ModelRegistry;
+use compact_session::SessionConfig;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::time::Duration;
+
+/// Default listen address: loopback only (an agent's traffic carries its API key; exposing the
+/// proxy beyond the machine is an explicit choice).
+pub const DEFAULT_LISTEN: SocketAddr =
+    SocketAddr::new(std::net::IpAddr::V4(Ipv4Addr::LOCALHOST), 8787);
+/// Default largest request body: Anthropic's own limit (32 MB); larger bodies get 413.
+pub const DEFAULT_MAX_BODY_BYTES: usize = 32 * 1024 * 1024;
+/// Default wait for an upstream's response headers: long non-streamed completions of reasoning
+/// models take minutes.
+pub const DEFAULT_UPSTREAM_TIMEOUT: Duration = Duration::from_secs(600);
+/// Default longest silence inside a streamed reply before the proxy ends it with an error event.
+pub const DEFAULT_STREAM_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
+/// Default time in-flight requests get to finish after a shutdown signal.
+pub const DEFAULT_DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
+/// Default OpenAI upstream.
+pub const DEFAULT_OPENAI_BASE_URL: &str = "https://api.openai.com";
+/// Default Anthropic upstream.
+pub const DEFAULT_ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com";
+
+/// One upstream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Upstream {
+    /// Origin, optionally with a path prefix; a trailing `/v1` is accepted (request paths already
+    /// start with `/v1`).
+    pub base_url: String,
+    /// The window of the models behind it, when set.
+    pub context_window: Option<usize>,
+}
+
+/// A model with its own upstream or window.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelRoute {
+    /// The request's `model`.
+    pub name: String,
+    /// Its upstream, when not the family's.
+    pub base_url: Option<String>,
+    /// Its window.
+    pub context_window: Option<usize>,
+}
+
+/// The proxy's settings.
+#[derive(Clone)]
+pub struct ProxyConfig {
+    /// Address to listen on.
+    pub listen: SocketAddr,
+    /// Largest request body accepted (413 beyond).
+    pub max_body_bytes: usize,
+    /// Wait for an upstream's response headers (504 beyond).
+    pub upstream_timeout: Duration,
+    /// Longest silence inside a streamed reply.
+    pub stream_idle_timeout: Duration,
+    /// Time in-flight requests get after a shutdown signal.
+    pub drain_timeout: Duration,
+    /// Chat Completions, Responses and other OpenAI paths.
+    pub openai: Upstream,
+    /// Messages and other Anthropic paths.
+    pub anthropic: Upstream,
+    /// Per-model upstreams and windows.
+    pub models: Vec<ModelRoute>,
+    /// Bearer token of the admin API; `None` turns the admin API off.
+    pub admin_token: Option<String>,
+    /// The session runtime's settings (policy, counter, summariser); the window is set per
+    /// request (see [`ProxyConfig::window_for`]).
+    pub session: SessionConfig,
+    /// Model table used to find the window of a request's model.
+    pub registry: ModelRegistry,
+}
+
+impl std::fmt::Debug for ProxyConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProxyConfig")
+            .field("listen", &self.listen)
+            .field("max_body_bytes", &self.max_body_bytes)
+            .field("upstream_timeout", &self.upstream_timeout)
+            .field("stream_idle_timeout", &self.stream_idle_timeout)
+            .field("openai", &self.openai)
+            .field("anthropic", &self.anthropic)
+            .field("models", &self.models)
+            .field("admin_token", &self.admin_token.as_ref().map(|_| "<set>"))
+            .field("session", &self.session)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ProxyConfig {
+    /// Defaults around `session`: loopback, the providers' public APIs, no admin API.
+    pub fn new(session: SessionConfig) -> Self {
+        ProxyConfig {
+            listen: DEFAULT_LISTEN,
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            upstream_timeout: DEFAULT_UPSTREAM_TIMEOUT,
+            stream_idle_timeout: DEFAULT_STREAM_IDLE_TIMEOUT,
+            drain_timeout: DEFAULT_DRAIN_TIMEOUT,
+            openai: Upstream {
+                base_url: DEFAULT_OPENAI_BASE_URL.to_owned(),
+                context_window: None,
+            },
+            anthropic: Upstream {
+                base_url: DEFAULT_ANTHROPIC_BASE_URL.to_owned(),
+                context_window: None,
+            },
+            models: Vec::new(),
+            admin_token: None,
+            session,
+            registry: ModelRegistry::builtin(),
+        }
+    }
+
+    /// Settings from a resolved configuration; `admin_token` is the value of the variable its
+    /// `proxy.admin_token_env` names (read by the caller).
+    pub fn from_config(config: &compact_config::Config, admin_token: Option<String>) -> Self {
+        let mut proxy = ProxyConfig::new(SessionConfig::from_config(config));
+        let settings = config.proxy();
+        if let Some(listen) = settings.listen {
+            proxy.listen = listen;
+        }
+        if let Some(n) = settings.max_body_bytes {
+            proxy.max_body_bytes = n;
+        }
+        if let Some(s) = settings.upstream_timeout_secs {
+            proxy.upstream_timeout = Duration::from_secs(s);
+        }
+        if let Some(s) = settings.stream_idle_timeout_secs {
+            proxy.stream_idle_timeout = Duration::from_secs(s);
+        }
+        if let Some(u) = &settings.openai {
+            proxy.openai = Upstream {
+                base_url: u.base_url.clone(),
+                context_window: u.context_window,
+            };
+        }
+        if let Some(u) = &settings.anthropic {
+            proxy.anthropic = Upstream {
+                base_url: u.base_url.clone(),
+                context_window: u.context_window,
+            };
+        }
+        proxy.models = settings
+            .models
+            .iter()
+            .map(|m| ModelRoute {
+                name: m.name.clone(),
+                base_url: m.base_url.clone(),
+                context_window: m.context_window,
+            })
+            .collect();
+        proxy.admin_token = admin_token.filter(|t| !t.is_empty());
+        proxy.registry = config.registry().clone();
+        proxy
+    }
+
+    fn upstream(&self, family: Family) -> &Upstream {
+        match family {
+            Family::OpenAi => &self.openai,
+            Family::Anthropic => &self.anthropic,
+        }
+    }
+
+    fn model_route(&self, model: Option<&str>) -> Option<&ModelRoute> {
+        let model = model?;
+        self.models.iter().find(|m| m.name == model)
+    }
+
+    /// The base URL a request goes to: its model's, else its family's.
+    pub fn base_url_for(&self, family: Family, model: Option<&str>) -> &str {
+        self.model_route(model)
+            .and_then(|m| m.base_url.as_deref())
+            .unwrap_or(&self.upstream(family).base_url)
+    }
+
+    /// The window a request is compacted for: its model's route, else its upstream's, else the
+    /// registry's entry for its model, else the configured policy's window.
+    pub fn window_for(&self, family: Family, model: Option<&str>) -> usize {
+        self.model_route(model)
+            .and_then(|m| m.context_window)
+            .or(self.upstream(family).context_window)
+            .or_else(|| {
+                model
+                    .and_then(|m| self.registry.lookup(m))
+                    .map(|info| info.context_window as usize)
+            })
+            .unwrap_or(self.session.policy.max_context_tokens)
+    }
+}

@@ -1,0 +1,69 @@
+//! One [`CompactManager`] per context window, all over one store: the session runtime compacts
+//! for one window, and requests through the proxy name models with different windows. Managers
+//! are created on first use and kept for the life of the proxy.
+
+use compact_session::{CompactManager, SessionConfig, SessionError, Store};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+/// A window smaller than the configured output reserve keeps this share of itself for the reply
+/// (a 16k-token local model behind a config written for a 200k one still gets room for input).
+const RESERVE_SHARE_OF_SMALL_WINDOW: usize = 4;
+
+/// The managers, by window.
+pub struct Managers {
+    base: SessionConfig,
+    store: Arc<dyn Store>,
+    by_window: Mutex<HashMap<usize, Arc<CompactManager>>>,
+}
+
+impl std::fmt::Debug for Managers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Managers")
+            .field("base", &self.base)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Managers {
+    /// Managers built from `base` (its policy's window is replaced per manager) over `store`.
+    pub fn new(base: SessionConfig, store: Arc<dyn Store>) -> Self {
+        Managers {
+            base,
+            store,
+            by_window: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The store all managers share.
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.store
+    }
+
+    /// The manager for `window` tokens. Fails when no valid policy fits the window.
+    pub fn for_window(&self, window: usize) -> Result<Arc<CompactManager>, SessionError> {
+        let mut map = self
+            .by_window
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(m) = map.get(&window) {
+            return Ok(Arc::clone(m));
+        }
+        let mut config = self.base.clone();
+        config.policy.max_context_tokens = window;
+        if config.policy.validate().is_err() {
+            config.policy.reserved_output_tokens = config
+                .policy
+                .reserved_output_tokens
+                .min(window / RESERVE_SHARE_OF_SMALL_WINDOW);
+        }
+        let manager = Arc::new(CompactManager::open(config, Arc::clone(&self.store))?);
+        map.insert(window, Arc::clone(&manager));
+        Ok(manager)
+    }
+
+    /// The manager of the configured policy's window (admin recall reads the log through it).
+    pub fn default_manager(&self) -> Result<Arc<CompactManager>, SessionError> {
+        self.for_window(self.base.policy.max_context_tokens)
+    }
+}

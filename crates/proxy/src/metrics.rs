@@ -1,0 +1,209 @@
+//! The proxy's counters and the Prometheus text exposition of them (`GET /metrics`, format 0.0.4,
+//! written by hand: a few counters and one histogram do not need a metrics crate).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// Upper bounds (seconds) of the added-latency histogram: from 100 us (pass-through) to 2.5 s (a
+/// compaction of a large conversation).
+pub const LATENCY_BUCKETS: [f64; 12] = [
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 2.5,
+];
+
+/// Counters, safe to update from every connection.
+#[derive(Debug, Default)]
+pub struct Metrics {
+    requests: Mutex<BTreeMap<(&'static str, u16), u64>>,
+    upstream_errors: Mutex<BTreeMap<&'static str, u64>>,
+    compactions: AtomicU64,
+    tokens_saved: AtomicU64,
+    recoveries: AtomicU64,
+    passthrough: AtomicU64,
+    latency_buckets: [AtomicU64; LATENCY_BUCKETS.len()],
+    latency_count: AtomicU64,
+    latency_sum_us: AtomicU64,
+}
+
+fn bump<K: Ord>(map: &Mutex<BTreeMap<K, u64>>, key: K) {
+    *map.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .entry(key)
+        .or_insert(0) += 1;
+}
+
+impl Metrics {
+    /// A request answered with `status` on `route`.
+    pub fn request(&self, route: &'static str, status: u16) {
+        bump(&self.requests, (route, status));
+    }
+
+    /// An upstream failure of `kind` (`connect`, `timeout`, `status_4xx`, `status_5xx`,
+    /// `stream_broken`, `stream_idle`, `malformed_body`).
+    pub fn upstream_error(&self, kind: &'static str) {
+        bump(&self.upstream_errors, kind);
+    }
+
+    /// A compaction that shrank a request from `before` to `after` tokens.
+    pub fn compaction(&self, before: usize, after: usize) {
+        self.compactions.fetch_add(1, Ordering::Relaxed);
+        self.tokens_saved
+            .fetch_add(before.saturating_sub(after) as u64, Ordering::Relaxed);
+    }
+
+    /// A retry after an upstream overflow.
+    pub fn recovery(&self) {
+        self.recoveries.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A compacting-route request sent on untouched (provider compaction call, undecodable body...).
+    pub fn passthrough(&self) {
+        self.passthrough.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Time the proxy spent on a request before sending it upstream.
+    pub fn added_latency(&self, d: Duration) {
+        let secs = d.as_secs_f64();
+        for (bound, bucket) in LATENCY_BUCKETS.iter().zip(&self.latency_buckets) {
+            if secs <= *bound {
+                bucket.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        self.latency_count.fetch_add(1, Ordering::Relaxed);
+        self.latency_sum_us
+            .fetch_add(d.as_micros() as u64, Ordering::Relaxed);
+    }
+
+    /// Compactions so far.
+    pub fn compactions(&self) -> u64 {
+        self.compactions.load(Ordering::Relaxed)
+    }
+
+    /// Overflow recoveries so far.
+    pub fn recoveries(&self) -> u64 {
+        self.recoveries.load(Ordering::Relaxed)
+    }
+
+    /// Requests sent upstream so far (first attempts).
+    pub fn forwarded(&self) -> u64 {
+        self.latency_count.load(Ordering::Relaxed)
+    }
+
+    /// Requests answered on `route` with `status` so far.
+    pub fn requests_of(&self, route: &str, status: u16) -> u64 {
+        self.requests
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .iter()
+            .filter(|((r, s), _)| *r == route && *s == status)
+            .map(|(_, n)| n)
+            .sum()
+    }
+
+    /// The Prometheus text exposition.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        out.push_str(
+            "# HELP compact_proxy_requests_total Requests answered, by route and status.\n",
+        );
+        out.push_str("# TYPE compact_proxy_requests_total counter\n");
+        for ((route, status), n) in self
+            .requests
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .iter()
+        {
+            let _ = writeln!(
+                out,
+                "compact_proxy_requests_total{{route=\"{route}\",status=\"{status}\"}} {n}"
+            );
+        }
+        out.push_str("# HELP compact_proxy_upstream_errors_total Upstream failures, by kind.\n");
+        out.push_str("# TYPE compact_proxy_upstream_errors_total counter\n");
+        for (kind, n) in self
+            .upstream_errors
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .iter()
+        {
+            let _ = writeln!(
+                out,
+                "compact_proxy_upstream_errors_total{{kind=\"{kind}\"}} {n}"
+            );
+        }
+        let counters = [
+            (
+                "compact_proxy_compactions_total",
+                "Compactions performed.",
+                load(&self.compactions),
+            ),
+            (
+                "compact_proxy_tokens_saved_total",
+                "Tokens removed from requests by compaction.",
+                load(&self.tokens_saved),
+            ),
+            (
+                "compact_proxy_overflow_recoveries_total",
+                "Requests retried after an upstream context overflow.",
+                load(&self.recoveries),
+            ),
+            (
+                "compact_proxy_passthrough_total",
+                "Requests on compacting routes forwarded untouched.",
+                load(&self.passthrough),
+            ),
+        ];
+        for (name, help, value) in counters {
+            let _ = writeln!(
+                out,
+                "# HELP {name} {help}\n# TYPE {name} counter\n{name} {value}"
+            );
+        }
+        let name = "compact_proxy_added_latency_seconds";
+        let _ = writeln!(
+            out,
+            "# HELP {name} Time spent in the proxy before a request goes upstream.\n# TYPE {name} histogram"
+        );
+        for (bound, bucket) in LATENCY_BUCKETS.iter().zip(&self.latency_buckets) {
+            let _ = writeln!(out, "{name}_bucket{{le=\"{bound}\"}} {}", load(bucket));
+        }
+        let count = load(&self.latency_count);
+        let _ = writeln!(out, "{name}_bucket{{le=\"+Inf\"}} {count}");
+        let _ = writeln!(
+            out,
+            "{name}_sum {}",
+            load(&self.latency_sum_us) as f64 / 1_000_000.0
+        );
+        let _ = writeln!(out, "{name}_count {count}");
+        out
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_counters_and_a_cumulative_histogram() {
+        let m = Metrics::default();
+        m.request("messages", 200);
+        m.request("messages", 200);
+        m.upstream_error("timeout");
+        m.compaction(1000, 400);
+        m.added_latency(Duration::from_micros(300));
+        m.added_latency(Duration::from_secs(10));
+        let text = m.render();
+        assert!(text.contains("compact_proxy_requests_total{route=\"messages\",status=\"200\"} 2"));
+        assert!(text.contains("compact_proxy_upstream_errors_total{kind=\"timeout\"} 1"));
+        assert!(text.contains("compact_proxy_tokens_saved_total 600"));
+        assert!(text.contains("compact_proxy_added_latency_seconds_bucket{le=\"0.00025\"} 0"));
+        assert!(text.contains("compact_proxy_added_latency_seconds_bucket{le=\"0.0005\"} 1"));
+        assert!(text.contains("compact_proxy_added_latency_seconds_bucket{le=\"2.5\"} 1"));
+        assert!(text.contains("compact_proxy_added_latency_seconds_bucket{le=\"+Inf\"} 2"));
+        assert!(text.contains("compact_proxy_added_latency_seconds_count 2"));
+    }
+}

@@ -1,0 +1,150 @@
+//! [`Proxy`]: the shared state, the accept loop and graceful shutdown. On shutdown the proxy stops
+//! accepting, answers `/readyz` with 503, lets in-flight requests (streams included) finish for up
+//! to the drain timeout, then returns.
+
+use crate::config::ProxyConfig;
+use crate::log::{emit, Level, LogSink};
+use crate::managers::Managers;
+use crate::metrics::Metrics;
+use crate::upstream::{TlsError, UpstreamClient};
+use compact_session::Store;
+use hyper_util::rt::TokioIo;
+use hyper_util::server::graceful::GracefulShutdown;
+use serde_json::json;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use tokio::net::TcpListener;
+
+/// Why the proxy could not start or serve.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProxyError {
+    /// The listening socket could not be bound or read.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The TLS client could not be set up.
+    #[error(transparent)]
+    Tls(#[from] TlsError),
+    /// The session runtime refused the configuration.
+    #[error(transparent)]
+    Session(#[from] compact_session::SessionError),
+}
+
+/// What every request handler shares.
+pub(crate) struct Shared {
+    pub config: ProxyConfig,
+    pub managers: Managers,
+    pub client: UpstreamClient,
+    pub metrics: Arc<Metrics>,
+    pub log: Arc<dyn LogSink>,
+    pub draining: AtomicBool,
+}
+
+/// The compaction proxy. Build it with [`Proxy::new`], then [`Proxy::serve`] on a listener.
+#[derive(Clone)]
+pub struct Proxy {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Proxy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Proxy")
+            .field("config", &self.shared.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Proxy {
+    /// A proxy with `config`, keeping session logs in `store` and writing logs to `log`.
+    pub fn new(
+        config: ProxyConfig,
+        store: Arc<dyn Store>,
+        log: Arc<dyn LogSink>,
+    ) -> Result<Self, ProxyError> {
+        let managers = Managers::new(config.session.clone(), store);
+        // Fail at start-up, not on the first request, when the policy cannot be used.
+        managers.default_manager()?;
+        Ok(Proxy {
+            shared: Arc::new(Shared {
+                config,
+                managers,
+                client: UpstreamClient::new()?,
+                metrics: Arc::new(Metrics::default()),
+                log,
+                draining: AtomicBool::new(false),
+            }),
+        })
+    }
+
+    /// The proxy's counters.
+    pub fn metrics(&self) -> Arc<Metrics> {
+        Arc::clone(&self.shared.metrics)
+    }
+
+    /// Binds the configured address.
+    pub async fn bind(&self) -> Result<TcpListener, ProxyError> {
+        let addr = self.shared.config.listen;
+        TcpListener::bind(addr)
+            .await
+            .map_err(|source| ProxyError::Bind { addr, source })
+    }
+
+    /// Serves connections from `listener` until `shutdown` completes, then drains.
+    pub async fn serve(
+        &self,
+        listener: TcpListener,
+        shutdown: impl Future<Output = ()>,
+    ) -> Result<(), ProxyError> {
+        let addr = listener.local_addr().map_err(|source| ProxyError::Bind {
+            addr: self.shared.config.listen,
+            source,
+        })?;
+        emit(
+            self.shared.log.as_ref(),
+            Level::Info,
+            "listening",
+            json!({"addr": addr.to_string(),
+                   "admin_api": self.shared.config.admin_token.is_some()}),
+        );
+        let graceful = GracefulShutdown::new();
+        tokio::pin!(shutdown);
+        loop {
+            tokio::select! {
+                accepted = listener.accept() => {
+                    let Ok((stream, _)) = accepted else { continue };
+                    let _ = stream.set_nodelay(true);
+                    let shared = Arc::clone(&self.shared);
+                    let service = hyper::service::service_fn(move |req| {
+                        crate::handler::handle(Arc::clone(&shared), req)
+                    });
+                    let conn = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), service);
+                    let watched = graceful.watch(conn);
+                    tokio::spawn(async move {
+                        let _ = watched.await;
+                    });
+                }
+                () = &mut shutdown => break,
+            }
+        }
+        drop(listener);
+        self.shared.draining.store(true, Ordering::SeqCst);
+        emit(self.shared.log.as_ref(), Level::Info, "draining", json!({}));
+        let drained =
+            tokio::time::timeout(self.shared.config.drain_timeout, graceful.shutdown()).await;
+        emit(
+            self.shared.log.as_ref(),
+            Level::Info,
+            "stopped",
+            json!({"drained": drained.is_ok()}),
+        );
+        Ok(())
+    }
+}

@@ -1,0 +1,152 @@
+//! Which session a request belongs to: the `x-compact-session` header when the client sends one,
+//! else a fingerprint of how the conversation starts (its system prompt and first user message,
+//! text only). Agents resend the same opening on every call of a session, so the fingerprint is
+//! stable across calls; markers that clients move from message to message (`cache_control`) and
+//! ids are left out of it on purpose.
+
+use crate::route::Route;
+use compact_session::chain::ChainHash;
+use compact_session::MAX_SESSION_ID_LEN;
+use hyper::header::HeaderMap;
+use serde_json::Value;
+
+/// The request header naming the session explicitly.
+pub const SESSION_HEADER: &str = "x-compact-session";
+
+/// Prefix of fingerprinted session ids.
+pub const FINGERPRINT_PREFIX: &str = "fp-";
+
+/// The session header is unusable.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the {SESSION_HEADER} header must be 1 to {MAX_SESSION_ID_LEN} printable characters")]
+pub struct BadSessionHeader;
+
+/// The session of a request.
+pub fn session_id(
+    headers: &HeaderMap,
+    route: Route,
+    body: &Value,
+) -> Result<String, BadSessionHeader> {
+    if let Some(value) = headers.get(SESSION_HEADER) {
+        let id = value.to_str().map_err(|_| BadSessionHeader)?.trim();
+        if id.is_empty() || id.len() > MAX_SESSION_ID_LEN || id.chars().any(char::is_control) {
+            return Err(BadSessionHeader);
+        }
+        return Ok(id.to_owned());
+    }
+    Ok(fingerprint(route, body))
+}
+
+/// `fp-` and the hash of the route, the system text and the first user message's text.
+pub fn fingerprint(route: Route, body: &Value) -> String {
+    let (system, first_user) = opening(route, body);
+    let hash = ChainHash::GENESIS
+        .next(route.label().as_bytes())
+        .next(system.as_bytes())
+        .next(first_user.as_bytes());
+    format!("{FINGERPRINT_PREFIX}{hash}")
+}
+
+/// The system text and the first user message's text.
+fn opening(route: Route, body: &Value) -> (String, String) {
+    let mut system = String::new();
+    for key in ["system", "instructions"] {
+        text_of(&body[key], &mut system);
+    }
+    let list = match route {
+        Route::Responses => &body["input"],
+        _ => &body["messages"],
+    };
+    let mut first_user = String::new();
+    match list {
+        // Responses' short form: the input string is the first user message.
+        Value::String(_) => text_of(list, &mut first_user),
+        Value::Array(items) => {
+            for item in items {
+                match item.get("role").and_then(Value::as_str) {
+                    Some("system" | "developer") => text_of(&item["content"], &mut system),
+                    Some("user") => {
+                        text_of(&item["content"], &mut first_user);
+                        break;
+                    }
+                    _ => {}
+                }
+            }
+        }
+        _ => {}
+    }
+    (system, first_user)
+}
+
+/// Appends the text of a content value (a string, or the `text` of its parts), separated by NUL.
+fn text_of(content: &Value, out: &mut String) {
+    match content {
+        Value::String(s) => {
+            out.push_str(s);
+            out.push('\0');
+        }
+        Value::Array(parts) => {
+            for part in parts {
+                match part {
+                    Value::String(s) => {
+                        out.push_str(s);
+                        out.push('\0');
+                    }
+                    _ => {
+                        if let Some(t) = part.get("text").and_then(Value::as_str) {
+                            out.push_str(t);
+                            out.push('\0');
+                        }
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn fingerprint_ignores_later_turns_and_cache_markers() {
+        let first = json!({"model": "c", "system": [{"type": "text", "text": "sys", "cache_control": {"type": "ephemeral"}}],
+            "messages": [{"role": "user", "content": [{"type": "text", "text": "hi", "cache_control": {"type": "ephemeral"}}]}]});
+        let later = json!({"model": "c", "system": [{"type": "text", "text": "sys"}],
+            "messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]},
+                         {"role": "assistant", "content": "x"}, {"role": "user", "content": "more"}]});
+        let other = json!({"model": "c", "system": "sys2", "messages": [{"role": "user", "content": "hi"}]});
+        let a = fingerprint(Route::Messages, &first);
+        assert!(a.starts_with(FINGERPRINT_PREFIX));
+        assert_eq!(a, fingerprint(Route::Messages, &later));
+        assert_ne!(a, fingerprint(Route::Messages, &other));
+        assert_ne!(a, fingerprint(Route::ChatCompletions, &first));
+        let short = json!({"model": "m", "input": "hi", "instructions": "sys"});
+        let long = json!({"model": "m", "instructions": "sys", "input": [{"role": "user", "content": [{"type": "input_text", "text": "hi"}]}]});
+        assert_eq!(
+            fingerprint(Route::Responses, &short),
+            fingerprint(Route::Responses, &long)
+        );
+    }
+
+    #[test]
+    fn header_wins_and_is_checked() {
+        let mut h = HeaderMap::new();
+        h.insert(SESSION_HEADER, "abc".parse().unwrap());
+        assert_eq!(session_id(&h, Route::Messages, &json!({})).unwrap(), "abc");
+        h.insert(SESSION_HEADER, " ".parse().unwrap());
+        assert_eq!(
+            session_id(&h, Route::Messages, &json!({})),
+            Err(BadSessionHeader)
+        );
+        let long = "x".repeat(MAX_SESSION_ID_LEN + 1);
+        h.insert(SESSION_HEADER, long.parse().unwrap());
+        assert_eq!(
+            session_id(&h, Route::Messages, &json!({})),
+            Err(BadSessionHeader)
+        );
+    }
+}

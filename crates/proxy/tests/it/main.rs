@@ -1,0 +1,12 @@
+//! Integration tests of the compaction proxy: the provider simulator and the proxy both run
+//! in-process on 127.0.0.1 (port 0), and requests go through real HTTP.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod support;
+
+mod faults;
+mod long_session;
+mod ops;
+mod python;
+mod recovery;
+mod requests;
