@@ -53,7 +53,11 @@
 //! `storage: { kind: postgres, url: postgres://USER@HOST:PORT/DB }` keeps session logs in a
 //! PostgreSQL database that several processes share.
 //!
-//! Seed 003 also names `telemetry:`, `redaction:` and an archive (`storage.adapter`,
+//! `redaction: { enabled: true, patterns: ["(?i)token=(\\S+)", {name: employee_id, regex: "EMP-\\d{6}"}] }`
+//! sets the session runtime's secret redaction (on by default with the built-in detectors; a
+//! pattern's first capture group, when it has one, is the secret).
+//!
+//! Seed 003 also names `telemetry:` and an archive (`storage.adapter`,
 //! `storage.archive`). No part of this version acts on them yet, so a file that sets one is an
 //! error naming the key, its line and why, never a setting silently ignored.
 //!
@@ -88,4 +92,4 @@ pub use file::SUMMARY_STYLES;
 pub use layer::Overrides;
 pub use proxy::{ProxyModelSettings, ProxySettings, UpstreamSettings};
 pub use resolve::{Config, SummarizerKind, SummarizerSettings};
-pub use session::{SessionSettings, StorageSettings, MAX_OVERFLOW_MAX_RETRIES};
+pub use session::{RedactionSettings, SessionSettings, StorageSettings, MAX_OVERFLOW_MAX_RETRIES};

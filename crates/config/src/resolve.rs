@@ -5,7 +5,9 @@ use crate::error::ConfigError;
 use crate::file::{FileConfig, FileStorageKind, FileUpstream};
 use crate::layer::Overrides;
 use crate::proxy::{check_base_url, ProxyModelSettings, ProxySettings, UpstreamSettings};
-use crate::session::{SessionSettings, StorageSettings, MAX_OVERFLOW_MAX_RETRIES};
+use crate::session::{
+    RedactionSettings, SessionSettings, StorageSettings, MAX_OVERFLOW_MAX_RETRIES,
+};
 use compact_core::model::Role;
 use compact_core::policy::{Mode, Policy, StrategyName, SummarizerFailure, TruncationMode};
 use compact_core::registry::{ModelInfo, ModelOverride, ModelRegistry, Pricing, Provider};
@@ -142,6 +144,27 @@ fn parse_file(name: &str, text: &str) -> Result<FileConfig, ConfigError> {
                 "manual_trigger_phrases",
                 "`manual_trigger_phrases` holds an empty phrase (an empty list turns detection off)".to_owned(),
             ));
+        }
+    }
+    if let Some(redaction) = &parsed.redaction {
+        for p in &redaction.patterns {
+            let (name, regex) = p.parts();
+            let name_ok =
+                !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+            if !name_ok {
+                return Err(at(
+                    Some("redaction"),
+                    "name",
+                    format!("redaction pattern name `{name}` must be letters, digits and `_`"),
+                ));
+            }
+            if let Err(e) = regex::Regex::new(regex) {
+                return Err(at(
+                    Some("redaction"),
+                    "patterns",
+                    format!("redaction pattern `{regex}` is not a valid regular expression: {e}"),
+                ));
+            }
         }
     }
     if let Some(storage) = &parsed.storage {
@@ -399,6 +422,21 @@ impl Config {
             overflow_max_retries: o.overflow_max_retries,
             manual_trigger_phrases: o.manual_trigger_phrases.clone(),
             storage: storage_settings(&parsed),
+            redaction: parsed
+                .redaction
+                .as_ref()
+                .map(|r| RedactionSettings {
+                    enabled: r.enabled.unwrap_or(true),
+                    patterns: r
+                        .patterns
+                        .iter()
+                        .map(|p| {
+                            let (name, regex) = p.parts();
+                            (name.to_owned(), regex.to_owned())
+                        })
+                        .collect(),
+                })
+                .unwrap_or_default(),
         };
         let proxy = proxy_settings(&parsed, &o)?;
         Ok(Config {

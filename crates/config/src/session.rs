@@ -35,4 +35,26 @@ pub struct SessionSettings {
     pub manual_trigger_phrases: Option<Vec<String>>,
     /// `storage:`.
     pub storage: Option<StorageSettings>,
+    /// `redaction:`.
+    pub redaction: RedactionSettings,
+}
+
+/// Secret redaction in the session runtime (`redaction:`): on by default with the built-in
+/// detectors; `patterns` add detectors of the user's own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RedactionSettings {
+    /// `redaction.enabled` (default true).
+    pub enabled: bool,
+    /// `redaction.patterns`: (name, regular expression) pairs; the first capture group, when the
+    /// expression has one, is the secret.
+    pub patterns: Vec<(String, String)>,
+}
+
+impl Default for RedactionSettings {
+    fn default() -> Self {
+        RedactionSettings {
+            enabled: true,
+            patterns: Vec::new(),
+        }
+    }
 }

@@ -79,7 +79,8 @@ impl SessionConfig {
     /// Settings from a resolved configuration (its policy and its model's counter). The summariser
     /// is the deterministic one: a model summariser is built by the caller (`compact-llm`) and set
     /// with [`SessionConfig::with_summarizer`].
-    /// `policy.overflow_max_retries` and `policy.manual_trigger_phrases` are applied when set.
+    /// `policy.overflow_max_retries` and `policy.manual_trigger_phrases` are applied when set, and
+    /// `redaction:` (on by default; `enabled: false` turns it off; `patterns` add detectors).
     pub fn from_config(config: &compact_config::Config) -> Self {
         let mut session = SessionConfig::new(config.policy().clone(), config.counter());
         let settings = config.session();
@@ -89,6 +90,18 @@ impl SessionConfig {
         if let Some(phrases) = &settings.manual_trigger_phrases {
             session.trigger_phrases.clone_from(phrases);
         }
+        session.redactor = if settings.redaction.enabled {
+            let mut r = Redactor::new();
+            for (name, pattern) in &settings.redaction.patterns {
+                // Checked when the file was read: a pattern that fails here is only left out.
+                if let Ok(with) = r.clone().with_pattern(name, pattern) {
+                    r = with;
+                }
+            }
+            Some(Arc::new(r))
+        } else {
+            None
+        };
         session
     }
 

@@ -96,3 +96,48 @@ fn configured_postgres_storage_is_opened_at_its_url() {
     let again = open_store(&config).unwrap().unwrap();
     assert_eq!(again.sessions().unwrap(), vec!["s".to_owned()]);
 }
+
+#[test]
+fn configured_redaction_is_effective() {
+    use compact_core::model::{Item, Role};
+    let history = |text: &str| {
+        let mut c = compact_core::model::Conversation::default();
+        c.push(Item::text(Role::User, text));
+        c
+    };
+    let logged = |manager: &CompactManager| -> String {
+        manager
+            .store()
+            .read("s", 0)
+            .unwrap()
+            .iter()
+            .map(|r| r.record.to_json().to_string())
+            .collect()
+    };
+    let text = "badge EMP-123456 and key AKIAQ3EGRIV5EXAMPLE7";
+    // Default: built-in detectors, plus the file's own pattern.
+    let on = config("max_context_tokens: 64000\nredaction:\n  patterns:\n    - {name: employee_id, regex: \"EMP-[0-9]{6}\"}\n");
+    let manager = CompactManager::open(
+        SessionConfig::from_config(&on),
+        std::sync::Arc::new(compact_session::MemoryStore::new()),
+    )
+    .unwrap();
+    manager.preflight("s", &history(text)).unwrap();
+    let log = logged(&manager);
+    assert!(
+        !log.contains("EMP-123456") && !log.contains("AKIAQ3EGRIV5EXAMPLE7"),
+        "{log}"
+    );
+    assert!(log.contains("[REDACTED:employee_id:"), "{log}");
+    // Off: logged as received.
+    let off = config("max_context_tokens: 64000\nredaction: { enabled: false }\n");
+    let session = SessionConfig::from_config(&off);
+    assert!(session.redactor.is_none());
+    let manager = CompactManager::open(
+        session,
+        std::sync::Arc::new(compact_session::MemoryStore::new()),
+    )
+    .unwrap();
+    manager.preflight("s", &history(text)).unwrap();
+    assert!(logged(&manager).contains("AKIAQ3EGRIV5EXAMPLE7"));
+}
