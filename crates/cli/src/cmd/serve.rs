@@ -35,8 +35,9 @@ pub struct ServeArgs {
     /// Context window for models the registry does not know and no route names.
     #[arg(long)]
     window: Option<usize>,
-    /// Where session logs live: `sqlite:PATH` or `memory` (default: the config's `storage:`, else
-    /// memory).
+    /// Where session logs live: `sqlite:PATH`, `postgres://USER@HOST:PORT/DB` or `memory`
+    /// (default: the config's `storage:`, else `$XDG_STATE_HOME/compact/sessions.db`, that is
+    /// `~/.local/state/compact/sessions.db`).
     #[arg(long, value_name = "URL")]
     store: Option<String>,
     /// Compaction strategy (default tiered).
@@ -85,10 +86,16 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
 fn open_store(flag: Option<&str>, config: &Config) -> anyhow::Result<Arc<dyn Store>> {
     match flag {
         Some("memory") => Ok(Arc::new(MemoryStore::new())),
+        Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
+            let store = compact_session::PostgresStore::connect(url)
+                // The URL may carry a password: the error never repeats it.
+                .map_err(|e| anyhow::anyhow!("cannot open the PostgreSQL session store: {e}"))?;
+            Ok(Arc::new(store))
+        }
         Some(url) => {
             let path = url.strip_prefix("sqlite:").ok_or_else(|| {
                 BadInput(format!(
-                    "--store: expected sqlite:PATH or memory, got `{url}`"
+                    "--store: expected sqlite:PATH, postgres://... or memory, got `{url}`"
                 ))
             })?;
             let store = SqliteStore::open(Path::new(path))
@@ -97,7 +104,26 @@ fn open_store(flag: Option<&str>, config: &Config) -> anyhow::Result<Arc<dyn Sto
         }
         None => match compact_session::open_store(config) {
             Some(store) => Ok(store.context("cannot open the configured session store")?),
-            None => Ok(Arc::new(MemoryStore::new())),
+            None => {
+                // Nothing configured: a SQLite file in the user's state directory, so that a
+                // long-running proxy keeps its logs on disk and across restarts.
+                let dir = std::env::var_os("XDG_STATE_HOME")
+                    .map(std::path::PathBuf::from)
+                    .or_else(|| {
+                        std::env::var_os("HOME")
+                            .map(|h| std::path::PathBuf::from(h).join(".local/state"))
+                    })
+                    .ok_or_else(|| {
+                        BadInput("no HOME or XDG_STATE_HOME: pass --store".to_owned())
+                    })?
+                    .join("compact");
+                std::fs::create_dir_all(&dir)
+                    .with_context(|| format!("cannot create {}", dir.display()))?;
+                let path = dir.join("sessions.db");
+                let store = SqliteStore::open(&path)
+                    .with_context(|| format!("cannot open the session store {}", path.display()))?;
+                Ok(Arc::new(store))
+            }
         },
     }
 }
