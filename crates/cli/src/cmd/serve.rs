@@ -16,6 +16,8 @@ use std::sync::Arc;
 const DEFAULT_ADMIN_TOKEN_ENV: &str = "COMPACT_ADMIN_TOKEN";
 
 /// Arguments of `compactctl serve`.
+// The field docs are `--help` text, where a URL is written plainly.
+#[allow(rustdoc::bare_urls)]
 #[derive(Debug, Args)]
 #[command(after_help = "Point clients at the proxy:\n  \
     Claude Code / Anthropic SDK: ANTHROPIC_BASE_URL=http://127.0.0.1:8787\n  \
@@ -113,9 +115,7 @@ fn open_store(flag: Option<&str>, config: &Config) -> anyhow::Result<Arc<dyn Sto
                         std::env::var_os("HOME")
                             .map(|h| std::path::PathBuf::from(h).join(".local/state"))
                     })
-                    .ok_or_else(|| {
-                        BadInput("no HOME or XDG_STATE_HOME: pass --store".to_owned())
-                    })?
+                    .ok_or_else(|| BadInput("no HOME or XDG_STATE_HOME: pass --store".to_owned()))?
                     .join("compact");
                 std::fs::create_dir_all(&dir)
                     .with_context(|| format!("cannot create {}", dir.display()))?;
