@@ -97,3 +97,29 @@ fn serve_refuses_bad_settings() {
         assert_eq!(out.code, 2, "{args:?}: {}", out.stderr);
     }
 }
+
+#[test]
+fn serve_logs_to_sqlite_in_the_state_directory_by_default() {
+    let state = std::env::temp_dir().join(format!("compact-serve-state-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&state);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_compactctl"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--window", "32000"])
+        .args(["--openai-base-url", "http://127.0.0.1:9"])
+        .env("XDG_STATE_HOME", &state)
+        .env_remove("COMPACT_CONFIG")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    let listening: serde_json::Value = serde_json::from_str(&line).unwrap();
+    let addr = listening["addr"].as_str().unwrap().to_owned();
+    assert!(get(&addr, "/healthz", None).starts_with("HTTP/1.1 200"));
+    let db = state.join("compact").join("sessions.db");
+    assert!(db.is_file(), "{} was not created", db.display());
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let _ = std::fs::remove_dir_all(&state);
+}
