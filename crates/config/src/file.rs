@@ -18,7 +18,7 @@ pub(crate) struct FileConfig {
     pub models: Vec<FileModel>,
     /// Parsed only to be rejected by name (see [`NOT_YET`]).
     pub telemetry: Option<serde_yaml_ng::Value>,
-    /// Where session logs live; its archive and PostgreSQL keys are rejected (see [`NOT_YET`]).
+    /// Where session logs live, and their archive.
     pub storage: Option<FileStorage>,
     /// Secret redaction in the session runtime.
     pub redaction: Option<FileRedaction>,
@@ -88,19 +88,15 @@ pub(crate) struct FileProxyModel {
 
 /// Keys of seed 003's file shape that no part of this version acts on, with the reason. A file that
 /// sets one is rejected naming the key and its line, rather than accepted and silently ignored.
-pub(crate) const NOT_YET: [(&str, &str); 3] = [
+pub(crate) const NOT_YET: [(&str, &str); 2] = [
     (
         "telemetry",
         "events and OpenTelemetry export are not built yet",
     ),
-    (
-        "archive",
-        "the session archive (filesystem, S3) is set up in code (`CompactManager::with_archive`), not from the file yet",
-    ),
     // Seed 003's `storage.adapter` names an archive adapter (`fs`, `s3`).
     (
         "adapter",
-        "the session archive (filesystem, S3) is set up in code (`CompactManager::with_archive`), not from the file yet; `storage.kind` chooses the session store",
+        "`storage.kind` chooses the session store and `storage.archive: {kind: fs, path}` or `{kind: s3, ...}` the archive",
     ),
 ];
 
@@ -112,10 +108,27 @@ pub(crate) struct FileStorage {
     pub path: Option<String>,
     /// The PostgreSQL connection URL (`kind: postgres`).
     pub url: Option<String>,
-    /// Parsed only to be rejected by name (see [`NOT_YET`]).
-    pub archive: Option<serde_yaml_ng::Value>,
+    /// The archive of compactions' transcripts, checkpoints and events.
+    pub archive: Option<FileArchive>,
     /// Parsed only to be rejected by name (see [`NOT_YET`]).
     pub adapter: Option<serde_yaml_ng::Value>,
+}
+
+/// `storage.archive:`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct FileArchive {
+    pub kind: Option<String>,
+    pub path: Option<String>,
+    pub endpoint: Option<String>,
+    pub bucket: Option<String>,
+    pub region: Option<String>,
+    pub prefix: Option<String>,
+    pub path_style: Option<bool>,
+    pub access_key_env: Option<String>,
+    pub secret_key_env: Option<String>,
+    pub max_age_days: Option<u64>,
+    pub max_bytes: Option<u64>,
 }
 
 /// `storage.kind`.
@@ -206,10 +219,6 @@ impl FileConfig {
         let storage = self.storage.as_ref();
         let set = [
             (None, self.telemetry.is_some()),
-            (
-                Some("storage"),
-                storage.is_some_and(|s| s.archive.is_some()),
-            ),
             (
                 Some("storage"),
                 storage.is_some_and(|s| s.adapter.is_some()),

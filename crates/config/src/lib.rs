@@ -57,8 +57,13 @@
 //! sets the session runtime's secret redaction (on by default with the built-in detectors; a
 //! pattern's first capture group, when it has one, is the secret).
 //!
-//! Seed 003 also names `telemetry:` and an archive (`storage.adapter`,
-//! `storage.archive`). No part of this version acts on them yet, so a file that sets one is an
+//! `storage.archive: { kind: fs, path: ./.compact/archive, max_age_days: 30, max_bytes: 1073741824 }`
+//! (or `{ kind: s3, endpoint: URL, bucket: B, region: R, prefix: P, access_key_env: VAR,
+//! secret_key_env: VAR }`) archives every compaction's transcript, checkpoint and events; the
+//! retention is what `compactctl sessions gc` applies.
+//!
+//! Seed 003 also names `telemetry:` and an archive adapter (`storage.adapter`). No part of this
+//! version acts on them yet, so a file that sets one is an
 //! error naming the key, its line and why, never a setting silently ignored.
 //!
 //! Seed 003 used `policy.strategy` for the summary style (`task_state`, `brief`, `decision_log`): those
@@ -92,4 +97,7 @@ pub use file::SUMMARY_STYLES;
 pub use layer::Overrides;
 pub use proxy::{ProxyModelSettings, ProxySettings, UpstreamSettings};
 pub use resolve::{Config, SummarizerKind, SummarizerSettings};
-pub use session::{RedactionSettings, SessionSettings, StorageSettings, MAX_OVERFLOW_MAX_RETRIES};
+pub use session::{
+    ArchiveRetention, ArchiveSettings, RedactionSettings, SessionSettings, StorageSettings,
+    MAX_OVERFLOW_MAX_RETRIES,
+};

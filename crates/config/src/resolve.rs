@@ -6,7 +6,8 @@ use crate::file::{FileConfig, FileStorageKind, FileUpstream};
 use crate::layer::Overrides;
 use crate::proxy::{check_base_url, ProxyModelSettings, ProxySettings, UpstreamSettings};
 use crate::session::{
-    RedactionSettings, SessionSettings, StorageSettings, MAX_OVERFLOW_MAX_RETRIES,
+    ArchiveRetention, ArchiveSettings, RedactionSettings, SessionSettings, StorageSettings,
+    MAX_OVERFLOW_MAX_RETRIES,
 };
 use compact_core::model::Role;
 use compact_core::policy::{Mode, Policy, StrategyName, SummarizerFailure, TruncationMode};
@@ -167,6 +168,56 @@ fn parse_file(name: &str, text: &str) -> Result<FileConfig, ConfigError> {
             }
         }
     }
+    if let Some(a) = parsed.storage.as_ref().and_then(|s| s.archive.as_ref()) {
+        let bad = |key: &str, message: String| Err(at(Some("archive"), key, message));
+        match a.kind.as_deref() {
+            Some("fs") | None => {
+                if a.path.as_deref().is_none_or(|p| p.trim().is_empty()) {
+                    return bad(
+                        "archive",
+                        "`storage.archive` needs `path` (a directory), or `kind: s3`".to_owned(),
+                    );
+                }
+                if let Some(key) = [
+                    ("endpoint", a.endpoint.is_some()),
+                    ("bucket", a.bucket.is_some()),
+                ]
+                .iter()
+                .find_map(|(k, set)| set.then_some(*k))
+                {
+                    return bad(key, format!("`storage.archive.{key}` is for `kind: s3`"));
+                }
+            }
+            Some("s3") => {
+                let endpoint = a.endpoint.as_deref().unwrap_or("");
+                if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
+                    return bad(
+                        if a.endpoint.is_some() {
+                            "endpoint"
+                        } else {
+                            "kind"
+                        },
+                        "`kind: s3` needs `endpoint: https://...` and `bucket`".to_owned(),
+                    );
+                }
+                if a.bucket.as_deref().is_none_or(|b| b.trim().is_empty()) {
+                    return bad("kind", "`kind: s3` needs `bucket`".to_owned());
+                }
+                if a.path.is_some() {
+                    return bad(
+                        "path",
+                        "`storage.archive.path` is for `kind: fs`".to_owned(),
+                    );
+                }
+            }
+            Some(other) => {
+                return bad(
+                    "kind",
+                    format!("archive kind `{other}` is not one of fs, s3"),
+                );
+            }
+        }
+    }
     if let Some(storage) = &parsed.storage {
         let postgres = storage.kind == Some(FileStorageKind::Postgres);
         if postgres && storage.path.is_some() {
@@ -219,6 +270,39 @@ fn parse_file(name: &str, text: &str) -> Result<FileConfig, ConfigError> {
         }
     }
     Ok(parsed)
+}
+
+/// The settings of `storage.archive:` (checked by [`parse_file`]).
+fn archive_settings(file: &FileConfig) -> (Option<ArchiveSettings>, ArchiveRetention) {
+    let Some(a) = file.storage.as_ref().and_then(|s| s.archive.as_ref()) else {
+        return (None, ArchiveRetention::default());
+    };
+    let retention = ArchiveRetention {
+        max_age_days: a.max_age_days,
+        max_bytes: a.max_bytes,
+    };
+    let settings = if a.kind.as_deref() == Some("s3") {
+        ArchiveSettings::S3 {
+            endpoint: a.endpoint.clone().unwrap_or_default(),
+            bucket: a.bucket.clone().unwrap_or_default(),
+            region: a.region.clone().unwrap_or_else(|| "us-east-1".to_owned()),
+            prefix: a.prefix.clone().unwrap_or_default(),
+            path_style: a.path_style.unwrap_or(true),
+            access_key_env: a
+                .access_key_env
+                .clone()
+                .unwrap_or_else(|| "AWS_ACCESS_KEY_ID".to_owned()),
+            secret_key_env: a
+                .secret_key_env
+                .clone()
+                .unwrap_or_else(|| "AWS_SECRET_ACCESS_KEY".to_owned()),
+        }
+    } else {
+        ArchiveSettings::Fs {
+            path: std::path::PathBuf::from(a.path.clone().unwrap_or_default()),
+        }
+    };
+    (Some(settings), retention)
 }
 
 /// The settings of `storage:` (checked by [`parse_file`]).
@@ -437,6 +521,8 @@ impl Config {
                         .collect(),
                 })
                 .unwrap_or_default(),
+            archive: archive_settings(&parsed).0,
+            archive_retention: archive_settings(&parsed).1,
         };
         let proxy = proxy_settings(&parsed, &o)?;
         Ok(Config {

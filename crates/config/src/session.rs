@@ -26,6 +26,45 @@ pub enum StorageSettings {
     },
 }
 
+/// Where compactions' transcripts, checkpoints and events are archived (`storage.archive:`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ArchiveSettings {
+    /// A directory (`kind: fs`, `path: ...`).
+    Fs {
+        /// The directory.
+        path: PathBuf,
+    },
+    /// An S3-compatible bucket (`kind: s3`). The keys are read from the environment variables
+    /// named here when the archive is opened; they are never part of the configuration.
+    S3 {
+        /// Endpoint URL (`https://s3.eu-west-1.amazonaws.com`, or a compatible server).
+        endpoint: String,
+        /// Bucket.
+        bucket: String,
+        /// Region (default `us-east-1`).
+        region: String,
+        /// Key prefix inside the bucket (default empty).
+        prefix: String,
+        /// Path-style addressing (default true: what compatible servers expect).
+        path_style: bool,
+        /// Variable holding the access key id (default `AWS_ACCESS_KEY_ID`).
+        access_key_env: String,
+        /// Variable holding the secret key (default `AWS_SECRET_ACCESS_KEY`).
+        secret_key_env: String,
+    },
+}
+
+/// Archive retention (`storage.archive.max_age_days`, `max_bytes`): what `compactctl sessions gc`
+/// deletes beyond (oldest first).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ArchiveRetention {
+    /// Objects older than this many days go.
+    pub max_age_days: Option<u64>,
+    /// Beyond this many bytes in all, the oldest objects go.
+    pub max_bytes: Option<u64>,
+}
+
 /// The session runtime's settings.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SessionSettings {
@@ -37,6 +76,10 @@ pub struct SessionSettings {
     pub storage: Option<StorageSettings>,
     /// `redaction:`.
     pub redaction: RedactionSettings,
+    /// `storage.archive:`.
+    pub archive: Option<ArchiveSettings>,
+    /// `storage.archive.max_age_days` and `max_bytes`.
+    pub archive_retention: ArchiveRetention,
 }
 
 /// Secret redaction in the session runtime (`redaction:`): on by default with the built-in

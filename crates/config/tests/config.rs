@@ -101,17 +101,73 @@ fn keys_that_have_no_effect_yet_are_rejected_by_name_and_line() {
         assert!(err.starts_with(&at), "{key}: {err}");
         assert!(err.contains(&format!("`{named}` has no effect")), "{err}");
         assert!(
-            err.contains("not built yet") || err.contains("not from the file yet"),
+            err.contains("not built yet") || err.contains("storage.archive"),
             "{err}"
         );
     }
-    // The archive key of `storage:`, pointed at where it is written.
-    let yaml = "summarizer: { kind: openai }\nstorage: { path: s.db, archive: { dir: a } }\n";
-    let err = Config::from_sources(Some(("c.yaml", yaml)), &none(), &none())
-        .unwrap_err()
-        .to_string();
-    assert!(err.starts_with("c.yaml:2:24:"), "{yaml}: {err}");
-    assert!(err.contains("`archive` has no effect"), "{err}");
+}
+
+#[test]
+fn the_archive_is_configured_under_storage_and_misuse_is_located() {
+    use compact_config::{ArchiveRetention, ArchiveSettings};
+    let yaml = "storage:\n  path: s.db\n  archive: { kind: fs, path: arch, max_age_days: 30, max_bytes: 1000 }\n";
+    let c = Config::from_sources(Some(("c.yaml", yaml)), &none(), &none()).unwrap();
+    assert_eq!(
+        c.session().archive,
+        Some(ArchiveSettings::Fs {
+            path: "arch".into()
+        })
+    );
+    assert_eq!(
+        c.session().archive_retention,
+        ArchiveRetention {
+            max_age_days: Some(30),
+            max_bytes: Some(1000)
+        }
+    );
+    let s3 = "storage:\n  path: s.db\n  archive: { kind: s3, endpoint: \"http://127.0.0.1:9000\", bucket: b }\n";
+    let c = Config::from_sources(Some(("c.yaml", s3)), &none(), &none()).unwrap();
+    match &c.session().archive {
+        Some(ArchiveSettings::S3 {
+            region,
+            access_key_env,
+            path_style,
+            ..
+        }) => {
+            assert_eq!(region, "us-east-1");
+            assert_eq!(access_key_env, "AWS_ACCESS_KEY_ID");
+            assert!(*path_style);
+        }
+        other => panic!("{other:?}"),
+    }
+    for (yaml, at, says) in [
+        (
+            "storage:\n  path: s.db\n  archive: { kind: tape, path: a }\n",
+            "c.yaml:3:",
+            "not one of fs, s3",
+        ),
+        (
+            "storage:\n  path: s.db\n  archive: { kind: s3, endpoint: \"http://x\" }\n",
+            "c.yaml:3:",
+            "needs `bucket`",
+        ),
+        (
+            "storage:\n  path: s.db\n  archive: { kind: fs }\n",
+            "c.yaml:3:",
+            "needs `path`",
+        ),
+        (
+            "storage:\n  path: s.db\n  archive: { dir: a }\n",
+            "c.yaml:",
+            "unknown field `dir`",
+        ),
+    ] {
+        let err = Config::from_sources(Some(("c.yaml", yaml)), &none(), &none())
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with(at), "{yaml}: {err}");
+        assert!(err.contains(says), "{yaml}: {err}");
+    }
 }
 
 #[test]

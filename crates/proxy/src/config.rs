@@ -73,6 +73,8 @@ pub struct ProxyConfig {
     pub session: SessionConfig,
     /// Model table used to find the window of a request's model.
     pub registry: ModelRegistry,
+    /// Where every compaction's transcript, checkpoint and events are archived (none by default).
+    pub archive: Option<std::sync::Arc<dyn compact_session::Archive>>,
 }
 
 impl std::fmt::Debug for ProxyConfig {
@@ -112,6 +114,7 @@ impl ProxyConfig {
             admin_token: None,
             session,
             registry: ModelRegistry::builtin(),
+            archive: None,
         }
     }
 

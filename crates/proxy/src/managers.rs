@@ -2,7 +2,7 @@
 //! for one window, and requests through the proxy name models with different windows. Managers
 //! are created on first use and kept for the life of the proxy.
 
-use compact_session::{CompactManager, SessionConfig, SessionError, Store};
+use compact_session::{Archive, CompactManager, SessionConfig, SessionError, Store};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -14,6 +14,7 @@ const RESERVE_SHARE_OF_SMALL_WINDOW: usize = 4;
 pub struct Managers {
     base: SessionConfig,
     store: Arc<dyn Store>,
+    archive: Option<Arc<dyn Archive>>,
     by_window: Mutex<HashMap<usize, Arc<CompactManager>>>,
 }
 
@@ -31,8 +32,16 @@ impl Managers {
         Managers {
             base,
             store,
+            archive: None,
             by_window: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// The same managers, archiving every compaction in `archive`.
+    #[must_use]
+    pub fn with_archive(mut self, archive: Option<Arc<dyn Archive>>) -> Self {
+        self.archive = archive;
+        self
     }
 
     /// The store all managers share.
@@ -57,7 +66,11 @@ impl Managers {
                 .reserved_output_tokens
                 .min(window / RESERVE_SHARE_OF_SMALL_WINDOW);
         }
-        let manager = Arc::new(CompactManager::open(config, Arc::clone(&self.store))?);
+        let mut manager = CompactManager::open(config, Arc::clone(&self.store))?;
+        if let Some(archive) = &self.archive {
+            manager = manager.with_archive(Arc::clone(archive));
+        }
+        let manager = Arc::new(manager);
         map.insert(window, Arc::clone(&manager));
         Ok(manager)
     }

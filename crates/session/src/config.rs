@@ -141,3 +141,64 @@ pub fn open_store(config: &compact_config::Config) -> Option<Result<Arc<dyn Stor
     };
     Some(store)
 }
+
+/// Opens the archive a configuration's `storage.archive:` names; `None` when it names none. The
+/// S3 keys are read with `env` from the variables the configuration names (the runtime reads no
+/// environment itself: the caller passes `|k| std::env::var(k).ok()`).
+pub fn open_archive(
+    config: &compact_config::Config,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Option<Result<Arc<dyn crate::Archive>, crate::ArchiveError>> {
+    use compact_config::ArchiveSettings;
+    let archive: Result<Arc<dyn crate::Archive>, crate::ArchiveError> =
+        match config.session().archive.as_ref()? {
+            ArchiveSettings::Fs { path } => {
+                crate::FsArchive::open(path).map(|a| Arc::new(a) as Arc<dyn crate::Archive>)
+            }
+            #[cfg(feature = "s3")]
+            ArchiveSettings::S3 {
+                endpoint,
+                bucket,
+                region,
+                prefix,
+                path_style,
+                access_key_env,
+                secret_key_env,
+            } => {
+                let key = |name: &str| {
+                    env(name).filter(|v| !v.is_empty()).ok_or_else(|| {
+                        crate::ArchiveError::Config(format!(
+                            "the S3 archive's key variable {name} is not set"
+                        ))
+                    })
+                };
+                (|| {
+                    let config = crate::S3Config {
+                        endpoint: endpoint.clone(),
+                        bucket: bucket.clone(),
+                        region: region.clone(),
+                        access_key: key(access_key_env)?,
+                        secret_key: key(secret_key_env)?,
+                        prefix: prefix.clone(),
+                        path_style: *path_style,
+                    };
+                    crate::S3Archive::new(&config).map(|a| Arc::new(a) as Arc<dyn crate::Archive>)
+                })()
+            }
+            other => Err(crate::ArchiveError::Config(format!(
+                "archive {other:?} is not supported by this build"
+            ))),
+        };
+    Some(archive)
+}
+
+/// The archive retention a configuration sets (`storage.archive.max_age_days`, `max_bytes`).
+pub fn archive_retention(config: &compact_config::Config) -> crate::archive::Retention {
+    let r = config.session().archive_retention;
+    crate::archive::Retention {
+        max_age: r
+            .max_age_days
+            .map(|d| std::time::Duration::from_secs(d.saturating_mul(86_400))),
+        max_bytes: r.max_bytes,
+    }
+}

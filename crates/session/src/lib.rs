@@ -91,7 +91,8 @@ pub use archive::{Archive, ArchiveError, FsArchive};
 pub use archive::{S3Archive, S3Config};
 pub use calibration::{Calibration, CalibrationUpdate};
 pub use config::{
-    open_store, SessionConfig, DEFAULT_MAX_CACHED_SESSIONS, DEFAULT_OVERFLOW_MAX_RETRIES,
+    archive_retention, open_archive, open_store, SessionConfig, DEFAULT_MAX_CACHED_SESSIONS,
+    DEFAULT_OVERFLOW_MAX_RETRIES,
 };
 pub use error::SessionError;
 pub use event::{Event, EventKind};

@@ -72,6 +72,11 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     proxy_config.session =
         SessionConfig::from_config(&config).with_summarizer(summarizer(config.summarizer())?);
     let store = open_store(args.store.as_deref(), &config)?;
+    proxy_config.archive = match compact_session::open_archive(&config, &|k| std::env::var(k).ok())
+    {
+        Some(archive) => Some(archive.context("cannot open the configured archive")?),
+        None => None,
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

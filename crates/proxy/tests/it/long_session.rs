@@ -3,7 +3,7 @@
 //! once the proxy has compacted, consecutive upstream requests share the compacted prefix byte
 //! for byte (the provider's prompt cache keeps hitting).
 
-use crate::support::{script_tool_call, tokens_of, tool_output, Harness, Wire, WINDOW};
+use crate::support::{script_tool_call, tokens_of, tool_output, Harness, Options, Wire, WINDOW};
 use compact_session::event::EventKind;
 use compact_session::record::Record;
 use compact_session::{MemoryStore, Store};
@@ -16,7 +16,30 @@ const STEPS: usize = 40;
 const OUTPUT_LINES: usize = 40;
 
 async fn long_session(wire: Wire, stream: bool) {
-    let h = Harness::start().await;
+    long_session_archived(wire, stream, None).await;
+}
+
+/// The long session, archiving compactions in `archive` when given.
+async fn long_session_archived(
+    wire: Wire,
+    stream: bool,
+    archive: Option<std::sync::Arc<compact_session::FsArchive>>,
+) {
+    let h = match &archive {
+        None => Harness::start().await,
+        Some(a) => {
+            let a = std::sync::Arc::clone(a);
+            Harness::with(Options {
+                adjust: Some(std::sync::Arc::new(
+                    move |c: &mut compact_proxy::ProxyConfig| {
+                        c.archive = Some(a.clone() as std::sync::Arc<dyn compact_session::Archive>);
+                    },
+                )),
+                ..Options::default()
+            })
+            .await
+        }
+    };
     let store = h.store.clone();
     let mut request = wire.first_request("sim-model", "Fix the failing tests in src/.", stream);
     let mut compacted = Vec::new();
@@ -83,6 +106,16 @@ async fn long_session(wire: Wire, stream: bool) {
         stable >= 5,
         "{wire:?}: only {stable} consecutive requests without a compaction between them"
     );
+    // With an archive, every compaction left its transcript there.
+    if let Some(a) = &archive {
+        use compact_session::archive::ObjectKind;
+        let transcripts = compact_session::Archive::list(a.as_ref(), None)
+            .unwrap()
+            .iter()
+            .filter(|o| o.key.kind == ObjectKind::Transcript)
+            .count() as u64;
+        assert_eq!(transcripts, h.proxy.metrics().compactions(), "{wire:?}");
+    }
     h.stop().await;
     // Every reply's usage (streamed or not) calibrated the session.
     let calibrations = h_store_events(&store, EventKind::Calibration);
@@ -168,7 +201,12 @@ async fn responses_long_session_streaming() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn anthropic_long_session() {
-    long_session(Wire::Anthropic, false).await;
+    // This one also archives its compactions (`ProxyConfig::archive`).
+    let dir = std::env::temp_dir().join(format!("compact-proxy-archive-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let archive = std::sync::Arc::new(compact_session::FsArchive::open(&dir).unwrap());
+    long_session_archived(Wire::Anthropic, false, Some(archive)).await;
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -141,3 +141,38 @@ fn configured_redaction_is_effective() {
     manager.preflight("s", &history(text)).unwrap();
     assert!(logged(&manager).contains("AKIAQ3EGRIV5EXAMPLE7"));
 }
+
+#[test]
+fn the_configured_archive_opens_and_its_retention_is_read() {
+    let dir = std::env::temp_dir().join(format!("compact-config-archive-{}", std::process::id()));
+    let yaml = format!(
+        "max_context_tokens: 64000\nstorage:\n  kind: memory\n  archive: {{ kind: fs, path: \"{}\", max_age_days: 2, max_bytes: 5000 }}\n",
+        dir.display()
+    );
+    let c = config(&yaml);
+    let archive = compact_session::open_archive(&c, &|_| None)
+        .expect("an archive is configured")
+        .unwrap();
+    assert!(archive.list(None).unwrap().is_empty());
+    assert!(dir.is_dir());
+    let retention = compact_session::archive_retention(&c);
+    assert_eq!(
+        retention.max_age,
+        Some(std::time::Duration::from_secs(2 * 86_400))
+    );
+    assert_eq!(retention.max_bytes, Some(5000));
+    let _ = std::fs::remove_dir_all(&dir);
+
+    // S3 keys come from the variables the file names; a missing one is a typed error naming it.
+    let s3 = config(
+        "max_context_tokens: 64000\nstorage:\n  kind: memory\n  archive: { kind: s3, endpoint: \"http://127.0.0.1:9\", bucket: b, access_key_env: MY_KEY }\n",
+    );
+    let err = match compact_session::open_archive(&s3, &|_| None).unwrap() {
+        Err(e) => e.to_string(),
+        Ok(_) => panic!("opened without keys"),
+    };
+    assert!(err.contains("MY_KEY"), "{err}");
+    assert!(
+        compact_session::open_archive(&config("max_context_tokens: 64000\n"), &|_| None).is_none()
+    );
+}
