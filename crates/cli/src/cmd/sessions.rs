@@ -27,6 +27,10 @@ pub struct SessionsArgs {
     /// The store: `sqlite:PATH` (the file must exist).
     #[arg(long, global = true, value_name = "URL")]
     store: Option<String>,
+    /// Configuration file: when it sets `storage.archive`, `recall` falls back to the archive and
+    /// `gc` also applies the archive's retention (`max_age_days`, `max_bytes`).
+    #[arg(long, global = true, value_name = "FILE")]
+    config: Option<String>,
     #[command(subcommand)]
     command: SessionsCommand,
 }
@@ -83,10 +87,27 @@ enum SessionsCommand {
 /// Runs a `sessions` subcommand.
 pub fn run(args: &SessionsArgs) -> anyhow::Result<ExitCode> {
     let store = open_store(args.store.as_deref())?;
+    let archive = match &args.config {
+        None => None,
+        Some(path) => {
+            let config = compact_config::Config::load(
+                Some(Path::new(path)),
+                &compact_config::Overrides::default(),
+            )
+            .map_err(|e| BadInput(e.to_string()))?;
+            let retention = compact_session::archive_retention(&config);
+            match compact_session::open_archive(&config, &|k| std::env::var(k).ok()) {
+                Some(a) => Some((a.map_err(|e| BadInput(e.to_string()))?, retention)),
+                None => None,
+            }
+        }
+    };
     match &args.command {
         SessionsCommand::List { json } => list(store.as_ref(), *json),
         SessionsCommand::Show { id, json } => show(store.as_ref(), id, *json),
-        SessionsCommand::Recall { id, reference } => recall(store, id, reference),
+        SessionsCommand::Recall { id, reference } => {
+            recall(store, archive.map(|(a, _)| a), id, reference)
+        }
         SessionsCommand::Export {
             id,
             format,
@@ -96,8 +117,42 @@ pub fn run(args: &SessionsArgs) -> anyhow::Result<ExitCode> {
         SessionsCommand::Gc {
             older_than,
             dry_run,
-        } => gc(store.as_ref(), older_than, *dry_run),
+        } => {
+            gc(store.as_ref(), older_than, *dry_run)?;
+            if let Some((archive, retention)) = &archive {
+                gc_archive(archive.as_ref(), retention, *dry_run)?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
     }
+}
+
+/// Applies the configured retention to the archive (oldest first; `dry_run` lists only).
+fn gc_archive(
+    archive: &dyn compact_session::Archive,
+    retention: &compact_session::archive::Retention,
+    dry_run: bool,
+) -> anyhow::Result<()> {
+    let now = SystemTime::now();
+    if dry_run {
+        let objects = archive.list(None)?;
+        let doomed = compact_session::archive::plan_gc(&objects, retention, now);
+        let bytes: u64 = doomed.iter().map(|&i| objects[i].size).sum();
+        outln!(
+            "{} archived object(s) ({bytes} bytes) would be deleted",
+            doomed.len()
+        );
+    } else {
+        let report = compact_session::archive::gc(archive, retention, now)?;
+        outln!(
+            "{} archived object(s) deleted ({} bytes), {} kept ({} bytes)",
+            report.deleted.len(),
+            report.freed_bytes,
+            report.kept,
+            report.kept_bytes
+        );
+    }
+    Ok(())
 }
 
 /// Opens `--store`: `sqlite:PATH` of an existing file, or `postgres://...`. A memory store is
@@ -260,8 +315,16 @@ fn show(store: &dyn Store, id: &str, as_json: bool) -> anyhow::Result<ExitCode> 
     Ok(ExitCode::SUCCESS)
 }
 
-fn recall(store: Arc<dyn Store>, id: &str, reference: &str) -> anyhow::Result<ExitCode> {
-    let manager = reader(store)?;
+fn recall(
+    store: Arc<dyn Store>,
+    archive: Option<Arc<dyn compact_session::Archive>>,
+    id: &str,
+    reference: &str,
+) -> anyhow::Result<ExitCode> {
+    let mut manager = reader(store)?;
+    if let Some(archive) = archive {
+        manager = manager.with_archive(archive);
+    }
     let item = manager.recall(id, reference).map_err(|e| match e {
         SessionError::UnknownReference { .. } => {
             BadInput(format!("session `{id}` has no item with id `{reference}`")).into()

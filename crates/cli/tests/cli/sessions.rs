@@ -262,3 +262,104 @@ fn sessions_bad_input_exits_2() {
     let out = run(&["sessions", "list", "--store", &format!("sqlite:{junk}")]).expect_code(2);
     assert!(out.stderr.contains("cannot open"), "{}", out.stderr);
 }
+
+/// `--config` with `storage.archive`: `recall` finds an item the store no longer holds in the
+/// archive, and `gc` applies the archive's retention.
+#[test]
+fn sessions_use_the_configured_archive_for_recall_and_gc() {
+    use compact_session::FsArchive;
+    let dir = temp_dir("sessions-archive");
+    let db = in_dir(&dir, "sessions.db");
+    let archive_dir = in_dir(&dir, "archive");
+    let store = Arc::new(SqliteStore::open(&db).unwrap());
+    let config = SessionConfig::new(
+        Policy::for_window(4_000),
+        TokenCounter::new(Encoding::O200kBase),
+    );
+    let manager = CompactManager::open(config, store.clone())
+        .unwrap()
+        .with_archive(Arc::new(FsArchive::open(&archive_dir).unwrap()));
+    let mut conv = Conversation::default();
+    conv.push(Item::text(Role::System, "You are a coding agent."));
+    let mut compacted = false;
+    for i in 0..40 {
+        conv.push(Item::text(
+            Role::User,
+            format!("Step {i}: describe module {i} in detail."),
+        ));
+        let text: String = (0..30)
+            .map(|l| format!("module {i} line {l}: fine\n"))
+            .collect();
+        conv.push(Item::text(Role::Assistant, text));
+        compacted |= manager
+            .preflight("s", &conv)
+            .unwrap()
+            .report
+            .compaction
+            .is_some();
+    }
+    assert!(compacted);
+    let first = conv.items[1].meta.id.to_string();
+    // The store forgets the session; the archive still has its transcripts.
+    assert!(store.delete_session("s").unwrap());
+    drop(manager);
+    let yaml = in_dir(&dir, "compact.yaml");
+    std::fs::write(
+        &yaml,
+        format!("storage:\n  path: {db}\n  archive: {{ kind: fs, path: \"{archive_dir}\", max_bytes: 1 }}\n"),
+    )
+    .unwrap();
+    let store_arg = format!("sqlite:{db}");
+    let without = run(&["sessions", "--store", &store_arg, "recall", "s", &first]);
+    assert_ne!(without.code, 0, "{}", without.stdout);
+    let with = run(&[
+        "sessions", "--store", &store_arg, "--config", &yaml, "recall", "s", &first,
+    ]);
+    assert_eq!(with.code, 0, "{}", with.stderr);
+    assert!(
+        with.stdout.contains("Step 0: describe module 0"),
+        "{}",
+        with.stdout
+    );
+
+    let dry = run(&[
+        "sessions",
+        "--store",
+        &store_arg,
+        "--config",
+        &yaml,
+        "gc",
+        "--older-than",
+        "1d",
+        "--dry-run",
+    ]);
+    assert_eq!(dry.code, 0, "{}", dry.stderr);
+    assert!(
+        dry.stdout.contains("archived object(s)") && dry.stdout.contains("would be deleted"),
+        "{}",
+        dry.stdout
+    );
+    let archived = std::fs::read_dir(&archive_dir).unwrap().count();
+    assert!(archived > 0);
+    let gc = run(&[
+        "sessions",
+        "--store",
+        &store_arg,
+        "--config",
+        &yaml,
+        "gc",
+        "--older-than",
+        "1d",
+    ]);
+    assert_eq!(gc.code, 0, "{}", gc.stderr);
+    assert!(
+        gc.stdout.contains("archived object(s) deleted"),
+        "{}",
+        gc.stdout
+    );
+    // max_bytes: 1 leaves nothing archived.
+    let left = run(&[
+        "sessions", "--store", &store_arg, "--config", &yaml, "recall", "s", &first,
+    ]);
+    assert_ne!(left.code, 0);
+}
