@@ -205,6 +205,7 @@ pub enum RedactError {
 /// A function that finds secrets of its own: byte ranges of `text` and their kinds.
 pub type Hook = Arc<dyn Fn(&str) -> Vec<(Range<usize>, String)> + Send + Sync>;
 
+#[derive(Clone)]
 struct Detector {
     kind: String,
     regex: Regex,
@@ -273,15 +274,7 @@ impl Redactor {
             message: e.to_string(),
         })?;
         let group = usize::from(regex.captures_len() > 1);
-        let mut detectors: Vec<Detector> = self
-            .detectors
-            .iter()
-            .map(|d| Detector {
-                kind: d.kind.clone(),
-                regex: d.regex.clone(),
-                group: d.group,
-            })
-            .collect();
+        let mut detectors: Vec<Detector> = self.detectors.as_ref().clone();
         detectors.push(Detector {
             kind: name.to_owned(),
             regex,
@@ -295,15 +288,7 @@ impl Redactor {
     /// list of the names an output mentions, a summary) can carry a secret's value without the
     /// context that gave it away.
     pub fn with_known(&self, known: &[(String, String)]) -> Redactor {
-        let mut detectors: Vec<Detector> = self
-            .detectors
-            .iter()
-            .map(|d| Detector {
-                kind: d.kind.clone(),
-                regex: d.regex.clone(),
-                group: d.group,
-            })
-            .collect();
+        let mut detectors: Vec<Detector> = self.detectors.as_ref().clone();
         let mut seen = std::collections::HashSet::new();
         for (kind, secret) in known {
             let words = secret
