@@ -347,8 +347,10 @@ impl Redactor {
                 } else {
                     (1..caps.len()).find_map(|g| caps.get(g))
                 };
-                // Shorter than this, a "secret" is a word of the text, not a credential.
-                if let Some(m) = m.filter(|m| m.len() >= MIN_SECRET) {
+                // Shorter than this, a "secret" is a word of the text, not a credential; and a
+                // variable reference or an already masked value holds no secret.
+                if let Some(m) = m.filter(|m| m.len() >= MIN_SECRET && !is_placeholder(m.as_str()))
+                {
                     found.push((m.range(), d.kind.as_str()));
                 }
             }
@@ -552,6 +554,21 @@ fn visit_texts(item: &Item, with_envelope: bool, f: &mut dyn FnMut(&str)) {
     }
 }
 
+/// True for values that stand for a secret without being one: a variable reference (`${TOKEN}`,
+/// `$TOKEN`), a masked or elided value (`********`, `sk-ant-api03-...`), a fill-in
+/// (`your-api-key`), or text someone already redacted.
+fn is_placeholder(value: &str) -> bool {
+    let lower = value.to_ascii_lowercase();
+    value.starts_with('$')
+        || value.ends_with("...")
+        || value.ends_with('…')
+        || lower.starts_with("your")
+        || value
+            .chars()
+            .all(|c| matches!(c, '*' | 'x' | 'X' | '•' | '.' | '<' | '>'))
+        || value.to_ascii_uppercase().contains("REDACTED")
+}
+
 /// True when `range` falls inside a placeholder already in `text` (such as its fingerprint).
 fn inside_placeholder(text: &str, range: &Range<usize>) -> bool {
     let before = &text[..range.start];
@@ -700,6 +717,12 @@ mod tests {
             "password: (see vault)",
             "let token = get_token(); // api_key = config.key",
             "commit 3f9a1c0b2d4e6f8a0b1c2d3e4f5a6b7c8d9e0f1a",
+            "git clone https://oauth2:${GITLAB_TOKEN}@gitlab.example.com/repo.git",
+            "password=********",
+            "api_key: \"\u{1b}[1;3mREDACTED\u{1b}[0m\"",
+            "export GITHUB_TOKEN=$GH_TOKEN_FROM_VAULT",
+            "api_key = \"your-api-key-here\"",
+            "ANTHROPIC_API_KEY=sk-ant-api03-...",
             "hash: sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
         ] {
             assert_eq!(r.redact("s", text), text);
