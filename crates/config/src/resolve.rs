@@ -150,21 +150,12 @@ fn parse_file(name: &str, text: &str) -> Result<FileConfig, ConfigError> {
     if let Some(redaction) = &parsed.redaction {
         for p in &redaction.patterns {
             let (name, regex) = p.parts();
-            let name_ok =
-                !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-            if !name_ok {
-                return Err(at(
-                    Some("redaction"),
-                    "name",
-                    format!("redaction pattern name `{name}` must be letters, digits and `_`"),
-                ));
-            }
-            if let Err(e) = regex::Regex::new(regex) {
-                return Err(at(
-                    Some("redaction"),
-                    "patterns",
-                    format!("redaction pattern `{regex}` is not a valid regular expression: {e}"),
-                ));
+            if let Err(e) = compact_core::redact::check_pattern(name, regex) {
+                let key = match e {
+                    compact_core::redact::RedactError::BadName(_) => "name",
+                    _ => "patterns",
+                };
+                return Err(at(Some("redaction"), key, e.to_string()));
             }
         }
     }

@@ -266,13 +266,7 @@ impl Redactor {
     /// The same redactor with a custom detector: `pattern` (a regular expression; its first
     /// capture group is the secret when it has one, else the whole match) reported as `name`.
     pub fn with_pattern(self, name: &str, pattern: &str) -> Result<Redactor, RedactError> {
-        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-            return Err(RedactError::BadName(name.to_owned()));
-        }
-        let regex = Regex::new(pattern).map_err(|e| RedactError::BadPattern {
-            name: name.to_owned(),
-            message: e.to_string(),
-        })?;
+        let regex = check_pattern(name, pattern)?;
         let group = usize::from(regex.captures_len() > 1);
         let mut detectors: Vec<Detector> = self.detectors.as_ref().clone();
         detectors.push(Detector {
@@ -391,28 +385,16 @@ impl Redactor {
         if found.is_empty() {
             return Cow::Borrowed(text);
         }
-        let mut out = String::with_capacity(text.len());
-        let mut at = 0;
-        for (range, kind) in found {
-            out.push_str(&text[at..range.start]);
-            out.push_str(&placeholder(salt, kind, &text[range.clone()]));
-            at = range.end;
-        }
-        out.push_str(&text[at..]);
-        Cow::Owned(out)
+        Cow::Owned(replaced(salt, text, &found))
     }
 
     /// Redacts `text` in place; returns the number of secrets replaced.
     pub fn redact_string(&self, salt: &str, text: &mut String) -> usize {
         let found = self.find(text);
-        if found.is_empty() {
-            return 0;
+        if !found.is_empty() {
+            *text = replaced(salt, text, &found);
         }
-        let n = found.len();
-        if let Cow::Owned(s) = self.redact(salt, text) {
-            *text = s;
-        }
-        n
+        found.len()
     }
 
     /// Redacts every string (and every object key's value, not the keys) of a JSON value in place;
@@ -504,6 +486,31 @@ impl Redactor {
         };
         n + self.redact_extra(salt, &mut part.extra)
     }
+}
+
+/// A custom detector's pattern, compiled, when its name and its regular expression are usable (what
+/// [`Redactor::with_pattern`] and a configuration file's check accept).
+pub fn check_pattern(name: &str, pattern: &str) -> Result<Regex, RedactError> {
+    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        return Err(RedactError::BadName(name.to_owned()));
+    }
+    Regex::new(pattern).map_err(|e| RedactError::BadPattern {
+        name: name.to_owned(),
+        message: e.to_string(),
+    })
+}
+
+/// `text` with each of the `found` ranges (in order, not overlapping) replaced by its placeholder.
+fn replaced(salt: &str, text: &str, found: &[(Range<usize>, &str)]) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for (range, kind) in found {
+        out.push_str(&text[at..range.start]);
+        out.push_str(&placeholder(salt, kind, &text[range.clone()]));
+        at = range.end;
+    }
+    out.push_str(&text[at..]);
+    out
 }
 
 /// Calls `f` on every text of an item that redaction looks at.

@@ -98,9 +98,9 @@ struct Sessions {
 impl Sessions {
     /// Drops the least recently used idle sessions (no call holds their slot) until at most
     /// seven eighths of `cap` remain, so that the scan runs once per `cap / 8` new sessions.
-    fn evict(&mut self, cap: usize) -> usize {
+    fn evict(&mut self, cap: usize) {
         if self.slots.len() <= cap {
-            return 0;
+            return;
         }
         let keep = cap - cap / 8;
         let mut idle: Vec<(u64, String)> = self
@@ -111,12 +111,9 @@ impl Sessions {
             .collect();
         idle.sort_unstable();
         let excess = self.slots.len().saturating_sub(keep);
-        let mut evicted = 0;
         for (_, id) in idle.into_iter().take(excess) {
             self.slots.remove(&id);
-            evicted += 1;
         }
-        evicted
     }
 }
 
@@ -286,9 +283,13 @@ impl CompactManager {
             return;
         };
         let mut grew = false;
+        // Per item record: did the built-in scan find anything (the common answer is no).
+        let mut holds: Vec<bool> = Vec::with_capacity(records.len());
         for record in records.iter() {
             if let Record::Item(i) = record {
-                for found in base.secrets(&i.item) {
+                let found = base.secrets(&i.item);
+                holds.push(!found.is_empty());
+                for found in found {
                     if !state.known_secrets.contains(&found) {
                         state.known_secrets.push(found);
                         grew = true;
@@ -300,10 +301,16 @@ impl CompactManager {
             state.redactor = Some(Arc::new(base.with_known(&state.known_secrets)));
         }
         let r = state.redactor.as_ref().unwrap_or(base);
+        let mut holds = holds.into_iter();
         for record in records {
             match record {
                 Record::Item(i) => {
-                    r.redact_item(session, &mut i.item);
+                    // An item the scan found clean needs a second look only for secrets the
+                    // session saw before (in other items).
+                    let found = holds.next().unwrap_or(true);
+                    if found || state.redactor.is_some() {
+                        r.redact_item(session, &mut i.item);
+                    }
                 }
                 Record::View(v) => {
                     for entry in &mut v.entries {

@@ -308,7 +308,16 @@ pub(crate) fn after_compaction(
             for item in &mut items {
                 r.redact_item(session, item);
             }
-            let mut v = view.clone();
+            // Of the view, only its checkpoints are archived.
+            let mut v = Conversation {
+                items: view
+                    .items
+                    .iter()
+                    .filter(|i| matches!(i.body(), ItemBody::Checkpoint(_)))
+                    .cloned()
+                    .collect(),
+                ..Conversation::default()
+            };
             for item in &mut v.items {
                 r.redact_item(session, item);
             }
