@@ -16,14 +16,30 @@ pub(crate) struct FileConfig {
     pub summarizer: Option<FileSummarizer>,
     #[serde(default)]
     pub models: Vec<FileModel>,
-    /// Parsed only to be rejected by name (see [`NOT_YET`]).
-    pub telemetry: Option<serde_yaml_ng::Value>,
+    /// Where the session runtime's events go besides the log.
+    pub telemetry: Option<FileTelemetry>,
     /// Where session logs live, and their archive.
     pub storage: Option<FileStorage>,
     /// Secret redaction in the session runtime.
     pub redaction: Option<FileRedaction>,
     /// The compaction proxy (`compactctl serve`).
     pub proxy: Option<FileProxy>,
+}
+
+/// `telemetry:`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct FileTelemetry {
+    /// `console`, `jsonl`, `none` (seed 003's `otlp` and `custom` are refused with the reason).
+    pub exporter: Option<String>,
+    /// The JSONL file (`exporter: jsonl`).
+    pub path: Option<String>,
+    /// Size at which the JSONL file rotates.
+    pub max_bytes: Option<u64>,
+    /// Rotated JSONL files kept.
+    pub keep: Option<usize>,
+    /// Events held before new ones are dropped.
+    pub queue: Option<usize>,
 }
 
 /// `redaction:`.
@@ -88,11 +104,7 @@ pub(crate) struct FileProxyModel {
 
 /// Keys of seed 003's file shape that no part of this version acts on, with the reason. A file that
 /// sets one is rejected naming the key and its line, rather than accepted and silently ignored.
-pub(crate) const NOT_YET: [(&str, &str); 2] = [
-    (
-        "telemetry",
-        "events and OpenTelemetry export are not built yet",
-    ),
+pub(crate) const NOT_YET: [(&str, &str); 1] = [
     // Seed 003's `storage.adapter` names an archive adapter (`fs`, `s3`).
     (
         "adapter",
@@ -217,13 +229,10 @@ impl FileConfig {
     /// (for its position).
     pub(crate) fn unsupported(&self) -> Option<(Option<&'static str>, &'static str, &'static str)> {
         let storage = self.storage.as_ref();
-        let set = [
-            (None, self.telemetry.is_some()),
-            (
-                Some("storage"),
-                storage.is_some_and(|s| s.adapter.is_some()),
-            ),
-        ];
+        let set = [(
+            Some("storage"),
+            storage.is_some_and(|s| s.adapter.is_some()),
+        )];
         NOT_YET
             .iter()
             .zip(set)

@@ -62,9 +62,13 @@
 //! secret_key_env: VAR }`) archives every compaction's transcript, checkpoint and events; the
 //! retention is what `compactctl sessions gc` applies.
 //!
-//! Seed 003 also names `telemetry:` and an archive adapter (`storage.adapter`). No part of this
-//! version acts on them yet, so a file that sets one is an
-//! error naming the key, its line and why, never a setting silently ignored.
+//! `telemetry: {exporter: console}` or `{exporter: jsonl, path: events.jsonl, max_bytes, keep}`
+//! (with `queue:`, the events held before new ones are dropped) exports the session runtime's events
+//! besides its log. Seed 003's `otlp` is not built yet and `custom` is set in code
+//! (`CompactManager::with_exports`): a file naming either is an error saying so.
+//!
+//! Seed 003 also names an archive adapter (`storage.adapter`), which `storage.archive` replaces: a
+//! file that sets it is an error naming the key, its line and why, never a setting silently ignored.
 //!
 //! Seed 003 used `policy.strategy` for the summary style (`task_state`, `brief`, `decision_log`): those
 //! names are accepted there and set `summarizer.template` instead.
@@ -98,6 +102,6 @@ pub use layer::Overrides;
 pub use proxy::{ProxyModelSettings, ProxySettings, UpstreamSettings};
 pub use resolve::{Config, SummarizerKind, SummarizerSettings};
 pub use session::{
-    ArchiveRetention, ArchiveSettings, RedactionSettings, SessionSettings, StorageSettings,
-    MAX_OVERFLOW_MAX_RETRIES,
+    ArchiveRetention, ArchiveSettings, ExporterSettings, RedactionSettings, SessionSettings,
+    StorageSettings, TelemetrySettings, MAX_OVERFLOW_MAX_RETRIES,
 };

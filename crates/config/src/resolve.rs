@@ -6,8 +6,8 @@ use crate::file::{FileConfig, FileStorageKind, FileUpstream};
 use crate::layer::Overrides;
 use crate::proxy::{check_base_url, ProxyModelSettings, ProxySettings, UpstreamSettings};
 use crate::session::{
-    ArchiveRetention, ArchiveSettings, RedactionSettings, SessionSettings, StorageSettings,
-    MAX_OVERFLOW_MAX_RETRIES,
+    ArchiveRetention, ArchiveSettings, ExporterSettings, RedactionSettings, SessionSettings,
+    StorageSettings, TelemetrySettings, MAX_OVERFLOW_MAX_RETRIES,
 };
 use compact_core::model::Role;
 use compact_core::policy::{Mode, Policy, StrategyName, SummarizerFailure, TruncationMode};
@@ -159,6 +159,58 @@ fn parse_file(name: &str, text: &str) -> Result<FileConfig, ConfigError> {
             }
         }
     }
+    if let Some(t) = &parsed.telemetry {
+        let bad = |key: &str, message: String| Err(at(Some("telemetry"), key, message));
+        match t.exporter.as_deref() {
+            Some("jsonl") => {
+                if t.path.as_deref().is_none_or(|p| p.trim().is_empty()) {
+                    return bad("exporter", "`exporter: jsonl` needs `path`".to_owned());
+                }
+            }
+            Some("console" | "none") => {
+                if let Some(key) = [
+                    ("path", t.path.is_some()),
+                    ("max_bytes", t.max_bytes.is_some()),
+                    ("keep", t.keep.is_some()),
+                ]
+                .iter()
+                .find_map(|(k, set)| set.then_some(*k))
+                {
+                    return bad(key, format!("`telemetry.{key}` is for `exporter: jsonl`"));
+                }
+            }
+            Some("otlp") => {
+                return bad(
+                    "exporter",
+                    "OpenTelemetry (OTLP) export is not built yet: use `console` or `jsonl`"
+                        .to_owned(),
+                );
+            }
+            Some("custom") => {
+                return bad(
+                    "exporter",
+                    "a custom exporter is set in code (`CompactManager::with_exports`), not in a file"
+                        .to_owned(),
+                );
+            }
+            Some(other) => {
+                return bad(
+                    "exporter",
+                    format!("exporter `{other}` is not one of console, jsonl, none"),
+                );
+            }
+            None => return bad("exporter", "`telemetry` needs `exporter`".to_owned()),
+        }
+        if t.max_bytes == Some(0) {
+            return bad(
+                "max_bytes",
+                "`telemetry.max_bytes` must be above 0".to_owned(),
+            );
+        }
+        if t.queue == Some(0) {
+            return bad("queue", "`telemetry.queue` must be above 0".to_owned());
+        }
+    }
     if let Some(a) = parsed.storage.as_ref().and_then(|s| s.archive.as_ref()) {
         let bad = |key: &str, message: String| Err(at(Some("archive"), key, message));
         match a.kind.as_deref() {
@@ -264,6 +316,23 @@ fn parse_file(name: &str, text: &str) -> Result<FileConfig, ConfigError> {
 }
 
 /// The settings of `storage.archive:` (checked by [`parse_file`]).
+fn telemetry_settings(file: &FileConfig) -> Option<TelemetrySettings> {
+    let t = file.telemetry.as_ref()?;
+    let exporter = match t.exporter.as_deref()? {
+        "console" => ExporterSettings::Console,
+        "jsonl" => ExporterSettings::Jsonl {
+            path: t.path.clone()?,
+            max_bytes: t.max_bytes,
+            keep: t.keep,
+        },
+        _ => return None,
+    };
+    Some(TelemetrySettings {
+        exporter,
+        queue: t.queue,
+    })
+}
+
 fn archive_settings(file: &FileConfig) -> (Option<ArchiveSettings>, ArchiveRetention) {
     let Some(a) = file.storage.as_ref().and_then(|s| s.archive.as_ref()) else {
         return (None, ArchiveRetention::default());
@@ -514,6 +583,7 @@ impl Config {
                 .unwrap_or_default(),
             archive: archive_settings(&parsed).0,
             archive_retention: archive_settings(&parsed).1,
+            telemetry: telemetry_settings(&parsed),
         };
         let proxy = proxy_settings(&parsed, &o)?;
         Ok(Config {

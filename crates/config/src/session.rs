@@ -80,6 +80,33 @@ pub struct SessionSettings {
     pub archive: Option<ArchiveSettings>,
     /// `storage.archive.max_age_days` and `max_bytes`.
     pub archive_retention: ArchiveRetention,
+    /// `telemetry:` (no exporter when absent).
+    pub telemetry: Option<TelemetrySettings>,
+}
+
+/// Where the session runtime exports its events besides the log (`telemetry:`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TelemetrySettings {
+    /// The exporter.
+    pub exporter: ExporterSettings,
+    /// Events held before new ones are dropped (`telemetry.queue`).
+    pub queue: Option<usize>,
+}
+
+/// `telemetry.exporter`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ExporterSettings {
+    /// A human-readable line per event on standard error.
+    Console,
+    /// One JSON object per line in `path`, rotated at `max_bytes`, `keep` rotated files kept.
+    Jsonl {
+        /// The file.
+        path: String,
+        /// Rotation size.
+        max_bytes: Option<u64>,
+        /// Rotated files kept.
+        keep: Option<usize>,
+    },
 }
 
 /// Secret redaction in the session runtime (`redaction:`): on by default with the built-in

@@ -24,7 +24,7 @@ policy:
   strategy: "task_state"
 "#;
 
-/// Seed 003's sections that nothing in this version acts on yet.
+/// Seed 003's sections: `telemetry` (acted on), the archive adapter (replaced) and redaction.
 const SEED_003_NOT_YET: &str = r#"telemetry:
   exporter: "console"
 storage:
@@ -78,33 +78,74 @@ fn seed_003_example_loads() {
 
 #[test]
 fn keys_that_have_no_effect_yet_are_rejected_by_name_and_line() {
-    // Each section alone, after the rest of the seed: the error names the key, its line and why.
+    // Seed 003's archive adapter, after the rest of the seed: the error names the key, its line and
+    // why (`storage:` itself is accepted).
     let line = SEED_003.lines().count() + 1;
-    for (key, named) in [("telemetry", "telemetry"), ("storage", "adapter")] {
-        let at = SEED_003_NOT_YET.find(&format!("{key}:")).unwrap();
-        let section: String = SEED_003_NOT_YET[at..]
-            .split_inclusive('\n')
-            .enumerate()
-            .take_while(|(i, l)| *i == 0 || l.starts_with(' '))
-            .map(|(_, l)| l)
-            .collect();
+    let file = format!("{SEED_003}storage:\n  adapter: \"fs\"\n");
+    let err = Config::from_sources(Some(("seed.yaml", &file)), &none(), &none())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with(&format!("seed.yaml:{}:3:", line + 1)),
+        "{err}"
+    );
+    assert!(err.contains("`adapter` has no effect"), "{err}");
+    assert!(err.contains("storage.archive"), "{err}");
+}
+
+#[test]
+fn the_seed_s_telemetry_section_chooses_the_exporter_and_bad_ones_are_located() {
+    let at = SEED_003_NOT_YET.find("storage:").unwrap();
+    let file = format!("{SEED_003}{}", &SEED_003_NOT_YET[..at]);
+    let c = Config::from_sources(Some(("seed.yaml", &file)), &none(), &none()).unwrap();
+    let t = c.session().telemetry.clone().expect("telemetry");
+    assert_eq!(t.exporter, compact_config::ExporterSettings::Console);
+    let jsonl = format!(
+        "{SEED_003}telemetry:\n  exporter: jsonl\n  path: /tmp/e.jsonl\n  max_bytes: 1000\n  keep: 2\n  queue: 8\n"
+    );
+    let c = Config::from_sources(Some(("seed.yaml", &jsonl)), &none(), &none()).unwrap();
+    let t = c.session().telemetry.clone().unwrap();
+    assert_eq!(
+        t.exporter,
+        compact_config::ExporterSettings::Jsonl {
+            path: "/tmp/e.jsonl".to_owned(),
+            max_bytes: Some(1000),
+            keep: Some(2)
+        }
+    );
+    assert_eq!(t.queue, Some(8));
+    assert!(
+        Config::from_sources(Some(("seed.yaml", SEED_003)), &none(), &none())
+            .unwrap()
+            .session()
+            .telemetry
+            .is_none()
+    );
+    let line = SEED_003.lines().count() + 2;
+    for (section, why) in [
+        ("telemetry:\n  exporter: otlp\n", "not built yet"),
+        ("telemetry:\n  exporter: custom\n", "set in code"),
+        ("telemetry:\n  exporter: jsonl\n", "needs `path`"),
+        (
+            "telemetry:\n  exporter: kafka\n",
+            "not one of console, jsonl, none",
+        ),
+    ] {
         let file = format!("{SEED_003}{section}");
         let err = Config::from_sources(Some(("seed.yaml", &file)), &none(), &none())
             .unwrap_err()
             .to_string();
-        // `storage:` itself is accepted now; seed 003's archive adapter inside it is not.
-        let at = if key == "storage" {
-            format!("seed.yaml:{}:3:", line + 1)
-        } else {
-            format!("seed.yaml:{line}:1:")
-        };
-        assert!(err.starts_with(&at), "{key}: {err}");
-        assert!(err.contains(&format!("`{named}` has no effect")), "{err}");
+        assert!(err.contains(why), "{section}: {err}");
         assert!(
-            err.contains("not built yet") || err.contains("storage.archive"),
-            "{err}"
+            err.contains(&format!("seed.yaml:{line}:")),
+            "{section}: {err}"
         );
     }
+    let unknown = format!("{SEED_003}telemetry:\n  exporter: console\n  color: true\n");
+    let err = Config::from_sources(Some(("seed.yaml", &unknown)), &none(), &none())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("color"), "{err}");
 }
 
 #[test]

@@ -75,6 +75,8 @@ pub struct ProxyConfig {
     pub registry: ModelRegistry,
     /// Where every compaction's transcript, checkpoint and events are archived (none by default).
     pub archive: Option<std::sync::Arc<dyn compact_session::Archive>>,
+    /// Where the session runtime's events are exported besides the log (none by default).
+    pub exports: Option<std::sync::Arc<compact_session::ExportQueue>>,
 }
 
 impl std::fmt::Debug for ProxyConfig {
@@ -115,6 +117,7 @@ impl ProxyConfig {
             session,
             registry: ModelRegistry::builtin(),
             archive: None,
+            exports: None,
         }
     }
 

@@ -2,7 +2,7 @@
 //! for one window, and requests through the proxy name models with different windows. Managers
 //! are created on first use and kept for the life of the proxy.
 
-use compact_session::{Archive, CompactManager, SessionConfig, SessionError, Store};
+use compact_session::{Archive, CompactManager, ExportQueue, SessionConfig, SessionError, Store};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -15,6 +15,7 @@ pub struct Managers {
     base: SessionConfig,
     store: Arc<dyn Store>,
     archive: Option<Arc<dyn Archive>>,
+    exports: Option<Arc<ExportQueue>>,
     by_window: Mutex<HashMap<usize, Arc<CompactManager>>>,
 }
 
@@ -33,6 +34,7 @@ impl Managers {
             base,
             store,
             archive: None,
+            exports: None,
             by_window: Mutex::new(HashMap::new()),
         }
     }
@@ -41,6 +43,13 @@ impl Managers {
     #[must_use]
     pub fn with_archive(mut self, archive: Option<Arc<dyn Archive>>) -> Self {
         self.archive = archive;
+        self
+    }
+
+    /// The same managers, exporting their events through `exports`.
+    #[must_use]
+    pub fn with_exports(mut self, exports: Option<Arc<ExportQueue>>) -> Self {
+        self.exports = exports;
         self
     }
 
@@ -69,6 +78,9 @@ impl Managers {
         let mut manager = CompactManager::open(config, Arc::clone(&self.store))?;
         if let Some(archive) = &self.archive {
             manager = manager.with_archive(Arc::clone(archive));
+        }
+        if let Some(exports) = &self.exports {
+            manager = manager.with_exports(Arc::clone(exports));
         }
         let manager = Arc::new(manager);
         map.insert(window, Arc::clone(&manager));

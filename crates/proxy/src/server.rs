@@ -68,8 +68,9 @@ impl Proxy {
         store: Arc<dyn Store>,
         log: Arc<dyn LogSink>,
     ) -> Result<Self, ProxyError> {
-        let managers =
-            Managers::new(config.session.clone(), store).with_archive(config.archive.clone());
+        let managers = Managers::new(config.session.clone(), store)
+            .with_archive(config.archive.clone())
+            .with_exports(config.exports.clone());
         // Fail at start-up, not on the first request, when the policy cannot be used.
         managers.default_manager()?;
         Ok(Proxy {

@@ -192,6 +192,35 @@ pub fn open_archive(
     Some(archive)
 }
 
+/// Starts the event exporter a configuration's `telemetry:` names; `None` when it names none.
+pub fn open_exports(
+    config: &compact_config::Config,
+) -> Option<std::io::Result<crate::export::ExportQueue>> {
+    use crate::export::{
+        ConsoleExporter, ExportQueue, Exporter, JsonlExporter, DEFAULT_JSONL_KEEP,
+        DEFAULT_JSONL_MAX_BYTES, DEFAULT_QUEUE_CAPACITY,
+    };
+    use compact_config::ExporterSettings;
+    let t = config.session().telemetry.as_ref()?;
+    let exporter: std::io::Result<Arc<dyn Exporter>> = match &t.exporter {
+        ExporterSettings::Console => Ok(Arc::new(ConsoleExporter::stderr())),
+        ExporterSettings::Jsonl {
+            path,
+            max_bytes,
+            keep,
+        } => JsonlExporter::open(
+            std::path::Path::new(path),
+            max_bytes.unwrap_or(DEFAULT_JSONL_MAX_BYTES),
+            keep.unwrap_or(DEFAULT_JSONL_KEEP),
+        )
+        .map(|e| Arc::new(e) as Arc<dyn Exporter>),
+    };
+    Some(
+        exporter
+            .and_then(|e| ExportQueue::start(vec![e], t.queue.unwrap_or(DEFAULT_QUEUE_CAPACITY))),
+    )
+}
+
 /// The archive retention a configuration sets (`storage.archive.max_age_days`, `max_bytes`).
 pub fn archive_retention(config: &compact_config::Config) -> crate::archive::Retention {
     let r = config.session().archive_retention;

@@ -29,6 +29,16 @@ pub enum EventKind {
     Truncated,
     /// An overflow recovery attempt (retry or give up).
     Recovery,
+    /// Seed 003: the policy a compaction ran with (`model`, `t_est`, `max`, `policy`, `kept`).
+    PolicyApplied,
+    /// Seed 003: what a compaction removed from the view (`pruned_count`, tokens freed).
+    PrunedMessages,
+    /// Seed 003: a compaction wrote a checkpoint (`summary_tokens`, the summariser).
+    SummaryCreated,
+    /// Seed 003: a compaction that was due failed; the call failed with it.
+    Failed,
+    /// Seed 003: the provider accepted the request sent after an overflow recovery.
+    OverflowRecovered,
 }
 
 impl EventKind {
@@ -44,10 +54,15 @@ impl EventKind {
             EventKind::Calibration => "compact.calibration",
             EventKind::Truncated => "compact.truncated",
             EventKind::Recovery => "compact.recovery",
+            EventKind::PolicyApplied => "compact.policy_applied",
+            EventKind::PrunedMessages => "compact.pruned_messages",
+            EventKind::SummaryCreated => "compact.summary_created",
+            EventKind::Failed => "compact.failed",
+            EventKind::OverflowRecovered => "compact.overflow_recovered",
         }
     }
 
-    const ALL: [EventKind; 9] = [
+    const ALL: [EventKind; 14] = [
         EventKind::TokenEstimate,
         EventKind::TriggerDecision,
         EventKind::Compacted,
@@ -57,6 +72,11 @@ impl EventKind {
         EventKind::Calibration,
         EventKind::Truncated,
         EventKind::Recovery,
+        EventKind::PolicyApplied,
+        EventKind::PrunedMessages,
+        EventKind::SummaryCreated,
+        EventKind::Failed,
+        EventKind::OverflowRecovered,
     ];
 
     /// The kind named `name`, if any.

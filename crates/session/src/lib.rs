@@ -75,6 +75,7 @@ pub mod codec;
 mod config;
 mod error;
 pub mod event;
+pub mod export;
 mod history;
 mod manager;
 mod manual;
@@ -91,11 +92,15 @@ pub use archive::{Archive, ArchiveError, FsArchive};
 pub use archive::{S3Archive, S3Config};
 pub use calibration::{Calibration, CalibrationUpdate};
 pub use config::{
-    archive_retention, open_archive, open_store, SessionConfig, DEFAULT_MAX_CACHED_SESSIONS,
-    DEFAULT_OVERFLOW_MAX_RETRIES,
+    archive_retention, open_archive, open_exports, open_store, SessionConfig,
+    DEFAULT_MAX_CACHED_SESSIONS, DEFAULT_OVERFLOW_MAX_RETRIES,
 };
 pub use error::SessionError;
 pub use event::{Event, EventKind};
+pub use export::{
+    CallbackExporter, ConsoleExporter, ExportError, ExportQueue, ExportStats, Exporter,
+    JsonlExporter,
+};
 pub use manager::{CompactManager, PreflightReport, Prepared, MAX_SESSION_ID_LEN};
 pub use manual::ManualCompaction;
 pub use recover::{Recovery, RecoveryError, RECOVERY_SHRINK};

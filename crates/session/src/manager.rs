@@ -17,6 +17,7 @@ use crate::chain::ChainHash;
 use crate::config::SessionConfig;
 use crate::error::SessionError;
 use crate::event::{Event, EventKind};
+use crate::export::ExportQueue;
 use crate::record::{ItemRecord, ItemSource, Record, ViewEntry};
 use crate::state::{call_ids, view_record, SessionState};
 use crate::store::{Store, StoreError};
@@ -82,6 +83,7 @@ pub struct CompactManager {
     config: SessionConfig,
     store: Arc<dyn Store>,
     archive: Option<Arc<dyn Archive>>,
+    exports: Option<Arc<ExportQueue>>,
     sessions: Mutex<Sessions>,
 }
 
@@ -136,6 +138,7 @@ impl CompactManager {
             config,
             store,
             archive: None,
+            exports: None,
             sessions: Mutex::new(Sessions::default()),
         })
     }
@@ -146,6 +149,18 @@ impl CompactManager {
     pub fn with_archive(mut self, archive: Arc<dyn Archive>) -> Self {
         self.archive = Some(archive);
         self
+    }
+
+    /// The same manager, exporting every event it logs through `exports` (console, JSONL, a
+    /// callback; see [`crate::export`]). Exporting never slows or fails a call.
+    pub fn with_exports(mut self, exports: Arc<ExportQueue>) -> Self {
+        self.exports = Some(exports);
+        self
+    }
+
+    /// The export queue, when there is one (its counts of exported and dropped events).
+    pub fn exports(&self) -> Option<&Arc<ExportQueue>> {
+        self.exports.as_ref()
     }
 
     /// The archive, when there is one.
@@ -262,9 +277,23 @@ impl CompactManager {
             return Ok(());
         }
         self.redact_records(session, state, &mut records);
+        // The events are exported once the log holds them (redacted as logged).
+        let events: Vec<Event> = match &self.exports {
+            Some(_) => records
+                .iter()
+                .filter_map(|r| match r {
+                    Record::Event(e) => Some(e.clone()),
+                    _ => None,
+                })
+                .collect(),
+            None => Vec::new(),
+        };
         match self.store.append(session, state.version, records) {
             Ok(version) => {
                 state.version = version;
+                if let Some(exports) = &self.exports {
+                    exports.emit(session, &events);
+                }
                 Ok(())
             }
             Err(e) => {
@@ -545,8 +574,9 @@ impl CompactManager {
                 }
                 Err(e) => {
                     events.push(Event::new(
-                        EventKind::CompactionSkipped,
-                        json!({"reason": e.to_string(), "fatal": true}),
+                        EventKind::Failed,
+                        json!({"model": model, "t_est": effective, "max": budget.window,
+                               "reason": e.to_string()}),
                     ));
                     failure = Some(e);
                 }
@@ -584,6 +614,7 @@ impl CompactManager {
                        "items_compressed": items_compressed(done), "strategy": report.strategy.as_str(),
                        "summarizer": report.summarizer, "view_seq": view_seq}),
             ));
+            events.extend(seed_events(&model, effective, &budget, policy, done));
             warnings.extend(report.warnings.iter().cloned());
             let tokens = report.tokens_after;
             NextView::Replace {
@@ -835,6 +866,55 @@ pub(crate) fn common_prefix(a: &[Item], b: &[Item]) -> usize {
 }
 
 /// Items the compaction removed, replaced or cut.
+/// Seed 003's events of a compaction: the policy it ran with, what it removed, and the checkpoint
+/// it wrote (when it wrote one).
+pub(crate) fn seed_events(
+    model: &str,
+    t_est: usize,
+    budget: &Budget,
+    policy: &Policy,
+    done: &Compaction,
+) -> Vec<Event> {
+    let report = &done.report;
+    let count = |a: fn(&Action) -> bool| done.plan.items.iter().filter(|p| a(&p.action)).count();
+    let pinned = done
+        .conversation
+        .items
+        .iter()
+        .filter(|i| i.meta.protected || policy.is_role_pinned(i.role()))
+        .count();
+    let mut events = vec![
+        Event::new(
+            EventKind::PolicyApplied,
+            json!({"model": model, "t_est": t_est, "max": budget.window,
+                   "policy": {"strategy": report.strategy.as_str(), "trigger_pct": policy.trigger_pct,
+                              "target_pct": policy.target_pct, "min_gain_pct": policy.min_gain_pct,
+                              "buffer": budget.buffer, "reserved_output": budget.reserved_output},
+                   "kept": {"pinned": pinned, "recent_turns": policy.keep_recent_turns,
+                            "tool_pairs": policy.keep_tool_io_pairs},
+                   "tiers": report.tiers_applied}),
+        ),
+        Event::new(
+            EventKind::PrunedMessages,
+            json!({"model": model, "pruned_count": items_compressed(done),
+                   "summarized": count(|a| matches!(a, Action::SummarizeInto)),
+                   "dropped": count(|a| matches!(a, Action::Drop)),
+                   "referenced": count(|a| matches!(a, Action::Reference { .. })),
+                   "truncated": count(|a| matches!(a, Action::Truncate { .. })),
+                   "tokens_before": report.tokens_before, "tokens_after": report.tokens_after}),
+        ),
+    ];
+    if let Some(summary_tokens) = report.summary_tokens {
+        events.push(Event::new(
+            EventKind::SummaryCreated,
+            json!({"model": model, "summary_tokens": summary_tokens,
+                   "summarizer": report.summarizer,
+                   "summarizer_calls": report.summary_usage.calls}),
+        ));
+    }
+    events
+}
+
 pub(crate) fn items_compressed(done: &Compaction) -> usize {
     done.plan
         .items

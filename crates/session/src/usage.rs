@@ -54,7 +54,16 @@ impl CompactManager {
                    "our_tokens": update.our_tokens, "sample": update.sample,
                    "ratio": update.ratio, "clamped": update.clamped, "source": "usage"}),
         );
-        self.append(session, state, vec![Record::Event(event)])?;
+        let mut records = vec![Record::Event(event)];
+        if state.recovery_attempts > 0 {
+            // The request sent after an overflow recovery went through.
+            records.push(Record::Event(Event::new(
+                EventKind::OverflowRecovered,
+                json!({"model": update.model, "attempts": state.recovery_attempts,
+                       "t_est": state.sent_tokens, "provider_tokens": update.provider_tokens}),
+            )));
+        }
+        self.append(session, state, records)?;
         state.calibration = calibration;
         Ok(update)
     }

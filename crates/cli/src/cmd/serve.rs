@@ -77,6 +77,12 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
         Some(archive) => Some(archive.context("cannot open the configured archive")?),
         None => None,
     };
+    proxy_config.exports = match compact_session::open_exports(&config) {
+        Some(exports) => Some(Arc::new(
+            exports.context("cannot start the configured event exporter")?,
+        )),
+        None => None,
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -176,3 +176,58 @@ fn the_configured_archive_opens_and_its_retention_is_read() {
         compact_session::open_archive(&config("max_context_tokens: 64000\n"), &|_| None).is_none()
     );
 }
+
+#[test]
+fn configured_telemetry_exports_to_a_jsonl_file_including_a_recovery() {
+    let dir = std::env::temp_dir().join(format!("compact-telemetry-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let path = dir.join("events.jsonl");
+    let config = config(&format!(
+        "max_context_tokens: 64000\ntelemetry:\n  exporter: jsonl\n  path: {}\n",
+        path.display()
+    ));
+    let exports = std::sync::Arc::new(
+        compact_session::open_exports(&config)
+            .expect("telemetry is set")
+            .unwrap(),
+    );
+    let store = std::sync::Arc::new(compact_session::MemoryStore::new());
+    let manager = CompactManager::open(SessionConfig::from_config(&config), store)
+        .unwrap()
+        .with_exports(std::sync::Arc::clone(&exports));
+    let mut agent = Agent::new(5, Format::OpenAiChat);
+    for _ in 0..30 {
+        agent.step();
+    }
+    let prepared = manager.preflight("s", &agent.history).unwrap();
+    let Recovery::Retry(_) = manager
+        .recover("s", &prepared.conversation, 400, WORDING_ONLY)
+        .unwrap()
+    else {
+        panic!("the first attempt gave up");
+    };
+    let usage = compact_session::Usage {
+        input_tokens: 30_000,
+        ..compact_session::Usage::default()
+    };
+    manager.record_usage("s", &usage).unwrap();
+    assert!(exports.flush(std::time::Duration::from_secs(30)));
+    let names: Vec<String> = std::fs::read_to_string(&path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["event"].to_string())
+        .collect();
+    for name in [
+        "compact.token_estimate",
+        "compact.trigger_decision",
+        "compact.recovery",
+        "compact.overflow_recovered",
+    ] {
+        assert!(
+            names.contains(&format!("\"{name}\"")),
+            "{name} in {names:?}"
+        );
+    }
+    assert_eq!(exports.stats().dropped, 0);
+    let _ = std::fs::remove_dir_all(dir);
+}

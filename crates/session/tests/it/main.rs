@@ -8,6 +8,7 @@ mod concurrency;
 mod config;
 mod conflict;
 mod errors;
+mod exports;
 mod incremental;
 mod log;
 mod overflow_e2e;
