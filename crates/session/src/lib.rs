@@ -101,7 +101,7 @@ pub use export::{
     CallbackExporter, ConsoleExporter, ExportError, ExportQueue, ExportStats, Exporter,
     JsonlExporter,
 };
-pub use manager::{CompactManager, PreflightReport, Prepared, MAX_SESSION_ID_LEN};
+pub use manager::{CompactManager, PreflightReport, Prepared, MAX_SESSION_ID_LEN, MAX_STRIKES};
 pub use manual::ManualCompaction;
 pub use recover::{Recovery, RecoveryError, RECOVERY_SHRINK};
 #[cfg(feature = "postgres")]

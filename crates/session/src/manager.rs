@@ -533,10 +533,43 @@ impl CompactManager {
                    "window": budget.window, "manual": manual}),
         ));
 
-        // 5. Compact when due.
+        // 5. Compact when due, unless the two-strike breaker stopped automatic compaction.
         let mut compaction: Option<Compaction> = None;
         let mut failure: Option<CompactError> = None;
-        if matches!(decision, Decision::Compact(_)) {
+        let mut stopped: Option<SessionError> = None;
+        let last_user = request
+            .items
+            .iter()
+            .rposition(|i| i.role() == Role::User && matches!(i.body(), ItemBody::Message(_)));
+        if !matches!(decision, Decision::Compact(_)) || state.strike_turn != last_user {
+            state.strikes = 0;
+        }
+        state.strike_turn = last_user;
+        let stopped_auto =
+            !manual && matches!(decision, Decision::Compact(_)) && state.strikes >= MAX_STRIKES;
+        if stopped_auto {
+            events.push(Event::new(
+                EventKind::CompactionSkipped,
+                json!({"reason": "two_strikes", "strikes": state.strikes,
+                       "floor": state.strike_floor, "trigger": budget.trigger,
+                       "usable": budget.usable, "effective": effective}),
+            ));
+            if budget.fits(effective) {
+                warnings.push(format!(
+                    "automatic compaction stopped: {} compactions in a row left the request above the trigger of {} tokens (the last reached {}); the request fits and is sent unchanged",
+                    state.strikes, budget.trigger, state.strike_floor
+                ));
+            } else {
+                stopped = Some(SessionError::CompactionStopped {
+                    session: session.to_owned(),
+                    strikes: state.strikes,
+                    floor: state.strike_floor,
+                    trigger: budget.trigger,
+                    usable: budget.usable,
+                    tokens: effective,
+                });
+            }
+        } else if matches!(decision, Decision::Compact(_)) {
             let candidate_owned;
             let candidate_ref = match &candidate {
                 Some(c) => c,
@@ -558,12 +591,30 @@ impl CompactManager {
                 .compactor(policy_for_run)
                 .and_then(|c| block_on(c.compact(candidate_ref)));
             match outcome {
-                Ok(done) => compaction = Some(done),
+                Ok(done) => {
+                    if manual {
+                        state.strikes = 0;
+                    } else if state
+                        .calibration
+                        .effective(&model, done.report.tokens_after)
+                        > budget.trigger
+                    {
+                        state.strikes += 1;
+                        state.strike_floor = done.report.tokens_after;
+                    } else {
+                        state.strikes = 0;
+                    }
+                    compaction = Some(done);
+                }
                 Err(
                     e @ (CompactError::NoProgress { .. }
                     | CompactError::InsufficientBudget { .. }
                     | CompactError::StillOverBudget { .. }),
                 ) if budget.fits(effective) => {
+                    if !manual {
+                        state.strikes += 1;
+                        state.strike_floor = count;
+                    }
                     let message =
                         format!("compaction skipped: {e}; the request fits and is sent unchanged");
                     events.push(Event::new(
@@ -647,7 +698,7 @@ impl CompactManager {
         let tokens_sent = match &next {
             NextView::Replace { tokens, .. } | NextView::Extend { tokens } => *tokens,
         };
-        if failure.is_none() {
+        if failure.is_none() && stopped.is_none() {
             events.push(Event::new(
                 EventKind::Sent,
                 json!({"tip": tip.to_string(), "received": request.items.len(),
@@ -709,6 +760,9 @@ impl CompactManager {
         }
         if let Some(e) = failure {
             return Err(SessionError::Compact(e));
+        }
+        if let Some(e) = stopped {
+            return Err(e);
         }
         if let (Some(seq), Some(done)) = (view_seq_archived, &compaction) {
             warnings.extend(crate::archive::after_compaction(
@@ -922,6 +976,13 @@ pub(crate) fn items_compressed(done: &Compaction) -> usize {
         .filter(|p| !matches!(p.action, Action::Keep))
         .count()
 }
+
+/// Automatic compactions in a row that may leave the request above the trigger before automatic
+/// compaction stops for the session's current user turn (the two-strike breaker): a third would
+/// spend another summary and another prompt-cache rewrite on what evidently cannot shrink below the
+/// trigger. A new user message resets the count (the last turn, often the irreducible part, can
+/// then be compacted).
+pub const MAX_STRIKES: u32 = 2;
 
 /// Below this share of the current count a manual compaction aims (seed 003's acceptance: a manual
 /// compaction reduces the estimate by at least 40%).

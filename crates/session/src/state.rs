@@ -47,6 +47,15 @@ pub(crate) struct SessionState {
     pub recovery_attempts: u32,
     /// Tokens after the last recovery of the current turn (the no-progress breaker).
     pub recovery_last_tokens: Option<usize>,
+    /// Automatic compactions in a row that left the request above the trigger (the two-strike
+    /// breaker: at [`crate::manager::MAX_STRIKES`] automatic compaction stops for the session), and
+    /// the count the last of them reached (what could not shrink).
+    pub strikes: u32,
+    /// See `strikes`.
+    pub strike_floor: usize,
+    /// Index of the request's last user message when the strikes were counted: a new user turn
+    /// resets them (what was the irreducible last turn can now be compacted).
+    pub strike_turn: Option<usize>,
     /// True once a request was prepared (record_usage, recover and manual_compact need one).
     pub prepared: bool,
     /// True when the next preflight must recount and renormalise everything (after a reload).

@@ -18,3 +18,4 @@ mod recovery;
 mod redaction;
 mod services;
 mod sqlite;
+mod strikes;
