@@ -59,6 +59,17 @@ pub enum SessionError {
         /// The request's (effective) count.
         tokens: usize,
     },
+    /// A reviewed compaction was applied after the session moved on (a call logged something since
+    /// the proposal): propose again.
+    #[error("the proposal for session `{session}` was made at log version {proposed_at}, and the session is at {now}: propose again")]
+    ProposalOutdated {
+        /// The session.
+        session: String,
+        /// The version the proposal was made at.
+        proposed_at: u64,
+        /// The session's version now.
+        now: u64,
+    },
     /// The archive failed (reading an archived transcript for `recall`).
     #[error(transparent)]
     Archive(#[from] crate::archive::ArchiveError),

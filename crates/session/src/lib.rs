@@ -82,6 +82,7 @@ mod manual;
 mod recall;
 pub mod record;
 mod recover;
+mod review;
 mod state;
 pub mod store;
 pub mod trigger;
@@ -104,6 +105,7 @@ pub use export::{
 pub use manager::{CompactManager, PreflightReport, Prepared, MAX_SESSION_ID_LEN, MAX_STRIKES};
 pub use manual::ManualCompaction;
 pub use recover::{Recovery, RecoveryError, RECOVERY_SHRINK};
+pub use review::Proposal;
 #[cfg(feature = "postgres")]
 pub use store::PostgresStore;
 pub use store::{MemoryStore, SessionSummary, SqliteStore, Store, StoreError};

@@ -16,6 +16,7 @@ mod overflow_e2e;
 mod postgres;
 mod recovery;
 mod redaction;
+mod review;
 mod services;
 mod sqlite;
 mod strikes;
