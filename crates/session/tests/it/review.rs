@@ -3,7 +3,7 @@
 
 use crate::common::{manager, Agent};
 use compact_core::model::{Format, ItemBody};
-use compact_session::{SessionError, Store};
+use compact_session::SessionError;
 
 fn checkpoint_text(conv: &compact_core::model::Conversation) -> Option<String> {
     conv.items.iter().find_map(|i| match i.body() {
