@@ -16,7 +16,7 @@ trap 'rm -rf "$work"' EXIT
 (cd python && VIRTUAL_ENV="$venv" PATH="$venv/bin:$PATH" maturin develop --release --locked --quiet)
 cargo build --release --locked -q -p compact-python --example preflight_rust
 "$python" bench/python_preflight.py write "$work/session.json"
-for round in 1 2 3; do
+for round in 1 2 3 4 5; do
   "${CARGO_TARGET_DIR:-target}/release/examples/preflight_rust" "$work/session.json" "$samples"
   "$python" bench/python_preflight.py time "$work/session.json" "$samples"
 done

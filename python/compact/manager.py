@@ -46,6 +46,8 @@ class Prepared:
     """The wire format of ``messages``."""
     unchanged: bool
     """True when ``messages`` is the request as given (nothing was compacted or repaired)."""
+    rust_seconds: float = 0.0
+    """Wall time of the call's Rust work (decode, the runtime, encode), run with the GIL released."""
 
     @property
     def compacted(self) -> bool:
@@ -125,7 +127,7 @@ class CompactManager:
         unchanged = returned is None
         result = list(messages) if unchanged else from_wire(returned, as_messages)
         self._emit(out["events"])
-        return Prepared(result, out["report"], out["events"], out["format"], unchanged)
+        return Prepared(result, out["report"], out["events"], out["format"], unchanged, out["rust_ns"] / 1e9)
 
     def manual_compact(
         self,
@@ -162,7 +164,9 @@ class CompactManager:
         )
         self._remember(session_id, out["format"], system, as_messages)
         self._emit(out["events"])
-        return Prepared(from_wire(out["messages"], as_messages), out["report"], out["events"], out["format"], False)
+        return Prepared(
+            from_wire(out["messages"], as_messages), out["report"], out["events"], out["format"], False, out["rust_ns"] / 1e9
+        )
 
     def record_usage(
         self,

@@ -184,3 +184,16 @@ def test_default_policy_and_config_errors() -> None:
         CompactManager(CompactConfig.from_yaml("policy:\n  triger_pct: 0.8\n"))
     assert "triger_pct" in str(unknown.value) and ":2" in str(unknown.value)
     assert "task_state" in compact.templates()
+
+
+def test_events_reach_a_callback_and_a_failing_exporter_never_fails_the_call() -> None:
+    seen: list[str] = []
+
+    def broken(event: dict[str, Any]) -> None:
+        raise RuntimeError("collector down")
+
+    m = manager(exporter=[compact.CallbackExporter(lambda e: seen.append(e["event"])), compact.CallbackExporter(broken)])
+    with pytest.warns(RuntimeWarning, match="collector down"):
+        out = m.preflight("events", chat_history(2))
+    assert out == chat_history(2)
+    assert "compact.token_estimate" in seen and "compact.trigger_decision" in seen and "compact.sent" in seen

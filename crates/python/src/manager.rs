@@ -17,6 +17,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use serde_json::{json, Value};
 use std::sync::Arc;
+use std::time::Instant;
 
 /// The session runtime. Build it through `compact.CompactManager`, which writes the configuration
 /// document and wraps the results in the seed 003 API.
@@ -29,9 +30,15 @@ pub struct Manager {
 /// What a preflight-like call returns before it becomes Python objects.
 struct Outcome {
     messages: Option<Vec<Value>>,
+    /// Wall time of the Rust work (decode, manager call, encode), GIL released.
+    rust_ns: u64,
     format: Format,
     report: Value,
     events: Vec<Value>,
+}
+
+fn elapsed_ns(started: Instant) -> u64 {
+    u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX)
 }
 
 fn report_json(r: &PreflightReport) -> Value {
@@ -85,6 +92,7 @@ fn outcome_to_py<'py>(py: Python<'py>, o: &Outcome) -> PyResult<Bound<'py, PyDic
     d.set_item("format", o.format.name())?;
     d.set_item("report", value_to_py(py, &o.report)?)?;
     d.set_item("events", list(py, &o.events)?)?;
+    d.set_item("rust_ns", o.rust_ns)?;
     Ok(d)
 }
 
@@ -224,6 +232,7 @@ impl Manager {
         let request = raise(py, request_of(messages, format, system, tools, model))?;
         let manager = &self.inner;
         let outcome = py.detach(|| -> Result<Outcome, Failure> {
+            let started = Instant::now();
             let conversation = request.decode()?;
             let prepared = manager.preflight(session_id, &conversation)?;
             let unchanged = prepared.report.compaction.is_none()
@@ -236,6 +245,7 @@ impl Manager {
             };
             Ok(Outcome {
                 messages,
+                rust_ns: elapsed_ns(started),
                 format: request.format,
                 report: report_json(&prepared.report),
                 events: events_json(session_id, &prepared.events),
@@ -264,14 +274,17 @@ impl Manager {
         let request = raise(py, request_of(messages, format, system, tools, model))?;
         let manager = &self.inner;
         let outcome = py.detach(|| -> Result<Outcome, Failure> {
+            let started = Instant::now();
             let conversation = request.decode()?;
             let prepared = manager.preflight(session_id, &conversation)?;
             let mut events = events_json(session_id, &prepared.events);
             drop(prepared);
             let done = manager.manual_compact(session_id, note)?;
             events.extend(events_json(session_id, &done.events));
+            let messages = Some(request.messages_of(&done.conversation)?);
             Ok(Outcome {
-                messages: Some(request.messages_of(&done.conversation)?),
+                messages,
+                rust_ns: elapsed_ns(started),
                 format: request.format,
                 report: done.report.to_json(),
                 events,
@@ -324,12 +337,15 @@ impl Manager {
         let sent = raise(py, sent.map_err(Failure::from))?;
         let shape = raise(py, shape_of(&sent, format, system))?;
         let outcome = py.detach(|| -> Result<Outcome, Failure> {
+            let started = Instant::now();
             let retry = match manager.recover(session_id, &sent, status, body)? {
                 Recovery::Retry(c) => c,
                 Recovery::GiveUp(e) => return Err(e.into()),
             };
+            let messages = Some(shape.messages_of(&retry)?);
             Ok(Outcome {
-                messages: Some(shape.messages_of(&retry)?),
+                messages,
+                rust_ns: elapsed_ns(started),
                 format: shape.format,
                 report: json!({}),
                 events: Vec::new(),
