@@ -33,4 +33,18 @@ impl CompactManager {
         let state = self.existing(session, &mut slot)?;
         Ok(Arc::clone(&state.view))
     }
+
+    /// The request the latest `preflight` (or recovery) of `session` prepared, as it was sent
+    /// (normalisation repairs included): what [`CompactManager::recover`] expects back after a
+    /// provider's overflow error. Hosts that do not keep the prepared conversation themselves (the
+    /// Python package) read it here.
+    pub fn last_sent(&self, session: &str) -> Result<Arc<Conversation>, SessionError> {
+        let handle = self.handle(session);
+        let mut slot = Self::lock(&handle);
+        let state = self.existing(session, &mut slot)?;
+        if !state.prepared {
+            return Err(SessionError::NothingPrepared(session.to_owned()));
+        }
+        Ok(Arc::clone(state.sent()))
+    }
 }

@@ -6,7 +6,8 @@
 //! enforces a context window with the providers' exact error bodies and statuses, reports usage like
 //! the real APIs (cached tokens are the common prefix with the previous request to the same endpoint),
 //! returns deterministic or scripted replies (including tool calls), injects faults (queued, or per
-//! request with the `x-sim-fault` header) and records every request.
+//! request with the `x-sim-fault` header) and records every request. Run as a process
+//! (`compact-sim`), it is scripted over HTTP through the `/sim/` control paths (see `control.rs`).
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), compact_sim::SimError> {
@@ -22,6 +23,7 @@
 mod anthropic;
 mod body;
 pub mod config;
+mod control;
 mod count;
 pub mod fault;
 mod openai;

@@ -90,6 +90,9 @@ pub(crate) async fn handle(
     state: Arc<State>,
     req: Request<Incoming>,
 ) -> Result<Response<ChunkBody>, Reset> {
+    if crate::control::is_control(req.uri().path()) {
+        return Ok(crate::control::handle(&state, req).await);
+    }
     let seq = state.seq.fetch_add(1, Ordering::Relaxed) + 1;
     let path = req.uri().path().to_owned();
     let api = api_of(&path);

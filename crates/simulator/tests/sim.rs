@@ -488,3 +488,66 @@ async fn slow_fault_delays_the_answer() {
     assert_eq!(status, 200);
     assert!(started.elapsed() >= Duration::from_millis(300));
 }
+
+/// The `/sim/` control paths script replies, list requests, change the window and clear, for a
+/// simulator run as a process; control requests are not recorded.
+#[tokio::test]
+async fn control_paths_script_and_report() {
+    let sim = Simulator::spawn(SimConfig::default()).await.unwrap();
+    let replies = json!([{"text": "Reading.", "tool_calls": [{"name": "read_file", "arguments": {"path": "a.rs"}}]},
+                         {"text": "Done."}]);
+    let (status, _, body) = post(sim.addr(), "/sim/replies", &replies, &[])
+        .await
+        .unwrap();
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(serde_json::from_str::<Value>(&body).unwrap()["queued"], 2);
+    let (_, _, body) = post(sim.addr(), "/v1/chat/completions", &chat("go"), &[])
+        .await
+        .unwrap();
+    let v: Value = serde_json::from_str(&body).unwrap();
+    let call = &v["choices"][0]["message"]["tool_calls"][0]["function"];
+    assert_eq!(call["name"], "read_file");
+    assert_eq!(
+        serde_json::from_str::<Value>(call["arguments"].as_str().unwrap()).unwrap(),
+        json!({"path": "a.rs"})
+    );
+
+    let (status, _, _) = post(sim.addr(), "/sim/window", &json!({"window": 8}), &[])
+        .await
+        .unwrap();
+    assert_eq!(status, 200);
+    let (status, _, _) = post(sim.addr(), "/v1/chat/completions", &chat("go on"), &[])
+        .await
+        .unwrap();
+    assert_eq!(status, 400, "over the new 8-token window");
+
+    let mut stream = TcpStream::connect(sim.addr()).await.unwrap();
+    let get = format!(
+        "GET /sim/requests HTTP/1.1\r\nhost: {}\r\nconnection: close\r\n\r\n",
+        sim.addr()
+    );
+    stream.write_all(get.as_bytes()).await.unwrap();
+    let mut raw = Vec::new();
+    let _ = stream.read_to_end(&mut raw).await;
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let listed: Value = serde_json::from_str(text.split_once("\r\n\r\n").unwrap().1).unwrap();
+    let statuses: Vec<u64> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["status"].as_u64().unwrap())
+        .collect();
+    assert_eq!(statuses, vec![200, 400]);
+    assert_eq!(listed[0]["api"], "chat_completions");
+    assert!(listed[0]["input_tokens"].as_u64().unwrap() > 0);
+
+    let (status, _, _) = post(sim.addr(), "/sim/clear", &json!({}), &[])
+        .await
+        .unwrap();
+    assert_eq!(status, 200);
+    assert!(sim.requests().is_empty());
+    let (status, _, _) = post(sim.addr(), "/sim/nothing", &json!({}), &[])
+        .await
+        .unwrap();
+    assert_eq!(status, 404);
+}

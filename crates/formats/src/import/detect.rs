@@ -98,6 +98,14 @@ pub fn detect(bytes: &[u8], file_name: &str) -> Option<Format> {
     of_text(bytes, &ext)
 }
 
+/// The wire format of a list of messages or items (a request's `messages` or `input`, without the
+/// request around them): the first message only one format could have written, else Chat
+/// Completions when every element is a plain `{role, content}` message; `None` when an element is
+/// neither. Hosts that hold messages rather than whole requests (the Python package) use it.
+pub fn detect_messages(messages: &[Value]) -> Option<Format> {
+    of_messages(messages.iter())
+}
+
 /// What follows the leading `//` comment lines (and blank lines) of `body`.
 fn body_after_comments(body: &[u8]) -> &[u8] {
     let mut rest = body;

@@ -75,7 +75,7 @@ mod source;
 pub mod swe_agent;
 pub mod wire_file;
 
-pub use detect::detect;
+pub use detect::{detect, detect_messages};
 pub use error::{ImportError, ImportWarning, Location};
 
 use compact_core::model::{Conversation, Format, Item};

@@ -1,0 +1,158 @@
+//! Python objects to JSON values and back. What JSON cannot hold (a set, bytes, a NaN, a dict with
+//! a non-string key, an arbitrary object) is refused with the path of the offending value
+//! (`messages[3].content[0].text`), before anything reaches the session runtime.
+
+use crate::errors::Failure;
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use serde_json::{Map, Number, Value};
+
+/// Deepest nesting accepted (serde_json's own limit when parsing text).
+const MAX_DEPTH: usize = 128;
+
+/// Converts a Python object (dicts, lists, tuples, strings, numbers, booleans, `None`, and
+/// objects with a pydantic `model_dump`) into a JSON value; `path` names it in errors.
+pub fn py_to_value(obj: &Bound<'_, PyAny>, path: &mut String) -> Result<Value, Failure> {
+    to_value(obj, path, 0)
+}
+
+fn refuse(path: &str, message: impl std::fmt::Display) -> Failure {
+    Failure::input("bad_value", format!("{path}: {message}"))
+        .with(serde_json::json!({"path": path}))
+}
+
+fn to_value(obj: &Bound<'_, PyAny>, path: &mut String, depth: usize) -> Result<Value, Failure> {
+    if depth > MAX_DEPTH {
+        return Err(refuse(path, "nested too deeply"));
+    }
+    if obj.is_none() {
+        return Ok(Value::Null);
+    }
+    if let Ok(s) = obj.cast::<PyString>() {
+        return s
+            .to_str()
+            .map(|s| Value::String(s.to_owned()))
+            .map_err(|e| refuse(path, format!("not valid text: {e}")));
+    }
+    if let Ok(d) = obj.cast::<PyDict>() {
+        let mut map = Map::with_capacity(d.len());
+        let base = path.len();
+        for (k, v) in d.iter() {
+            let Ok(key) = k.cast::<PyString>() else {
+                return Err(refuse(
+                    path,
+                    format!("dict keys must be strings, not {}", type_name(&k)),
+                ));
+            };
+            let key = key
+                .to_str()
+                .map_err(|e| refuse(path, format!("key is not valid text: {e}")))?;
+            path.push('.');
+            path.push_str(key);
+            let value = to_value(&v, path, depth + 1)?;
+            path.truncate(base);
+            map.insert(key.to_owned(), value);
+        }
+        return Ok(Value::Object(map));
+    }
+    if let Ok(l) = obj.cast::<PyList>() {
+        return seq(l.iter(), l.len(), path, depth);
+    }
+    if let Ok(t) = obj.cast::<PyTuple>() {
+        return seq(t.iter(), t.len(), path, depth);
+    }
+    if obj.is_instance_of::<PyBool>() {
+        return obj
+            .extract::<bool>()
+            .map(Value::Bool)
+            .map_err(|e| refuse(path, e));
+    }
+    if obj.is_instance_of::<PyInt>() {
+        if let Ok(i) = obj.extract::<i64>() {
+            return Ok(Value::from(i));
+        }
+        if let Ok(u) = obj.extract::<u64>() {
+            return Ok(Value::from(u));
+        }
+        return Err(refuse(path, "integer too large for JSON"));
+    }
+    if let Ok(f) = obj.cast::<PyFloat>() {
+        return Number::from_f64(f.value())
+            .map(Value::Number)
+            .ok_or_else(|| refuse(path, "NaN and infinities are not JSON"));
+    }
+    // Pydantic models (the OpenAI and Agents SDKs' types): their JSON form.
+    if let Ok(dump) = obj.getattr("model_dump") {
+        let kwargs = PyDict::new(obj.py());
+        let _ = kwargs.set_item("mode", "json");
+        let _ = kwargs.set_item("exclude_unset", true);
+        let dumped = dump
+            .call((), Some(&kwargs))
+            .map_err(|e| refuse(path, format!("model_dump() failed: {e}")))?;
+        return to_value(&dumped, path, depth + 1);
+    }
+    Err(refuse(
+        path,
+        format!(
+            "{} is not JSON (expected dict, list, str, int, float, bool or None)",
+            type_name(obj)
+        ),
+    ))
+}
+
+fn seq<'py>(
+    items: impl Iterator<Item = Bound<'py, PyAny>>,
+    len: usize,
+    path: &mut String,
+    depth: usize,
+) -> Result<Value, Failure> {
+    let mut out = Vec::with_capacity(len);
+    let base = path.len();
+    for (i, item) in items.enumerate() {
+        path.push('[');
+        path.push_str(&i.to_string());
+        path.push(']');
+        out.push(to_value(&item, path, depth + 1)?);
+        path.truncate(base);
+    }
+    Ok(Value::Array(out))
+}
+
+fn type_name(obj: &Bound<'_, PyAny>) -> String {
+    obj.get_type()
+        .name()
+        .map(|n| n.to_string())
+        .unwrap_or_else(|_| "object".to_owned())
+}
+
+/// Converts a JSON value into Python objects (dict, list, str, int, float, bool, None).
+pub fn value_to_py<'py>(py: Python<'py>, value: &Value) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match value {
+        Value::Null => py.None().into_bound(py),
+        Value::Bool(b) => PyBool::new(py, *b).to_owned().into_any(),
+        Value::Number(n) => {
+            if let Some(i) = n.as_i64() {
+                i.into_pyobject(py)?.into_any()
+            } else if let Some(u) = n.as_u64() {
+                u.into_pyobject(py)?.into_any()
+            } else {
+                n.as_f64().unwrap_or(f64::NAN).into_pyobject(py)?.into_any()
+            }
+        }
+        Value::String(s) => PyString::new(py, s).into_any(),
+        Value::Array(items) => {
+            let list = PyList::empty(py);
+            for v in items {
+                list.append(value_to_py(py, v)?)?;
+            }
+            list.into_any()
+        }
+        Value::Object(map) => {
+            let dict = PyDict::new(py);
+            for (k, v) in map {
+                dict.set_item(k, value_to_py(py, v)?)?;
+            }
+            dict.into_any()
+        }
+    })
+}

@@ -1,0 +1,443 @@
+//! `Manager`: the session runtime ([`CompactManager`]) for Python. Every method converts its
+//! arguments while holding the GIL, releases it for the Rust work (decode, preflight or another
+//! manager call, encode), and takes it back to build the result.
+
+use crate::config::{llm_summarizer, resolve, session_config, template};
+use crate::convert::value_to_py;
+use crate::errors::{raise, Failure};
+use crate::messages::{messages_from_py, resolve_format, Parts, Request};
+use crate::summarizer::PySummarizer;
+use compact_core::model::{Conversation, Format};
+use compact_core::policy::Decision;
+use compact_session::{
+    archive_retention, open_archive, open_store, CompactManager, Event, MemoryStore,
+    PreflightReport, Recovery, Store, Usage,
+};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+use serde_json::{json, Value};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// The session runtime. Build it through `compact.CompactManager`, which writes the configuration
+/// document and wraps the results in the seed 003 API.
+#[pyclass(name = "Manager", module = "compact._native", frozen)]
+pub struct Manager {
+    inner: Arc<CompactManager>,
+    store: Arc<dyn Store>,
+}
+
+/// What a preflight-like call returns before it becomes Python objects.
+struct Outcome {
+    messages: Option<Vec<Value>>,
+    /// Wall time of the Rust work (decode, manager call, encode), GIL released.
+    rust_ns: u64,
+    format: Format,
+    report: Value,
+    events: Vec<Value>,
+}
+
+fn elapsed_ns(started: Instant) -> u64 {
+    u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX)
+}
+
+fn report_json(r: &PreflightReport) -> Value {
+    let (decision, reason) = match &r.decision {
+        Decision::None => ("none", None),
+        Decision::Remind(why) => ("remind", Some(format!("{why:?}"))),
+        Decision::Compact(why) => ("compact", Some(why.to_string())),
+    };
+    json!({
+        "decision": decision,
+        "reason": reason,
+        "tokens": r.tokens,
+        "effective_tokens": r.effective_tokens,
+        "ratio": r.ratio,
+        "new_items": r.new_items,
+        "reused_items": r.reused_items,
+        "branched": r.branched,
+        "manual": r.manual,
+        "compaction": r.compaction.as_ref().map(|c| c.to_json()),
+        "warnings": r.warnings,
+    })
+}
+
+fn events_json(session: &str, events: &[Event]) -> Vec<Value> {
+    events
+        .iter()
+        .map(|e| {
+            let mut v = e.to_json();
+            if let Value::Object(m) = &mut v {
+                m.insert("session_id".into(), json!(session));
+            }
+            v
+        })
+        .collect()
+}
+
+fn list<'py>(py: Python<'py>, values: &[Value]) -> PyResult<Bound<'py, PyList>> {
+    let list = PyList::empty(py);
+    for v in values {
+        list.append(value_to_py(py, v)?)?;
+    }
+    Ok(list)
+}
+
+fn outcome_to_py<'py>(py: Python<'py>, o: &Outcome) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    match &o.messages {
+        Some(m) => d.set_item("messages", list(py, m)?)?,
+        None => d.set_item("messages", py.None())?,
+    }
+    d.set_item("format", o.format.name())?;
+    d.set_item("report", value_to_py(py, &o.report)?)?;
+    d.set_item("events", list(py, &o.events)?)?;
+    d.set_item("rust_ns", o.rust_ns)?;
+    Ok(d)
+}
+
+/// The request a Python call describes.
+fn request_of(
+    messages: &Bound<'_, PyAny>,
+    format: Option<&str>,
+    system: Option<&Bound<'_, PyAny>>,
+    tools: Option<&Bound<'_, PyAny>>,
+    model: Option<&str>,
+) -> Result<Request, Failure> {
+    let values = messages_from_py(messages)?;
+    let format = resolve_format(format, &values)?;
+    let parts = Parts::from_py(system, tools, model)?;
+    Ok(Request::build(format, values, &parts))
+}
+
+/// A request with no messages of its own, to encode `conversation` in its format with `system`
+/// left out as the caller gave it.
+fn shape_of(
+    conversation: &Conversation,
+    format: Option<&str>,
+    system: Option<&Bound<'_, PyAny>>,
+) -> Result<Request, Failure> {
+    let format = match format {
+        Some(f) => crate::messages::parse_format(f)?,
+        None => conversation
+            .format
+            .filter(|f| f.is_wire())
+            .unwrap_or(Format::OpenAiChat),
+    };
+    let parts = Parts::from_py(system, None, None)?;
+    Ok(Request::build(format, Vec::new(), &parts))
+}
+
+fn check_session(session_id: &str) -> Result<(), Failure> {
+    if session_id.is_empty() {
+        return Err(Failure::input(
+            "invalid_session_id",
+            "session_id: must not be empty",
+        ));
+    }
+    Ok(())
+}
+
+#[pymethods]
+impl Manager {
+    /// A manager for a configuration document (`config`: the YAML file's shape, YAML or JSON
+    /// text; `name` names it in errors), with an optional Python summariser (called through
+    /// `runner`), redaction hook and session cache size.
+    #[new]
+    #[pyo3(signature = (config, *, name="CompactConfig", env=false, summarizer=None, runner=None, redaction_hook=None, max_cached_sessions=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        config: &str,
+        name: &str,
+        env: bool,
+        summarizer: Option<Py<PyAny>>,
+        runner: Option<Py<PyAny>>,
+        redaction_hook: Option<Py<PyAny>>,
+        max_cached_sessions: Option<usize>,
+    ) -> PyResult<Manager> {
+        let resolved = raise(py, resolve(name, config, env))?;
+        let mut session = session_config(&resolved);
+        let template = raise(py, template(&resolved))?;
+        match (summarizer, runner) {
+            (Some(target), Some(runner)) => {
+                session.summarizer = Arc::new(PySummarizer::new(py, target, runner, template));
+            }
+            (Some(_), None) => {
+                return Err(
+                    Failure::input("bad_value", "summarizer: needs a runner").into_py_err(py)
+                )
+            }
+            _ => {
+                if let Some(llm) = raise(py, llm_summarizer(&resolved))? {
+                    session.summarizer = llm;
+                }
+            }
+        }
+        if let Some(hook) = redaction_hook {
+            let Some(redactor) = session.redactor.take() else {
+                return Err(Failure::new(
+                    "ConfigError",
+                    "redaction",
+                    "redaction: a hook needs redaction enabled",
+                )
+                .into_py_err(py));
+            };
+            session.redactor = Some(Arc::new(
+                (*redactor)
+                    .clone()
+                    .with_hook(crate::summarizer::redaction_hook(hook)),
+            ));
+        }
+        if let Some(n) = max_cached_sessions {
+            session.max_cached_sessions = n.max(1);
+        }
+        let opened = py.detach(|| -> Result<(CompactManager, Arc<dyn Store>), Failure> {
+            let store: Arc<dyn Store> = match open_store(&resolved) {
+                Some(store) => store?,
+                None => Arc::new(MemoryStore::new()),
+            };
+            let mut manager = CompactManager::open(session, Arc::clone(&store))?;
+            if let Some(archive) = open_archive(&resolved, &|k| std::env::var(k).ok()) {
+                let archive = archive.map_err(|e| {
+                    Failure::new("ArchiveError", "archive", format!("storage.archive: {e}"))
+                })?;
+                manager = manager.with_archive(archive);
+            }
+            let _ = archive_retention(&resolved);
+            Ok((manager, store))
+        });
+        let (manager, store) = raise(py, opened)?;
+        Ok(Manager {
+            inner: Arc::new(manager),
+            store,
+        })
+    }
+
+    /// Prepares a request: returns `{"messages": list | None, "format", "report", "events"}`;
+    /// `messages` is `None` when the request goes out unchanged.
+    #[pyo3(signature = (session_id, messages, *, format=None, system=None, tools=None, model=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn preflight<'py>(
+        &self,
+        py: Python<'py>,
+        session_id: &str,
+        messages: &Bound<'py, PyAny>,
+        format: Option<&str>,
+        system: Option<&Bound<'py, PyAny>>,
+        tools: Option<&Bound<'py, PyAny>>,
+        model: Option<&str>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        raise(py, check_session(session_id))?;
+        let request = raise(py, request_of(messages, format, system, tools, model))?;
+        let manager = &self.inner;
+        let outcome = py.detach(|| -> Result<Outcome, Failure> {
+            let started = Instant::now();
+            let conversation = request.decode()?;
+            let prepared = manager.preflight(session_id, &conversation)?;
+            let unchanged = prepared.report.compaction.is_none()
+                && prepared.conversation.items == conversation.items;
+            drop(conversation);
+            let messages = if unchanged {
+                None
+            } else {
+                Some(request.messages_of(&prepared.conversation)?)
+            };
+            Ok(Outcome {
+                messages,
+                rust_ns: elapsed_ns(started),
+                format: request.format,
+                report: report_json(&prepared.report),
+                events: events_json(session_id, &prepared.events),
+            })
+        });
+        let outcome = raise(py, outcome)?;
+        outcome_to_py(py, &outcome)
+    }
+
+    /// Compacts the session now (after preflighting `messages`, which logs any new ones):
+    /// returns `{"messages", "format", "report", "events"}`.
+    #[pyo3(signature = (session_id, messages, *, note="manual", format=None, system=None, tools=None, model=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn manual_compact<'py>(
+        &self,
+        py: Python<'py>,
+        session_id: &str,
+        messages: &Bound<'py, PyAny>,
+        note: &str,
+        format: Option<&str>,
+        system: Option<&Bound<'py, PyAny>>,
+        tools: Option<&Bound<'py, PyAny>>,
+        model: Option<&str>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        raise(py, check_session(session_id))?;
+        let request = raise(py, request_of(messages, format, system, tools, model))?;
+        let manager = &self.inner;
+        let outcome = py.detach(|| -> Result<Outcome, Failure> {
+            let started = Instant::now();
+            let conversation = request.decode()?;
+            let prepared = manager.preflight(session_id, &conversation)?;
+            let mut events = events_json(session_id, &prepared.events);
+            drop(prepared);
+            let done = manager.manual_compact(session_id, note)?;
+            events.extend(events_json(session_id, &done.events));
+            let messages = Some(request.messages_of(&done.conversation)?);
+            Ok(Outcome {
+                messages,
+                rust_ns: elapsed_ns(started),
+                format: request.format,
+                report: done.report.to_json(),
+                events,
+            })
+        });
+        let outcome = raise(py, outcome)?;
+        outcome_to_py(py, &outcome)
+    }
+
+    /// Feeds the provider's reported usage of the last prepared request back (calibration).
+    #[pyo3(signature = (session_id, input_tokens, *, cache_read_input_tokens=0, cache_creation_input_tokens=0, model=None))]
+    fn record_usage<'py>(
+        &self,
+        py: Python<'py>,
+        session_id: &str,
+        input_tokens: u64,
+        cache_read_input_tokens: u64,
+        cache_creation_input_tokens: u64,
+        model: Option<String>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let usage = Usage {
+            input_tokens,
+            cache_read_input_tokens,
+            cache_creation_input_tokens,
+            model,
+        };
+        let manager = &self.inner;
+        let update = py.detach(|| manager.record_usage(session_id, &usage));
+        let update = raise(py, update.map_err(Failure::from))?;
+        let v = json!({"model": update.model, "provider_tokens": update.provider_tokens,
+            "our_tokens": update.our_tokens, "sample": update.sample, "ratio": update.ratio,
+            "clamped": update.clamped});
+        value_to_py(py, &v)
+    }
+
+    /// After the provider refused the last prepared request (`status`, `body`): the request to
+    /// retry, compacted harder. Raises `RecoveryError` when compaction cannot help.
+    #[pyo3(signature = (session_id, status, body, *, format=None, system=None))]
+    fn recover<'py>(
+        &self,
+        py: Python<'py>,
+        session_id: &str,
+        status: u16,
+        body: &str,
+        format: Option<&str>,
+        system: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let manager = &self.inner;
+        let sent = py.detach(|| manager.last_sent(session_id));
+        let sent = raise(py, sent.map_err(Failure::from))?;
+        let shape = raise(py, shape_of(&sent, format, system))?;
+        let outcome = py.detach(|| -> Result<Outcome, Failure> {
+            let started = Instant::now();
+            let retry = match manager.recover(session_id, &sent, status, body)? {
+                Recovery::Retry(c) => c,
+                Recovery::GiveUp(e) => return Err(e.into()),
+            };
+            let messages = Some(shape.messages_of(&retry)?);
+            Ok(Outcome {
+                messages,
+                rust_ns: elapsed_ns(started),
+                format: shape.format,
+                report: json!({}),
+                events: Vec::new(),
+            })
+        });
+        let outcome = raise(py, outcome)?;
+        outcome_to_py(py, &outcome)
+    }
+
+    /// The original of an item by the id a checkpoint, stub or truncation marker names:
+    /// `{"id", "messages"}` (the item as messages of `format`, Chat by default).
+    #[pyo3(signature = (session_id, reference, *, format=None))]
+    fn recall<'py>(
+        &self,
+        py: Python<'py>,
+        session_id: &str,
+        reference: &str,
+        format: Option<&str>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let manager = &self.inner;
+        let item = py.detach(|| manager.recall(session_id, reference));
+        let mut item = raise(py, item.map_err(Failure::from))?;
+        let id = item.meta.id.as_str().to_owned();
+        // Recalled for the caller to read: encoded even when the log marks it hidden from the
+        // model (a truncated original, an item behind a compaction).
+        item.meta.visibility.model = true;
+        let mut conversation = Conversation::default();
+        conversation.items.push(item);
+        let shape = raise(
+            py,
+            shape_of(&conversation, format.or(Some("openai-chat")), None),
+        )?;
+        let messages = raise(py, py.detach(|| shape.messages_of(&conversation)))?;
+        let d = PyDict::new(py);
+        d.set_item("id", id)?;
+        d.set_item("messages", list(py, &messages)?)?;
+        Ok(d)
+    }
+
+    /// The session's history as received (`view=False`) or its current view (`view=True`), as
+    /// messages of `format` (the format of the session's requests by default).
+    #[pyo3(signature = (session_id, *, view=false, format=None, system=None))]
+    fn messages<'py>(
+        &self,
+        py: Python<'py>,
+        session_id: &str,
+        view: bool,
+        format: Option<&str>,
+        system: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let manager = &self.inner;
+        let conversation = py.detach(|| {
+            if view {
+                manager.view(session_id).map(|c| (*c).clone())
+            } else {
+                manager.history(session_id)
+            }
+        });
+        let conversation = raise(py, conversation.map_err(Failure::from))?;
+        let shape = raise(py, shape_of(&conversation, format, system))?;
+        let messages = raise(py, py.detach(|| shape.messages_of(&conversation)))?;
+        list(py, &messages)
+    }
+
+    /// Truncates a tool output at write time (the original is logged, recallable by the id its
+    /// marker names); returns the text to put in the conversation.
+    fn truncate_tool_output(
+        &self,
+        py: Python<'_>,
+        session_id: &str,
+        call_id: &str,
+        output: &str,
+    ) -> PyResult<String> {
+        let manager = &self.inner;
+        let text = py.detach(|| manager.truncate_tool_output(session_id, call_id, output));
+        raise(py, text.map_err(Failure::from))
+    }
+
+    /// The sessions in the store: `[{"id", "version", "last_event_ms"}]`.
+    fn sessions<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let store = &self.store;
+        let sessions = py.detach(|| store.list_sessions());
+        let sessions = raise(py, sessions.map_err(Failure::from))?;
+        let values: Vec<Value> = sessions
+            .iter()
+            .map(|s| json!({"id": s.id, "version": s.version, "last_event_ms": s.last_event_ms}))
+            .collect();
+        list(py, &values)
+    }
+
+    /// Drops the in-memory state of a session (its next call reloads it from the store).
+    fn evict(&self, session_id: &str) {
+        let _ = self.inner.evict(session_id);
+    }
+}

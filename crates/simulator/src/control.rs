@@ -1,0 +1,145 @@
+//! The control API, for tests and examples that run the simulator as a process of its own (the
+//! Python package's tests, `examples/*.py`): the `/sim/` paths script what the simulated model
+//! says, read what it received and change the window, as [`crate::SimHandle`] does in-process.
+//!
+//! - `POST /sim/replies` with `[{"text": "...", "tool_calls": [{"name": "...", "arguments": {...}}]}]`
+//!   queues scripted replies (answer: `{"queued": N}`, the replies now waiting);
+//! - `GET /sim/requests`: every request received so far, without bodies (`seq`, `api`, `path`,
+//!   `status`, `input_tokens`, `max_output`, `stream`, `fault`);
+//! - `POST /sim/window` with `{"window": N}` changes the context window;
+//! - `POST /sim/clear` forgets recorded requests, queued faults and replies.
+//!
+//! Control requests are not recorded and never carry faults.
+
+use crate::body::ChunkBody;
+use crate::record::Api;
+use crate::script::{ScriptedReply, ScriptedToolCall};
+use crate::server::{lock, State};
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+use hyper::{Method, Request, Response, StatusCode};
+use serde_json::{json, Value};
+
+/// Largest control request body accepted.
+const MAX_CONTROL_BYTES: usize = 16 * 1024 * 1024;
+
+/// True for the paths this module answers.
+pub(crate) fn is_control(path: &str) -> bool {
+    path.starts_with("/sim/")
+}
+
+/// Answers one control request.
+pub(crate) async fn handle(state: &State, req: Request<Incoming>) -> Response<ChunkBody> {
+    let method = req.method().clone();
+    let path = req.uri().path().to_owned();
+    let body = match http_body_util::Limited::new(req.into_body(), MAX_CONTROL_BYTES)
+        .collect()
+        .await
+    {
+        Ok(b) => b.to_bytes(),
+        Err(_) => {
+            return answer(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                json!({"error": "body too large"}),
+            )
+        }
+    };
+    let parsed = || serde_json::from_slice::<Value>(&body);
+    match (method, path.as_str()) {
+        (Method::POST, "/sim/replies") => match parsed()
+            .map_err(|e| e.to_string())
+            .and_then(|v| replies(&v))
+        {
+            Ok(list) => {
+                let mut queue = lock(&state.replies);
+                queue.extend(list);
+                answer(StatusCode::OK, json!({"queued": queue.len()}))
+            }
+            Err(e) => answer(StatusCode::BAD_REQUEST, json!({"error": e})),
+        },
+        (Method::GET, "/sim/requests") => {
+            let records: Vec<Value> = lock(&state.records)
+                .iter()
+                .map(|r| {
+                    json!({"seq": r.seq, "api": api_name(r.api), "path": r.path, "status": r.status,
+                           "input_tokens": r.input_tokens, "max_output": r.max_output,
+                           "stream": r.stream, "fault": r.fault})
+                })
+                .collect();
+            answer(StatusCode::OK, Value::Array(records))
+        }
+        (Method::POST, "/sim/window") => {
+            match parsed()
+                .ok()
+                .and_then(|v| v.get("window").and_then(Value::as_u64))
+            {
+                Some(window) => {
+                    lock(&state.config).window = window;
+                    answer(StatusCode::OK, json!({"window": window}))
+                }
+                None => answer(
+                    StatusCode::BAD_REQUEST,
+                    json!({"error": "expected {\"window\": N}"}),
+                ),
+            }
+        }
+        (Method::POST, "/sim/clear") => {
+            lock(&state.records).clear();
+            lock(&state.faults).clear();
+            lock(&state.replies).clear();
+            answer(StatusCode::OK, json!({}))
+        }
+        (_, other) => answer(
+            StatusCode::NOT_FOUND,
+            json!({"error": format!("unknown control path {other}")}),
+        ),
+    }
+}
+
+/// Scripted replies from their JSON form.
+fn replies(v: &Value) -> Result<Vec<ScriptedReply>, String> {
+    let list = v.as_array().ok_or("expected a list of replies")?;
+    list.iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let text = r.get("text").and_then(Value::as_str).unwrap_or_default();
+            let mut reply = ScriptedReply::text(text);
+            for (j, c) in r
+                .get("tool_calls")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .enumerate()
+            {
+                let name = c
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| format!("replies[{i}].tool_calls[{j}]: no name"))?;
+                reply.tool_calls.push(ScriptedToolCall {
+                    name: name.to_owned(),
+                    arguments: c.get("arguments").cloned().unwrap_or_else(|| json!({})),
+                });
+            }
+            Ok(reply)
+        })
+        .collect()
+}
+
+fn api_name(api: Api) -> &'static str {
+    match api {
+        Api::ChatCompletions => "chat_completions",
+        Api::Responses => "responses",
+        Api::Messages => "messages",
+        Api::CountTokens => "count_tokens",
+        Api::Unknown => "unknown",
+    }
+}
+
+fn answer(status: StatusCode, body: Value) -> Response<ChunkBody> {
+    let mut r = Response::new(ChunkBody::full(body.to_string()));
+    *r.status_mut() = status;
+    if let Ok(v) = hyper::header::HeaderValue::from_str("application/json") {
+        r.headers_mut().insert(hyper::header::CONTENT_TYPE, v);
+    }
+    r
+}
