@@ -383,6 +383,21 @@ impl CompactManager {
         )
     }
 
+    /// What was sent last and its count, recounted (and normalised) when the state was just loaded
+    /// from the log, whose count is not known yet: a manual or reviewed compaction can then run on a
+    /// session this process has not served (`compactctl sessions compact`).
+    pub(crate) fn sent_now(&self, state: &mut SessionState) -> (Arc<Conversation>, usize) {
+        if state.fresh {
+            let rules = ProviderRules::for_format(state.view.format.unwrap_or(Format::OpenAiChat));
+            let normalized = normalize(&state.view, &rules);
+            if !normalized.diagnostics.is_empty() {
+                state.repaired = Some(Arc::new(normalized.conversation));
+            }
+            state.sent_tokens = self.config.counter.total(state.sent());
+        }
+        (Arc::clone(state.sent()), state.sent_tokens)
+    }
+
     /// The policy compaction runs with under calibration `ratio`: when the provider counts more
     /// than we do, the window is shrunk by the ratio so that the compacted request fits the
     /// provider's count (a ratio below 1 is not used to grow the window: the reserved output and

@@ -59,12 +59,12 @@ impl CompactManager {
         let handle = self.handle(session);
         let mut slot = Self::lock(&handle);
         let state = self.existing(session, &mut slot)?;
-        if !state.prepared || state.fresh {
+        if !state.prepared {
             return Err(SessionError::NothingPrepared(session.to_owned()));
         }
+        let (current, sent_tokens) = self.sent_now(state);
         let ratio = state.calibration.ratio(&state.model);
-        let policy = manual_policy(&self.calibrated_policy(ratio), state.sent_tokens);
-        let current = std::sync::Arc::clone(state.sent());
+        let policy = manual_policy(&self.calibrated_policy(ratio), sent_tokens);
         let done = self
             .compactor(policy)
             .and_then(|c| block_on(c.compact(&current)))?;

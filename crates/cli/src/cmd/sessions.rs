@@ -1,6 +1,7 @@
 //! `compactctl sessions`: the session logs the session runtime keeps in a store (`--store
 //! sqlite:PATH`): list them, show one, recall an original by reference, export a session's history
-//! (or its latest view) in a wire format, and remove old sessions (`gc`).
+//! (or its latest view) in a wire format, compact one now (`compact`, with `--review` to read and edit
+//! the checkpoint in `$EDITOR` first), and remove old sessions (`gc`).
 
 use crate::cmd::compact::parse_target;
 use crate::exit::BadInput;
@@ -73,6 +74,22 @@ enum SessionsCommand {
         #[arg(short, long)]
         output: Option<String>,
     },
+    /// Compact a session now (a manual compaction: its next request starts from the new view).
+    Compact {
+        /// The session id.
+        id: String,
+        /// Open the planned checkpoint in `$VISUAL` / `$EDITOR` first; the compaction applies with
+        /// what is saved (an unchanged file applies it as planned, an empty one cancels).
+        #[arg(long)]
+        review: bool,
+        /// The context window to compact for (default: the one the session last ran at, else the
+        /// configuration's).
+        #[arg(long)]
+        window: Option<usize>,
+        /// A note logged with the compaction.
+        #[arg(long, default_value = "compactctl sessions compact")]
+        note: String,
+    },
     /// Remove sessions whose latest event is older than a duration.
     Gc {
         /// Age: a number and a unit, `s`, `m`, `h` or `d` (`30d`).
@@ -114,6 +131,12 @@ pub fn run(args: &SessionsArgs) -> anyhow::Result<ExitCode> {
             view,
             output,
         } => export(store, id, format.as_deref(), *view, output.as_deref()),
+        SessionsCommand::Compact {
+            id,
+            review,
+            window,
+            note,
+        } => compact_now(store, args.config.as_deref(), id, *review, *window, note),
         SessionsCommand::Gc {
             older_than,
             dry_run,
@@ -435,4 +458,111 @@ fn gc(store: &dyn Store, older_than: &str, dry_run: bool) -> anyhow::Result<Exit
         }
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// The window `id` last ran at, from its latest `compact.trigger_decision` event.
+fn last_window(store: &dyn Store, id: &str) -> anyhow::Result<Option<usize>> {
+    let records = match store.read(id, 0) {
+        Ok(r) => r,
+        Err(compact_session::StoreError::UnknownSession(_)) => {
+            return Err(BadInput(format!("unknown session `{id}`")).into())
+        }
+        Err(e) => return Err(e.into()),
+    };
+    Ok(records.iter().rev().find_map(|s| match &s.record {
+        Record::Event(e) if e.kind == EventKind::TriggerDecision => e
+            .get("window")
+            .and_then(serde_json::Value::as_u64)
+            .and_then(|w| usize::try_from(w).ok()),
+        _ => None,
+    }))
+}
+
+/// `sessions compact ID [--review]`.
+fn compact_now(
+    store: Arc<dyn Store>,
+    config: Option<&str>,
+    id: &str,
+    review: bool,
+    window: Option<usize>,
+    note: &str,
+) -> anyhow::Result<ExitCode> {
+    let config =
+        compact_config::Config::load(config.map(Path::new), &compact_config::Overrides::default())
+            .map_err(|e| BadInput(e.to_string()))?;
+    let mut session = SessionConfig::from_config(&config);
+    let window = match window {
+        Some(w) => Some(w),
+        None => last_window(store.as_ref(), id)?,
+    };
+    if let Some(w) = window {
+        session.policy.max_context_tokens = w;
+    }
+    let manager = CompactManager::open(session, store).map_err(|e| BadInput(e.to_string()))?;
+    let done = if review {
+        let proposal = manager.propose(id).map_err(|e| session_error(id, e))?;
+        let Some(planned) = proposal.checkpoint.clone() else {
+            return Err(BadInput(format!(
+                "session `{id}`: the planned compaction writes no checkpoint to review"
+            ))
+            .into());
+        };
+        let edited = edit(&planned)?;
+        if edited.trim().is_empty() {
+            outln!("session `{id}`: empty checkpoint saved, nothing applied");
+            return Ok(ExitCode::SUCCESS);
+        }
+        let edit = (edited.trim() != planned.trim()).then_some(edited.as_str());
+        manager
+            .apply(&proposal, edit)
+            .map_err(|e| session_error(id, e))?
+    } else {
+        manager
+            .manual_compact(id, note)
+            .map_err(|e| session_error(id, e))?
+    };
+    outln!(
+        "session `{id}` compacted: {} -> {} tokens ({} saved), {} items compressed",
+        done.tokens_before,
+        done.tokens_after,
+        done.tokens_saved,
+        done.items_compressed
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Opens `text` in `$VISUAL` or `$EDITOR` (run by `sh`, so either may hold arguments) and returns
+/// what was saved.
+fn edit(text: &str) -> anyhow::Result<String> {
+    let editor = std::env::var("VISUAL")
+        .ok()
+        .filter(|e| !e.trim().is_empty())
+        .or_else(|| {
+            std::env::var("EDITOR")
+                .ok()
+                .filter(|e| !e.trim().is_empty())
+        })
+        .ok_or_else(|| BadInput("--review needs $VISUAL or $EDITOR".to_owned()))?;
+    let path = std::env::temp_dir().join(format!(
+        "compact-checkpoint-{}-{}.md",
+        std::process::id(),
+        now_ms()
+    ));
+    std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
+    let status = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("{editor} \"$1\""))
+        .arg("sh")
+        .arg(&path)
+        .status()
+        .with_context(|| format!("cannot run the editor `{editor}`"))?;
+    let saved = std::fs::read_to_string(&path);
+    let _ = std::fs::remove_file(&path);
+    if !status.success() {
+        return Err(BadInput(format!(
+            "the editor `{editor}` failed ({status}): nothing applied"
+        ))
+        .into());
+    }
+    Ok(saved.with_context(|| format!("cannot read {}", path.display()))?)
 }

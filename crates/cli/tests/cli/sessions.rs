@@ -1,7 +1,7 @@
 //! `compactctl sessions list | show | recall | export | gc --store sqlite:PATH`, on a store written
 //! by the session runtime itself.
 
-use crate::support::{in_dir, read_json, run, temp_dir};
+use crate::support::{in_dir, read_json, run, run_env, temp_dir};
 use compact_core::model::{Conversation, Format, Item, ItemBody, Role, ToolCall, ToolResult};
 use compact_core::policy::Policy;
 use compact_core::tokens::{Encoding, TokenCounter};
@@ -362,4 +362,120 @@ fn sessions_use_the_configured_archive_for_recall_and_gc() {
         "sessions", "--store", &store_arg, "--config", &yaml, "recall", "s", &first,
     ]);
     assert_ne!(left.code, 0);
+}
+
+/// A store with one long tool-using session `work` (OpenAI Chat), last prepared at a 16k window.
+fn long_session(test: &str) -> String {
+    let dir = temp_dir(test);
+    let path = in_dir(&dir, "sessions.db");
+    let store = Arc::new(SqliteStore::open(&path).unwrap());
+    let config = SessionConfig::new(
+        Policy::for_window(16_000),
+        TokenCounter::new(Encoding::O200kBase),
+    );
+    let manager = CompactManager::open(config, store).unwrap();
+    let mut conv = Conversation {
+        format: Some(Format::OpenAiChat),
+        ..Conversation::default()
+    };
+    conv.push(Item::text(Role::System, "You are a coding agent."));
+    for step in 0..14 {
+        conv.push(Item::text(
+            Role::User,
+            format!("Step {step}: fix module_{step} and run its tests."),
+        ));
+        let id = format!("call_{step}");
+        conv.push(Item::new(ItemBody::ToolCall(ToolCall::function(
+            &id,
+            "bash",
+            json!({"command": format!("cargo test -p module_{step}")}),
+        ))));
+        let out: String = (0..60)
+            .map(|i| format!("test module_{step}::case_{i} ... ok\n"))
+            .collect();
+        conv.push(Item::new(ItemBody::ToolResult(ToolResult::text(&id, out))));
+        // Long explanations: halving the view needs a summary, not only references.
+        conv.push(Item::text(
+            Role::Assistant,
+            format!("module_{step} passes its tests. ").repeat(60),
+        ));
+        manager.preflight("work", &conv).unwrap();
+    }
+    path
+}
+
+#[test]
+fn sessions_compact_applies_the_reviewed_checkpoint() {
+    let path = long_session("sessions-compact-review");
+    let url = format!("sqlite:{path}");
+    let dir = temp_dir("sessions-compact-editor");
+    let editor = in_dir(&dir, "editor.sh");
+    std::fs::write(
+        &editor,
+        "#!/bin/sh\nprintf '\\n- Reviewed: leave the parser module untouched.\\n' >> \"$1\"\n",
+    )
+    .unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&editor, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    // Without an editor, --review is refused and nothing changes.
+    let refused = run_env(
+        &["sessions", "compact", "work", "--review", "--store", &url],
+        &[("EDITOR", ""), ("VISUAL", "")],
+    )
+    .expect_code(2);
+    assert!(
+        refused.stderr.contains("needs $VISUAL or $EDITOR"),
+        "{}",
+        refused.stderr
+    );
+    let before = run(&["sessions", "export", "work", "--view", "--store", &url])
+        .ok()
+        .stdout;
+    assert!(!before.contains("Reviewed:"));
+    let compactions = |url: &str| {
+        run(&["sessions", "show", "work", "--store", url, "--json"])
+            .ok()
+            .json()["events"]["compact.compacted"]
+            .as_u64()
+            .unwrap_or(0)
+    };
+    let automatic = compactions(&url);
+
+    let out = run_env(
+        &["sessions", "compact", "work", "--review", "--store", &url],
+        &[("EDITOR", editor.as_str()), ("VISUAL", "")],
+    )
+    .ok();
+    assert!(
+        out.stdout.contains("session `work` compacted"),
+        "{}",
+        out.stdout
+    );
+    let view = run(&["sessions", "export", "work", "--view", "--store", &url])
+        .ok()
+        .stdout;
+    assert!(
+        view.contains("compact-checkpoint"),
+        "the view holds the checkpoint"
+    );
+    assert!(
+        view.contains("Reviewed: leave the parser module untouched."),
+        "the edit is what the model will see"
+    );
+    assert!(view.len() < before.len());
+    assert_eq!(
+        compactions(&url),
+        automatic + 1,
+        "one reviewed compaction logged"
+    );
+
+    let missing = run(&["sessions", "compact", "nope", "--store", &url]).expect_code(2);
+    assert!(
+        missing.stderr.contains("unknown session"),
+        "{}",
+        missing.stderr
+    );
 }
