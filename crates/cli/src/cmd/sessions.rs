@@ -564,5 +564,5 @@ fn edit(text: &str) -> anyhow::Result<String> {
         ))
         .into());
     }
-    Ok(saved.with_context(|| format!("cannot read {}", path.display()))?)
+    saved.with_context(|| format!("cannot read {}", path.display()))
 }
