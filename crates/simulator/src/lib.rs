@@ -21,6 +21,7 @@
 
 mod anthropic;
 mod body;
+pub mod compaction;
 pub mod config;
 mod count;
 pub mod fault;
