@@ -29,6 +29,8 @@ pub enum EventKind {
     Truncated,
     /// An overflow recovery attempt (retry or give up).
     Recovery,
+    /// The provider ran its own compaction for the last request (its pass's usage).
+    ProviderCompaction,
 }
 
 impl EventKind {
@@ -44,10 +46,11 @@ impl EventKind {
             EventKind::Calibration => "compact.calibration",
             EventKind::Truncated => "compact.truncated",
             EventKind::Recovery => "compact.recovery",
+            EventKind::ProviderCompaction => "compact.provider_compaction",
         }
     }
 
-    const ALL: [EventKind; 9] = [
+    const ALL: [EventKind; 10] = [
         EventKind::TokenEstimate,
         EventKind::TriggerDecision,
         EventKind::Compacted,
@@ -57,6 +60,7 @@ impl EventKind {
         EventKind::Calibration,
         EventKind::Truncated,
         EventKind::Recovery,
+        EventKind::ProviderCompaction,
     ];
 
     /// The kind named `name`, if any.

@@ -102,4 +102,4 @@ pub use recover::{Recovery, RecoveryError, RECOVERY_SHRINK};
 #[cfg(feature = "postgres")]
 pub use store::PostgresStore;
 pub use store::{MemoryStore, SessionSummary, SqliteStore, Store, StoreError};
-pub use usage::Usage;
+pub use usage::{CompactionPass, Usage};

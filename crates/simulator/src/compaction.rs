@@ -63,6 +63,15 @@ impl Issued {
         }
     }
 
+    /// Every issued compaction as the JSON text sent.
+    pub fn all(&self) -> Vec<String> {
+        self.blocks
+            .values()
+            .chain(self.items.values())
+            .map(Value::to_string)
+            .collect()
+    }
+
     /// Remembers an OpenAI compaction item.
     pub fn item(&mut self, item: &Value) {
         if let Some(enc) = item.get("encrypted_content").and_then(Value::as_str) {

@@ -141,6 +141,12 @@ impl SimHandle {
         lock(&self.state.records).clone()
     }
 
+    /// Every provider compaction this simulator issued (Anthropic blocks, OpenAI items), each as the
+    /// exact JSON text it sent.
+    pub fn issued_compactions(&self) -> Vec<String> {
+        lock(&self.state.issued).all()
+    }
+
     /// Forgets recorded requests, queued faults and replies.
     pub fn clear(&self) {
         lock(&self.state.records).clear();

@@ -28,7 +28,7 @@ pub(crate) struct State {
     pub(crate) records: Mutex<Vec<RecordedRequest>>,
     previous: Mutex<HashMap<Api, String>>,
     /// Provider compactions issued (to check what comes back).
-    issued: Mutex<compaction::Issued>,
+    pub(crate) issued: Mutex<compaction::Issued>,
     seq: AtomicU64,
 }
 
