@@ -604,6 +604,7 @@ pub fn compact_endpoint(
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -626,11 +627,7 @@ mod tests {
         ];
         let block = anthropic_block(1, "sum");
         let out = threshold_stream(normal, &block, false, iterations((10, 2), Some((5, 3))));
-        let names: Vec<String> = out
-            .iter()
-            .filter_map(|b| parse_event(b))
-            .map(|(n, _)| n)
-            .collect();
+        let names: Vec<String> = out.iter().filter_map(parse_event).map(|(n, _)| n).collect();
         assert_eq!(
             names,
             [

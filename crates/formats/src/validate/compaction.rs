@@ -237,7 +237,7 @@ pub(super) fn responses_item(
 
 /// The provider compactions of a request (Anthropic blocks or Responses `compaction` items), with
 /// their paths.
-fn compactions<'a>(request: &'a Value, anthropic: bool) -> Vec<(String, &'a Value)> {
+fn compactions(request: &Value, anthropic: bool) -> Vec<(String, &Value)> {
     if anthropic {
         let messages = request
             .get("messages")
