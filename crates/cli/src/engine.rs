@@ -91,6 +91,7 @@ pub fn summarizer(settings: &SummarizerSettings) -> anyhow::Result<Arc<dyn Summa
         }
         SummarizerKind::OpenAi => ProviderKind::OpenAi,
         SummarizerKind::Anthropic => ProviderKind::Anthropic,
+        SummarizerKind::AnthropicCompaction => ProviderKind::AnthropicCompaction,
     };
     let mut llm = SummarizerConfig::new(kind);
     if let Some(model) = &settings.model {

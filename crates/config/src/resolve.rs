@@ -26,6 +26,9 @@ pub enum SummarizerKind {
     OpenAi,
     /// An Anthropic model.
     Anthropic,
+    /// Anthropic's own compaction (on-demand mode): the provider summarises, Compact falls back to
+    /// its own checkpoint when it gives no summary or is unavailable.
+    AnthropicCompaction,
 }
 
 impl SummarizerKind {
@@ -35,6 +38,7 @@ impl SummarizerKind {
             SummarizerKind::Deterministic => "deterministic",
             SummarizerKind::OpenAi => "openai",
             SummarizerKind::Anthropic => "anthropic",
+            SummarizerKind::AnthropicCompaction => "anthropic-compaction",
         }
     }
 }
@@ -532,11 +536,13 @@ impl Config {
             Some(k) if k == "deterministic" => SummarizerKind::Deterministic,
             Some(k) if k == "openai" => SummarizerKind::OpenAi,
             Some(k) if k == "anthropic" => SummarizerKind::Anthropic,
+            Some(k) if k == "anthropic-compaction" => SummarizerKind::AnthropicCompaction,
             Some(k) => {
                 return Err(ConfigError::Field {
                     field: "summarizer.kind",
                     value: k,
-                    reason: "expected deterministic, openai or anthropic".to_owned(),
+                    reason: "expected deterministic, openai, anthropic or anthropic-compaction"
+                        .to_owned(),
                 })
             }
         };

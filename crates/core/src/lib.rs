@@ -22,6 +22,7 @@ pub mod normalize;
 pub mod partition;
 pub mod plan;
 pub mod policy;
+pub mod provider;
 pub mod redact;
 pub mod registry;
 pub mod strategy;

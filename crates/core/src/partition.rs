@@ -36,6 +36,8 @@ pub enum PinReason {
     TurnAborted,
     /// Not sent to the model (hidden items are never touched).
     Hidden,
+    /// A provider's own compaction (or trigger): opaque, checked byte for byte by the provider.
+    ProviderCompaction,
 }
 
 /// The class of one item.
@@ -175,6 +177,8 @@ impl Survey {
             .map(|item| {
                 if !item.meta.visibility.model {
                     Some(PinReason::Hidden)
+                } else if matches!(item.body(), ItemBody::ProviderCompaction(_)) {
+                    Some(PinReason::ProviderCompaction)
                 } else if item.is_protected(&policy.protected_flag) {
                     Some(PinReason::Protected)
                 } else if matches!(item.body(), ItemBody::Message(_))

@@ -455,6 +455,17 @@ impl Redactor {
             }
             ItemBody::Checkpoint(c) => self.redact_string(salt, &mut c.text),
             ItemBody::Opaque(o) => self.redact_value(salt, &mut o.value),
+            // Redacted like signed thinking: the readable summary only; the encrypted payload and
+            // the signature are never read.
+            ItemBody::ProviderCompaction(p) => {
+                let mut value = p.value().clone();
+                let n = match value.get_mut("content") {
+                    Some(serde_json::Value::String(s)) => self.redact_string(salt, s),
+                    _ => 0,
+                };
+                *p = crate::model::ProviderCompaction::new(p.wire(), value);
+                n
+            }
         };
         n
     }
@@ -558,6 +569,11 @@ fn visit_texts(item: &Item, with_envelope: bool, f: &mut dyn FnMut(&str)) {
         }
         ItemBody::Checkpoint(c) => f(&c.text),
         ItemBody::Opaque(o) => value(&o.value, f),
+        ItemBody::ProviderCompaction(p) => {
+            if let Some(s) = p.summary() {
+                f(s);
+            }
+        }
     }
 }
 

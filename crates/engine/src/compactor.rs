@@ -7,10 +7,14 @@ use crate::error::CompactError;
 use crate::report::Report;
 use crate::summarizer::{Summarizer, SummaryRequest, SummaryUsage};
 use compact_core::budget::Budget;
+use compact_core::model::Conversation as Conv;
 use compact_core::model::{Conversation, Format};
 use compact_core::normalize::{normalize, ProviderRules};
+use compact_core::partition::Survey;
 use compact_core::plan::Plan;
+use compact_core::plan::{Action, PlanBuilder, Tier};
 use compact_core::policy::{Policy, StrategyName, SummarizerFailure};
+use compact_core::provider;
 use compact_core::strategy::{self, Request};
 use compact_core::tokens::TokenCounter;
 use std::sync::Arc;
@@ -123,14 +127,15 @@ impl Compactor {
 
     /// Plans without summarising or applying (dry run).
     pub fn plan(&self, conv: &Conversation) -> Result<DryRun, CompactError> {
+        if let Some(call) = provider::compaction_call(conv) {
+            return Err(CompactError::ProviderCompactionCall(call));
+        }
         let normalized = normalize(conv, &self.rules_for(conv));
-        let request = Request::new(
-            &normalized.conversation,
-            &self.budget,
-            &self.policy,
-            &self.counter,
-        );
-        let plan = strategy::run(self.strategy, &request)?;
+        let dropped = Superseded::of(conv, &normalized.conversation, &self.counter);
+        let base = provider::hide(normalized.conversation.clone(), &dropped.indices);
+        let request = Request::new(&base, &self.budget, &self.policy, &self.counter);
+        let mut plan = strategy::run(self.strategy, &request)?;
+        dropped.mark(&mut plan);
         Ok(DryRun {
             input_repairs: normalized.diagnostics.len(),
             conversation: normalized.conversation,
@@ -142,10 +147,25 @@ impl Compactor {
     /// result is smaller than the input and within the usable budget, or an error; `conv` is never
     /// changed.
     pub async fn compact(&self, conv: &Conversation) -> Result<Compaction, CompactError> {
+        if let Some(call) = provider::compaction_call(conv) {
+            return Err(CompactError::ProviderCompactionCall(call));
+        }
         let rules = self.rules_for(conv);
         let normalized = normalize(conv, &rules);
-        let base = normalized.conversation;
+        // What the provider's last compaction already stands for goes first, at no loss: hidden
+        // from the strategy, and dropped from the result.
+        let dropped = Superseded::of(conv, &normalized.conversation, &self.counter);
+        let base = provider::hide(normalized.conversation, &dropped.indices);
         let tokens_before = self.counter.total(conv);
+        if let Some(done) = self.superseded_only(
+            conv,
+            &base,
+            &dropped,
+            tokens_before,
+            normalized.diagnostics.len(),
+        )? {
+            return Ok(done);
+        }
         let mut warnings: Vec<String> = Vec::new();
         if !normalized.diagnostics.is_empty() {
             warnings.push(format!(
@@ -163,8 +183,8 @@ impl Compactor {
                 summary_tokens,
                 ..Request::new(&base, &self.budget, &self.policy, &self.counter)
             };
-            let plan = strategy::run(self.strategy, &request)?;
-            if plan.is_noop() {
+            let mut plan = strategy::run(self.strategy, &request)?;
+            if plan.is_noop() && dropped.indices.is_empty() {
                 return Err(CompactError::NoProgress {
                     before: tokens_before,
                     after: plan.estimated_after(),
@@ -205,6 +225,7 @@ impl Compactor {
                     continue;
                 }
             }
+            dropped.mark(&mut plan);
             let applied = plan.apply(&base, text.as_deref())?;
             let check = normalize(&applied, &rules);
             let out = if check.diagnostics.is_empty() {
@@ -268,6 +289,61 @@ impl Compactor {
         })
     }
 
+    /// The compaction that only drops what the provider's last compaction superseded, when that
+    /// alone brings the request to the target (and frees what a compaction must); `None` otherwise.
+    fn superseded_only(
+        &self,
+        conv: &Conversation,
+        base: &Conversation,
+        dropped: &Superseded,
+        tokens_before: usize,
+        input_repairs: usize,
+    ) -> Result<Option<Compaction>, CompactError> {
+        if dropped.indices.is_empty() {
+            return Ok(None);
+        }
+        let tokens_after = self.counter.total(base);
+        let too_little = self.budget.fits(tokens_before)
+            && tokens_before.saturating_sub(tokens_after) < self.budget.min_gain;
+        if tokens_after > self.budget.target || tokens_after >= tokens_before || too_little {
+            return Ok(None);
+        }
+        let survey = Survey::of(base, &self.policy, &self.counter);
+        let mut plan = PlanBuilder::new(
+            self.strategy,
+            base,
+            &survey,
+            &self.budget,
+            &self.counter,
+            self.policy.tool_output.head_fraction,
+        )
+        .finish();
+        dropped.mark(&mut plan);
+        let out = plan.apply(base, None)?;
+        let tokens_after = self.counter.total(&out);
+        let report = Report {
+            tokens_before,
+            tokens_after,
+            items_before: conv.items.len(),
+            items_after: out.items.len(),
+            strategy: self.strategy,
+            tiers_applied: plan.tiers_applied(),
+            summarizer: None,
+            summary_usage: SummaryUsage::default(),
+            summary_tokens: None,
+            usable: self.budget.usable,
+            target: self.budget.target,
+            plans: 1,
+            input_repairs,
+            warnings: plan.notes.clone(),
+        };
+        Ok(Some(Compaction {
+            conversation: out,
+            plan,
+            report,
+        }))
+    }
+
     async fn summarize(
         &self,
         base: &Conversation,
@@ -322,5 +398,60 @@ impl Compactor {
         warnings.extend(summary.warnings.iter().cloned());
         *produced_by = Some(summary.produced_by.clone());
         Ok(summary.text)
+    }
+}
+
+/// The items before the provider's last compaction that a compaction drops first, with their token
+/// counts (they are hidden while the strategy plans, so its plan counts them as nothing).
+struct Superseded {
+    indices: Vec<usize>,
+    tokens: Vec<usize>,
+}
+
+impl Superseded {
+    /// The items of `normalized` (the normalisation of `input`) that the provider's last compaction
+    /// in `input` supersedes, found by id (normalisation may already have hidden them, and may
+    /// insert or move other items).
+    fn of(input: &Conv, normalized: &Conv, counter: &TokenCounter) -> Self {
+        let ids: std::collections::HashSet<&compact_core::model::ItemId> =
+            provider::superseded(input, None)
+                .into_iter()
+                .map(|i| &input.items[i].meta.id)
+                .collect();
+        let indices: Vec<usize> = normalized
+            .items
+            .iter()
+            .enumerate()
+            .filter(|(_, item)| ids.contains(&item.meta.id))
+            .map(|(i, _)| i)
+            .collect();
+        Superseded {
+            tokens: indices
+                .iter()
+                .map(|&i| counter.count_item(&normalized.items[i]))
+                .collect(),
+            indices,
+        }
+    }
+
+    /// Marks the items dropped in `plan` (made for the conversation with them hidden).
+    fn mark(&self, plan: &mut Plan) {
+        if self.indices.is_empty() {
+            return;
+        }
+        for (&i, &tokens) in self.indices.iter().zip(&self.tokens) {
+            if let Some(p) = plan.items.get_mut(i) {
+                p.action = Action::Drop;
+                p.tier = Some(Tier::Drop);
+                p.tokens_before = tokens;
+                p.tokens_after = 0;
+                p.replacement = None;
+            }
+        }
+        plan.tokens_before += self.tokens.iter().sum::<usize>();
+        plan.notes.push(format!(
+            "{} item(s) before the provider's last compaction dropped first (the provider no longer needs them)",
+            self.indices.len()
+        ));
     }
 }

@@ -4,6 +4,7 @@
 use crate::summarizer::SummarizeError;
 use compact_core::plan::ApplyError;
 use compact_core::policy::PolicyError;
+use compact_core::provider::CompactionCall;
 use compact_core::strategy::{Breakdown, StrategyError};
 
 /// Why a compaction failed.
@@ -49,6 +50,10 @@ pub enum CompactError {
     /// The plan could not be applied (a bug: plans are built for the conversation they apply to).
     #[error(transparent)]
     Apply(#[from] ApplyError),
+    /// The request is the provider's own compaction call (a `compaction_trigger` item, a top-level
+    /// Anthropic `compaction`): it must reach the provider as it is, so Compact never compacts it.
+    #[error("the request is a provider compaction call (`{}`): it is sent as it is, never compacted", .0.as_str())]
+    ProviderCompactionCall(CompactionCall),
 }
 
 impl From<StrategyError> for CompactError {

@@ -8,6 +8,7 @@ use crate::report::Report;
 use compact_core::model::Conversation;
 use compact_core::normalize::normalize;
 use compact_core::policy::{decide, Decision};
+use compact_core::provider::compaction_call;
 
 /// What preflight decided and what to send.
 #[derive(Debug, Clone)]
@@ -25,7 +26,8 @@ pub struct Preflight {
 impl Compactor {
     /// Counts `conv`, decides, and compacts when the decision says so. Errors only when the request
     /// cannot be sent (over the usable budget and not compactable) or the summariser failed under a
-    /// `fail` policy.
+    /// `fail` policy. A provider compaction call ([`compaction_call`]) is never compacted nor
+    /// normalised: it is returned as it is, with a warning when compaction was due.
     pub async fn preflight(&self, conv: &Conversation) -> Result<Preflight, CompactError> {
         let count = self.counter().total(conv);
         let decision = decide(count, self.budget(), self.policy());
@@ -35,6 +37,21 @@ impl Compactor {
             report: None,
             warnings,
         };
+        if let Some(call) = compaction_call(conv) {
+            // The provider's own compaction call goes as it is, not even normalised.
+            let warnings = match decision {
+                Decision::Compact(_) => {
+                    vec![CompactError::ProviderCompactionCall(call).to_string()]
+                }
+                _ => Vec::new(),
+            };
+            return Ok(Preflight {
+                decision,
+                conversation: conv.clone(),
+                report: None,
+                warnings,
+            });
+        }
         if !matches!(decision, Decision::Compact(_)) {
             return Ok(unchanged(Vec::new()));
         }

@@ -69,6 +69,11 @@ fn compact(compactor: &Compactor, conv: &Conversation) -> Outcome {
             }
         }
         Err(CompactError::InsufficientBudget { .. }) => Outcome::Refused,
+        // The provider's own compaction call is sent as it is.
+        Err(CompactError::ProviderCompactionCall(_)) => match block_on(compactor.preflight(conv)) {
+            Ok(sent) => Outcome::Unchanged(sent.conversation),
+            Err(e) => Outcome::Failed(e.to_string()),
+        },
         Err(e) => Outcome::Failed(e.to_string()),
     }
 }
@@ -365,6 +370,213 @@ fn every_compacted_corpus_request_passes_the_provider_rules() {
         "provider-rule violations (see the report above):\n{}",
         violations.join("\n")
     );
+}
+
+// ---- Provider compaction in every place the providers allow ----------------------------------------
+
+/// Deterministic filler text: `words` words from a small vocabulary of agent output.
+fn filler(seed: usize, words: usize) -> String {
+    const VOCABULARY: [&str; 16] = [
+        "error",
+        "src/lib.rs",
+        "warning:",
+        "fn",
+        "parse_config",
+        "line",
+        "42",
+        "cargo",
+        "test",
+        "passed",
+        "failed",
+        "Result<()>",
+        "let",
+        "=",
+        "match",
+        "None",
+    ];
+    let mut state =
+        (seed as u64).wrapping_mul(6_364_136_223_846_793_005) ^ 1_442_695_040_888_963_407;
+    let mut out = Vec::with_capacity(words);
+    for k in 0..words {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        out.push(VOCABULARY[(state >> 60) as usize]);
+        if k % 12 == 11 {
+            out.push("\n");
+        }
+    }
+    out.join(" ")
+}
+
+/// Turns of tool use in a generated session (about 9k tokens: compacted at 8k and 16k).
+const TURNS: usize = 24;
+/// Words of each tool output.
+const OUTPUT_WORDS: usize = 260;
+
+fn anthropic_block(k: usize, readable: bool) -> Value {
+    if readable {
+        serde_json::json!({"type": "compaction", "content": format!("Summary {k}: {}", filler(900 + k, 40)), "signature": format!("c2lnLXt7{k}")})
+    } else {
+        serde_json::json!({"type": "compaction", "content": null, "encrypted_content": format!("ZW5j{k}"), "signature": format!("c2ln{k}"), "x_new": {"k": k}})
+    }
+}
+
+/// An Anthropic session of [`TURNS`] tool turns with a compaction block opening the assistant
+/// message of each turn in `blocks_at`; threshold mode when `threshold`, else one on-demand block
+/// opens the request (`blocks_at` ignored).
+fn anthropic_session(blocks_at: &[usize], threshold: bool, in_user: bool) -> Value {
+    let mut messages = Vec::new();
+    if threshold {
+        messages
+            .push(serde_json::json!({"role": "user", "content": "Fix the failing config tests."}));
+    } else if in_user {
+        messages.push(serde_json::json!({"role": "user", "content": [anthropic_block(0, true), {"type": "text", "text": "Fix the failing config tests."}]}));
+    } else {
+        messages
+            .push(serde_json::json!({"role": "assistant", "content": [anthropic_block(0, true)]}));
+        messages
+            .push(serde_json::json!({"role": "user", "content": "Fix the failing config tests."}));
+    }
+    for t in 0..TURNS {
+        let mut content = Vec::new();
+        if threshold && blocks_at.contains(&t) {
+            content.push(anthropic_block(t + 1, t % 2 == 0));
+        }
+        content.push(serde_json::json!({"type": "text", "text": format!("Step {t}.")}));
+        content.push(serde_json::json!({"type": "tool_use", "id": format!("toolu_{t}"), "name": "Bash", "input": {"command": format!("cargo test case_{t}")}}));
+        messages.push(serde_json::json!({"role": "assistant", "content": content}));
+        messages.push(serde_json::json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": format!("toolu_{t}"), "content": filler(t, OUTPUT_WORDS)}]}));
+    }
+    messages.push(serde_json::json!({"role": "user", "content": "Continue."}));
+    let mut request = serde_json::json!({"model": "claude-sonnet-4-5", "max_tokens": 2048, "system": "You are a coding agent.", "messages": messages});
+    if threshold {
+        request["context_management"] = serde_json::json!({"edits": [{"type": "compact_20260112", "trigger": {"type": "input_tokens", "value": 50000}}]});
+    }
+    request
+}
+
+/// A Responses session of [`TURNS`] tool turns with a `compaction` item before the turns in
+/// `items_at` (a compact-endpoint shape `[user messages..., compaction]` when `items_at` holds 0),
+/// ending in a `compaction_trigger` when `trigger`.
+fn responses_session(items_at: &[usize], trigger: bool) -> Value {
+    let mut input = vec![
+        serde_json::json!({"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "Sandbox: workspace-write."}]}),
+        serde_json::json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Fix the failing config tests."}]}),
+    ];
+    for t in 0..TURNS {
+        if items_at.contains(&t) {
+            input.push(serde_json::json!({"type": "compaction", "id": format!("cmp_{t}"), "encrypted_content": format!("Z0FBQU{t}{}", "x".repeat(40))}));
+        }
+        input.push(serde_json::json!({"type": "function_call", "call_id": format!("call_{t}"), "name": "shell", "arguments": format!("{{\"command\":[\"cargo\",\"test\",\"case_{t}\"]}}")}));
+        input.push(serde_json::json!({"type": "function_call_output", "call_id": format!("call_{t}"), "output": filler(t, OUTPUT_WORDS)}));
+    }
+    input.push(serde_json::json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Continue."}]}));
+    if trigger {
+        input.push(serde_json::json!({"type": "compaction_trigger"}));
+    }
+    serde_json::json!({"model": "gpt-5-codex", "instructions": "You are Codex.", "store": false, "stream": true, "input": input})
+}
+
+/// The generated sessions: every place a provider allows its compactions.
+fn provider_sessions() -> Vec<(String, Format, Value)> {
+    let mut out = Vec::new();
+    for at in [0, TURNS / 2, TURNS - 1] {
+        out.push((
+            format!("anthropic threshold block at turn {at}"),
+            Format::Anthropic,
+            anthropic_session(&[at], true, false),
+        ));
+        out.push((
+            format!("responses item at turn {at}"),
+            Format::OpenAiResponses,
+            responses_session(&[at], false),
+        ));
+    }
+    out.push((
+        "anthropic threshold blocks at three turns".into(),
+        Format::Anthropic,
+        anthropic_session(&[1, TURNS / 2, TURNS - 2], true, false),
+    ));
+    out.push((
+        "anthropic on-demand block in its own message".into(),
+        Format::Anthropic,
+        anthropic_session(&[], false, false),
+    ));
+    out.push((
+        "anthropic on-demand block opening the first user message".into(),
+        Format::Anthropic,
+        anthropic_session(&[], false, true),
+    ));
+    out.push((
+        "responses items at three turns".into(),
+        Format::OpenAiResponses,
+        responses_session(&[0, TURNS / 2, TURNS - 2], false),
+    ));
+    out.push((
+        "responses in-band trigger".into(),
+        Format::OpenAiResponses,
+        responses_session(&[TURNS / 2], true),
+    ));
+    let mut call = anthropic_session(&[], false, false);
+    call["compaction"] = serde_json::json!({"type": "summarize"});
+    out.push((
+        "anthropic on-demand compaction call".into(),
+        Format::Anthropic,
+        call,
+    ));
+    out
+}
+
+#[test]
+fn provider_compactions_in_every_allowed_place_pass_the_provider_rules() {
+    let mut sources = Vec::new();
+    for (name, format, request) in provider_sessions() {
+        assert!(
+            compact_formats::validate::validate(&request, format).is_empty(),
+            "{name}: the generated request itself breaks a rule: {:?}",
+            compact_formats::validate::validate(&request, format)
+        );
+        let conversation = compact_formats::wire::decode(format, &request).unwrap();
+        let originals = TARGETS
+            .iter()
+            .map(|&t| encode(&conversation, t).unwrap().value)
+            .collect();
+        sources.push(Source {
+            name,
+            format,
+            conversation,
+            originals,
+        });
+    }
+    let units: Vec<(usize, StrategyName)> = (0..sources.len())
+        .flat_map(|s| StrategyName::ALL.iter().map(move |&n| (s, n)))
+        .collect();
+    let mut total = Tally::default();
+    for tally in parallel(&units, |&(s, strategy)| sweep(&sources[s], strategy)) {
+        total.add(tally);
+    }
+    report(&total, sources.len());
+    assert!(total.failures.is_empty(), "{}", total.failures.join("\n"));
+    assert!(
+        total.compacted > 0,
+        "nothing was compacted: the sweep proves nothing"
+    );
+    let violations: Vec<String> = total
+        .findings
+        .iter()
+        .map(|f| {
+            format!(
+                "{} [{} @ {}] -> {}: {}",
+                f.file,
+                f.strategy,
+                f.window,
+                f.target.name(),
+                f.violation
+            )
+        })
+        .collect();
+    assert!(violations.is_empty(), "{}", violations.join("\n"));
 }
 
 // ---- The property over generated conversations -----------------------------------------------------

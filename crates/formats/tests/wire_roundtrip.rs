@@ -127,7 +127,8 @@ fn responses_fixture_round_trips() {
     assert_eq!(k["tool_call"], 4, "{k:?}");
     assert_eq!(k["tool_result"], 4, "{k:?}");
     assert_eq!(k["reasoning"], 2);
-    assert_eq!(k["opaque"], 3);
+    assert_eq!(k["opaque"], 2);
+    assert_eq!(k["provider_compaction"], 1);
     assert_eq!(k["checkpoint"], 1);
     assert_eq!(conv.pairing().orphan_count(), 0);
     assert_eq!(conv.items[0].role(), Role::System);
@@ -143,7 +144,7 @@ fn responses_fixture_round_trips() {
     assert!(conv
         .items
         .iter()
-        .any(|i| matches!(i.body(), ItemBody::Opaque(o) if o.label == "compaction")));
+        .any(|i| matches!(i.body(), ItemBody::ProviderCompaction(p) if p.is_encrypted())));
     assert!(conv.find("fc_01").is_some(), "wire ids become item ids");
     let shell = conv
         .items

@@ -80,7 +80,7 @@ impl SummarizerConfig {
     pub fn new(kind: ProviderKind) -> Self {
         let (model, base_url, env) = match kind {
             ProviderKind::OpenAi => (DEFAULT_OPENAI_MODEL, OPENAI_BASE_URL, "OPENAI_API_KEY"),
-            ProviderKind::Anthropic => (
+            ProviderKind::Anthropic | ProviderKind::AnthropicCompaction => (
                 DEFAULT_ANTHROPIC_MODEL,
                 ANTHROPIC_BASE_URL,
                 "ANTHROPIC_API_KEY",
@@ -112,8 +112,14 @@ impl SummarizerConfig {
         let base = self.base_url.trim_end_matches('/');
         match self.kind {
             ProviderKind::OpenAi => format!("{base}/chat/completions"),
-            ProviderKind::Anthropic if base.ends_with("/v1") => format!("{base}/messages"),
-            ProviderKind::Anthropic => format!("{base}/v1/messages"),
+            ProviderKind::Anthropic | ProviderKind::AnthropicCompaction
+                if base.ends_with("/v1") =>
+            {
+                format!("{base}/messages")
+            }
+            ProviderKind::Anthropic | ProviderKind::AnthropicCompaction => {
+                format!("{base}/v1/messages")
+            }
         }
     }
 }
@@ -194,11 +200,17 @@ pub fn build_summarizer(
                 }
             }
         }
-        ProviderKind::Anthropic => {
+        ProviderKind::Anthropic | ProviderKind::AnthropicCompaction => {
             headers.push(HeaderSpec::Plain(
                 "anthropic-version",
                 ANTHROPIC_VERSION.to_owned(),
             ));
+            if config.kind == ProviderKind::AnthropicCompaction {
+                headers.push(HeaderSpec::Plain(
+                    "anthropic-beta",
+                    crate::provider::ANTHROPIC_COMPACTION_BETA.to_owned(),
+                ));
+            }
             if let Some(k) = key {
                 headers.push(HeaderSpec::Secret(
                     "x-api-key",
@@ -219,7 +231,7 @@ pub fn build_summarizer(
     let http = HttpClient::new(config.timeout, config.retries)?;
     let seed = match config.kind {
         ProviderKind::OpenAi => config.seed,
-        ProviderKind::Anthropic => None,
+        ProviderKind::Anthropic | ProviderKind::AnthropicCompaction => None,
     };
     Ok(LlmSummarizer {
         kind: config.kind,

@@ -122,6 +122,11 @@ pub fn render_item(item: &Item, limits: &InputLimits) -> Option<(BlockKind, Stri
         }
         ItemBody::Checkpoint(c) => format!("[earlier record]\n{}", c.text),
         ItemBody::Opaque(o) => format!("[{} item omitted]", o.label),
+        // Readable provider summaries feed the checkpoint; encrypted payloads never do.
+        ItemBody::ProviderCompaction(p) => match p.summary() {
+            Some(s) => format!("[the provider's summary of earlier work]\n{s}"),
+            None => "[provider compaction omitted: encrypted]".to_owned(),
+        },
     };
     Some((BlockKind::Other, text))
 }

@@ -12,7 +12,18 @@ pub enum ProviderKind {
     OpenAi,
     /// Anthropic Messages.
     Anthropic,
+    /// Anthropic's own compaction (on-demand mode, beta `compact-2026-09-04`): the material goes in a
+    /// Messages request with a top-level `compaction: {type: "summarize"}`, and the readable summary
+    /// of the `compaction` block it returns is the checkpoint text. A reply without a summary (empty
+    /// content, a refusal), a 529 `compaction_unavailable` or any error is a failed summary, so the
+    /// compactor falls back to Compact's own checkpoint: the window stays Compact's to guarantee.
+    AnthropicCompaction,
 }
+
+/// Beta header value of Anthropic's on-demand compaction.
+pub const ANTHROPIC_COMPACTION_BETA: &str = "compact-2026-09-04";
+/// Longest on-demand compaction instructions the API accepts, in characters.
+pub const MAX_COMPACTION_INSTRUCTIONS_CHARS: usize = 16_384;
 
 impl ProviderKind {
     /// Name used on the command line and in reports.
@@ -20,6 +31,7 @@ impl ProviderKind {
         match self {
             ProviderKind::OpenAi => "openai",
             ProviderKind::Anthropic => "anthropic",
+            ProviderKind::AnthropicCompaction => "anthropic-compaction",
         }
     }
 }
@@ -30,8 +42,9 @@ impl std::str::FromStr for ProviderKind {
         match s {
             "openai" => Ok(ProviderKind::OpenAi),
             "anthropic" => Ok(ProviderKind::Anthropic),
+            "anthropic-compaction" => Ok(ProviderKind::AnthropicCompaction),
             other => Err(LlmError::Config(format!(
-                "unknown summariser provider `{other}` (expected openai or anthropic)"
+                "unknown summariser provider `{other}` (expected openai, anthropic or anthropic-compaction)"
             ))),
         }
     }
@@ -133,6 +146,22 @@ pub fn request_body(
             }
             body
         }
+        ProviderKind::AnthropicCompaction => {
+            let instructions: String = system
+                .chars()
+                .take(MAX_COMPACTION_INSTRUCTIONS_CHARS)
+                .collect();
+            let mut body = json!({
+                "model": model,
+                "max_tokens": max_output,
+                "messages": [{"role": "user", "content": user}],
+                "compaction": {"type": "summarize", "instructions": instructions},
+            });
+            if stream {
+                body["stream"] = json!(true);
+            }
+            body
+        }
     }
 }
 
@@ -147,6 +176,64 @@ pub fn parse_response(
         (ProviderKind::Anthropic, StreamMode::Off) => parse_messages(body),
         (ProviderKind::OpenAi, StreamMode::On) => parse_chat_stream(body),
         (ProviderKind::Anthropic, StreamMode::On) => parse_messages_stream(body),
+        (ProviderKind::AnthropicCompaction, StreamMode::Off) => {
+            let v = json_of(body)?;
+            Ok(compaction_completion(
+                v["content"].as_array().map_or(&[][..], Vec::as_slice),
+                v["stop_reason"].as_str(),
+                &v["usage"],
+            ))
+        }
+        (ProviderKind::AnthropicCompaction, StreamMode::On) => {
+            // On demand, the whole block comes in one `content_block_start`; the stop reason and
+            // the usage (with its iterations) in `message_delta`.
+            let mut blocks = Vec::new();
+            let mut stop = None;
+            let mut usage = Value::Null;
+            for ev in sse_events(body) {
+                let Ok(v) = serde_json::from_str::<Value>(&ev.data) else {
+                    continue;
+                };
+                match v["type"].as_str() {
+                    Some("content_block_start") => blocks.push(v["content_block"].clone()),
+                    Some("message_delta") => {
+                        stop = v["delta"]["stop_reason"].as_str().map(str::to_owned);
+                        usage = v["usage"].clone();
+                    }
+                    Some("error") => {
+                        return Err(LlmError::Malformed(format!(
+                            "error event in the stream: `{}`",
+                            excerpt(&ev.data)
+                        )))
+                    }
+                    _ => {}
+                }
+            }
+            Ok(compaction_completion(&blocks, stop.as_deref(), &usage))
+        }
+    }
+}
+
+/// The completion of an on-demand compaction reply: the `compaction` block's readable summary
+/// (empty when there is none: no block, `null` content, or only encrypted content); the cost is
+/// the sum of the usage's iterations (the top-level counts are 0).
+fn compaction_completion(content: &[Value], stop: Option<&str>, usage: &Value) -> Completion {
+    let text = content
+        .iter()
+        .find(|b| b["type"] == "compaction")
+        .and_then(|b| b["content"].as_str())
+        .unwrap_or("")
+        .to_owned();
+    let sum = |key: &str| -> Option<u64> {
+        let iterations = usage["iterations"].as_array()?;
+        Some(iterations.iter().filter_map(|i| i[key].as_u64()).sum())
+    };
+    Completion {
+        text,
+        input_tokens: sum("input_tokens").or_else(|| usage["input_tokens"].as_u64()),
+        output_tokens: sum("output_tokens").or_else(|| usage["output_tokens"].as_u64()),
+        truncated: matches!(stop, Some("max_tokens" | "model_context_window_exceeded")),
+        refused: stop == Some("refusal"),
     }
 }
 

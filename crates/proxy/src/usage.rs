@@ -4,7 +4,7 @@
 //! `message_start` when streaming).
 
 use crate::route::Route;
-use compact_session::Usage;
+use compact_session::{CompactionPass, Usage};
 use serde_json::Value;
 
 /// The input-token usage in `value`, when it carries one.
@@ -24,19 +24,55 @@ pub fn usage_in(route: Route, value: &Value) -> Option<Usage> {
             model,
             ..Usage::default()
         }),
-        Route::Responses => Some(Usage {
-            input_tokens: count("input_tokens")?,
-            model,
-            ..Usage::default()
-        }),
-        Route::Messages => Some(Usage {
-            input_tokens: count("input_tokens")?,
-            cache_read_input_tokens: count("cache_read_input_tokens").unwrap_or(0),
-            cache_creation_input_tokens: count("cache_creation_input_tokens").unwrap_or(0),
-            model,
-        }),
+        Route::Responses => {
+            let input_tokens = count("input_tokens")?;
+            // A server-side compaction shows as a `compaction` item in the output.
+            let compacted = holder["output"]
+                .as_array()
+                .is_some_and(|o| o.iter().any(|i| i["type"] == "compaction"));
+            Some(Usage {
+                input_tokens,
+                model,
+                provider_compaction: compacted.then(|| CompactionPass {
+                    input_tokens,
+                    output_tokens: count("output_tokens").unwrap_or(0),
+                    billed_input_tokens: input_tokens,
+                    billed_output_tokens: count("output_tokens").unwrap_or(0),
+                }),
+                ..Usage::default()
+            })
+        }
+        Route::Messages => match compaction_pass(usage) {
+            // The top-level counts exclude the compaction pass, which read the whole request.
+            Some(pass) => Some(Usage {
+                input_tokens: pass.input_tokens,
+                model,
+                provider_compaction: Some(pass),
+                ..Usage::default()
+            }),
+            None => Some(Usage {
+                input_tokens: count("input_tokens")?,
+                cache_read_input_tokens: count("cache_read_input_tokens").unwrap_or(0),
+                cache_creation_input_tokens: count("cache_creation_input_tokens").unwrap_or(0),
+                model,
+                provider_compaction: None,
+            }),
+        },
         Route::CountTokens | Route::Other => None,
     }
+}
+
+/// The compaction pass of an Anthropic `usage.iterations`, with the bill of every iteration.
+fn compaction_pass(usage: &Value) -> Option<CompactionPass> {
+    let iterations = usage.get("iterations")?.as_array()?;
+    let field = |i: &Value, k: &str| i.get(k).and_then(Value::as_u64).unwrap_or(0);
+    let pass = iterations.iter().find(|i| i["type"] == "compaction")?;
+    Some(CompactionPass {
+        input_tokens: field(pass, "input_tokens"),
+        output_tokens: field(pass, "output_tokens"),
+        billed_input_tokens: iterations.iter().map(|i| field(i, "input_tokens")).sum(),
+        billed_output_tokens: iterations.iter().map(|i| field(i, "output_tokens")).sum(),
+    })
 }
 
 #[cfg(test)]
@@ -64,5 +100,16 @@ mod tests {
         );
         let delta = json!({"type": "message_delta", "usage": {"output_tokens": 9}});
         assert!(usage_in(Route::Messages, &delta).is_none());
+        // A compaction pass: the request's size is what it read; the bill is every iteration.
+        let compacted = json!({"type": "message_delta", "usage": {"input_tokens": 300, "output_tokens": 9,
+            "iterations": [{"type": "compaction", "input_tokens": 60000, "output_tokens": 400},
+                           {"type": "message", "input_tokens": 300, "output_tokens": 9}]}});
+        let u = usage_in(Route::Messages, &compacted).unwrap();
+        assert_eq!(u.input_tokens, 60000);
+        let pass = u.provider_compaction.unwrap();
+        assert_eq!(
+            (pass.billed_input_tokens, pass.billed_output_tokens),
+            (60300, 409)
+        );
     }
 }

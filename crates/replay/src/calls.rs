@@ -7,6 +7,8 @@ pub fn is_assistant_side(item: &Item) -> bool {
     match item.body() {
         ItemBody::Message(m) => m.role == Role::Assistant,
         ItemBody::ToolCall(_) | ItemBody::Reasoning(_) => true,
+        // A compaction is the provider's output; a trigger is the client's request.
+        ItemBody::ProviderCompaction(p) => !p.is_trigger(),
         ItemBody::ToolResult(_) | ItemBody::Checkpoint(_) | ItemBody::Opaque(_) => false,
     }
 }

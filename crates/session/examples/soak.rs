@@ -137,6 +137,7 @@ impl Driver {
                     .as_u64()
                     .unwrap_or(0),
                 model: None,
+                provider_compaction: None,
             };
             self.manager
                 .record_usage(id, &usage)

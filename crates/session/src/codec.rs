@@ -11,9 +11,9 @@
 //! so a later version can read older logs.
 
 use compact_core::model::{
-    Arguments, Checkpoint, Envelope, Extra, Format, Item, ItemBody, ItemId, Media, MediaSource,
-    Message, Opaque, Part, PartKind, Reasoning, Role, ToolCall, ToolCallKind, ToolResult,
-    Visibility,
+    Arguments, Checkpoint, CompactionWire, Envelope, Extra, Format, Item, ItemBody, ItemId, Media,
+    MediaSource, Message, Opaque, Part, PartKind, ProviderCompaction, Reasoning, Role, ToolCall,
+    ToolCallKind, ToolResult, Visibility,
 };
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
@@ -97,6 +97,9 @@ fn encode_body(body: &ItemBody) -> Value {
         }),
         ItemBody::Opaque(o) => json!({
             "type": "opaque", "label": o.label, "role": o.role.map(Role::as_str), "value": o.value,
+        }),
+        ItemBody::ProviderCompaction(p) => json!({
+            "type": "provider_compaction", "wire": compaction_wire_name(p.wire()), "value": p.value(),
         }),
     }
 }
@@ -285,8 +288,29 @@ fn decode_body(r: &Reader<'_>) -> Result<ItemBody, CodecError> {
                 .transpose()?,
             value: r.field("value")?.v.clone(),
         }),
+        "provider_compaction" => ItemBody::ProviderCompaction(ProviderCompaction::new(
+            compaction_wire(r.str("wire")?, &r.at("wire"))?,
+            r.field("value")?.v.clone(),
+        )),
         other => return Err(bad(&r.at("type"), format!("unknown item type `{other}`"))),
     })
+}
+
+fn compaction_wire_name(wire: CompactionWire) -> &'static str {
+    match wire {
+        CompactionWire::AnthropicBlock => "anthropic_block",
+        CompactionWire::OpenAiItem => "openai_item",
+        CompactionWire::OpenAiTrigger => "openai_trigger",
+    }
+}
+
+fn compaction_wire(name: &str, path: &str) -> Result<CompactionWire, CodecError> {
+    match name {
+        "anthropic_block" => Ok(CompactionWire::AnthropicBlock),
+        "openai_item" => Ok(CompactionWire::OpenAiItem),
+        "openai_trigger" => Ok(CompactionWire::OpenAiTrigger),
+        other => Err(bad(path, format!("unknown provider compaction `{other}`"))),
+    }
 }
 
 fn decode_parts(r: &Reader<'_>) -> Result<Vec<Part>, CodecError> {

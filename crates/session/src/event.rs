@@ -39,6 +39,8 @@ pub enum EventKind {
     Failed,
     /// Seed 003: the provider accepted the request sent after an overflow recovery.
     OverflowRecovered,
+    /// The provider ran its own compaction for the last request (its pass's usage).
+    ProviderCompaction,
 }
 
 impl EventKind {
@@ -59,10 +61,11 @@ impl EventKind {
             EventKind::SummaryCreated => "compact.summary_created",
             EventKind::Failed => "compact.failed",
             EventKind::OverflowRecovered => "compact.overflow_recovered",
+            EventKind::ProviderCompaction => "compact.provider_compaction",
         }
     }
 
-    const ALL: [EventKind; 14] = [
+    const ALL: [EventKind; 15] = [
         EventKind::TokenEstimate,
         EventKind::TriggerDecision,
         EventKind::Compacted,
@@ -77,6 +80,7 @@ impl EventKind {
         EventKind::SummaryCreated,
         EventKind::Failed,
         EventKind::OverflowRecovered,
+        EventKind::ProviderCompaction,
     ];
 
     /// The kind named `name`, if any.

@@ -109,4 +109,4 @@ pub use review::Proposal;
 #[cfg(feature = "postgres")]
 pub use store::PostgresStore;
 pub use store::{MemoryStore, SessionSummary, SqliteStore, Store, StoreError};
-pub use usage::Usage;
+pub use usage::{CompactionPass, Usage};

@@ -20,6 +20,24 @@ pub struct Usage {
     pub cache_creation_input_tokens: u64,
     /// The model that answered, when known (else the last request's `model`).
     pub model: Option<String>,
+    /// The provider's own compaction pass, when the reply says it ran one (Anthropic
+    /// `usage.iterations`, a Responses `compaction` output item): then `input_tokens` is what that
+    /// pass read (the whole request as the provider counted it), and the provider now holds a
+    /// compaction the client will send back.
+    pub provider_compaction: Option<CompactionPass>,
+}
+
+/// The usage of a provider's compaction pass.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CompactionPass {
+    /// Input tokens the pass read.
+    pub input_tokens: u64,
+    /// Output tokens it wrote (the summary).
+    pub output_tokens: u64,
+    /// Input tokens billed for the whole reply (every iteration).
+    pub billed_input_tokens: u64,
+    /// Output tokens billed for the whole reply (every iteration).
+    pub billed_output_tokens: u64,
 }
 
 impl Usage {
@@ -61,6 +79,17 @@ impl CompactManager {
                 EventKind::OverflowRecovered,
                 json!({"model": update.model, "attempts": state.recovery_attempts,
                        "t_est": state.sent_tokens, "provider_tokens": update.provider_tokens}),
+            )));
+        }
+        if let Some(pass) = usage.provider_compaction {
+            // The provider now holds a compaction of everything it was sent: the client sends it
+            // back next, and what it stands for is the first thing the next compaction drops.
+            records.push(Record::Event(Event::new(
+                EventKind::ProviderCompaction,
+                json!({"model": update.model, "input_tokens": pass.input_tokens,
+                       "output_tokens": pass.output_tokens,
+                       "billed_input_tokens": pass.billed_input_tokens,
+                       "billed_output_tokens": pass.billed_output_tokens}),
             )));
         }
         self.append(session, state, records)?;

@@ -242,6 +242,7 @@ fn anthropic_content(
                 match str_of(b.get("type")).unwrap_or("") {
                     "text" => texts.push(str_of(b.get("text")).unwrap_or("").to_owned()),
                     "thinking" => texts.push(str_of(b.get("thinking")).unwrap_or("").to_owned()),
+                    "compaction" => texts.push(str_of(b.get("content")).unwrap_or("").to_owned()),
                     "tool_use" | "server_tool_use" => {
                         texts.push(str_of(b.get("name")).unwrap_or("").to_owned());
                         texts.push(b.get("input").map(Value::to_string).unwrap_or_default());

@@ -4,7 +4,8 @@ use std::time::Duration;
 
 /// Request header that asks for a fault on this request, e.g. `rate-limit;retry-after=2`,
 /// `server-error`, `slow;ms=300`, `reset`, `malformed-json`, `malformed-sse`, `stream-cut;after=3`,
-/// `stream-stall;after=2`, `overflow`.
+/// `stream-stall;after=2`, `overflow`, `compaction-empty;stop=refusal`, `compaction-unavailable`,
+/// `not-found`.
 pub const FAULT_HEADER: &str = "x-sim-fault";
 
 /// One injected fault.
@@ -42,6 +43,17 @@ pub enum Fault {
         /// Events delivered before the stall.
         after_events: usize,
     },
+    /// An Anthropic on-demand compaction that produced no summary: HTTP 200, empty content, this
+    /// stop reason (`max_tokens`, `model_context_window_exceeded`, `tool_use`, `refusal`, `end_turn`).
+    CompactionEmpty {
+        /// The stop reason.
+        stop: String,
+    },
+    /// Anthropic compaction temporarily unavailable: 529 `overloaded_error` with
+    /// `error.details.error_code: "compaction_unavailable"`.
+    CompactionUnavailable,
+    /// HTTP 404, as the standalone compact endpoint answers on some backends.
+    NotFound,
 }
 
 /// Why a fault header could not be parsed.
@@ -79,6 +91,21 @@ impl Fault {
             },
             "overflow" => Fault::Overflow,
             "malformed-sse" => Fault::MalformedSse,
+            "compaction-empty" => {
+                let stop = spec
+                    .split(';')
+                    .filter_map(|p| p.trim().strip_prefix("stop="))
+                    .next()
+                    .unwrap_or("end_turn");
+                if !crate::compaction::EMPTY_STOP_REASONS.contains(&stop) {
+                    return Err(BadFault(spec.to_owned()));
+                }
+                Fault::CompactionEmpty {
+                    stop: stop.to_owned(),
+                }
+            }
+            "compaction-unavailable" => Fault::CompactionUnavailable,
+            "not-found" | "404" => Fault::NotFound,
             "stream-stall" => Fault::StreamStall {
                 after_events: usize::try_from(num("after", 2)?).unwrap_or(usize::MAX),
             },
@@ -114,6 +141,13 @@ mod tests {
             Ok(Fault::StreamStall { after_events: 1 })
         );
         assert_eq!(Fault::parse("malformed-sse"), Ok(Fault::MalformedSse));
+        assert_eq!(
+            Fault::parse("compaction-empty;stop=refusal"),
+            Ok(Fault::CompactionEmpty {
+                stop: "refusal".into()
+            })
+        );
+        assert!(Fault::parse("compaction-empty;stop=bored").is_err());
         assert!(Fault::parse("explode").is_err());
         assert!(Fault::parse("slow;ms=abc").is_err());
     }

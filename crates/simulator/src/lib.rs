@@ -22,6 +22,7 @@
 
 mod anthropic;
 mod body;
+pub mod compaction;
 pub mod config;
 mod control;
 mod count;
@@ -140,6 +141,12 @@ impl SimHandle {
     /// Every request received so far, in arrival order.
     pub fn requests(&self) -> Vec<RecordedRequest> {
         lock(&self.state.records).clone()
+    }
+
+    /// Every provider compaction this simulator issued (Anthropic blocks, OpenAI items), each as the
+    /// exact JSON text it sent.
+    pub fn issued_compactions(&self) -> Vec<String> {
+        lock(&self.state.issued).all()
     }
 
     /// Forgets recorded requests, queued faults and replies.

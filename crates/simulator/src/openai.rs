@@ -158,7 +158,7 @@ pub fn chat_stream(
     out
 }
 
-fn responses_usage(u: &Usage) -> Value {
+pub(crate) fn responses_usage(u: &Usage) -> Value {
     json!({
         "input_tokens": u.input, "input_tokens_details": {"cached_tokens": u.cached},
         "output_tokens": u.output, "output_tokens_details": {"reasoning_tokens": 0},
@@ -179,7 +179,7 @@ fn responses_output(seq: u64, reply: &Reply) -> Vec<Value> {
     out
 }
 
-fn response_object(
+pub(crate) fn response_object(
     seq: u64,
     model: &str,
     status: &str,

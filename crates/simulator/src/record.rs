@@ -9,6 +9,8 @@ pub enum Api {
     ChatCompletions,
     /// `POST /v1/responses`.
     Responses,
+    /// `POST /v1/responses/compact` (the standalone compact endpoint).
+    ResponsesCompact,
     /// `POST /v1/messages`.
     Messages,
     /// `POST /v1/messages/count_tokens`.

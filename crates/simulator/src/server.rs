@@ -2,6 +2,7 @@
 //! the window and the body limit, records every request.
 
 use crate::body::ChunkBody;
+use crate::compaction::{self, AnthropicMode, Refusal};
 use crate::config::SimConfig;
 use crate::count::{common_prefix_tokens, count_chat, count_messages, count_responses, Counted};
 use crate::fault::{Fault, FAULT_HEADER};
@@ -26,6 +27,8 @@ pub(crate) struct State {
     pub(crate) replies: Mutex<VecDeque<ScriptedReply>>,
     pub(crate) records: Mutex<Vec<RecordedRequest>>,
     previous: Mutex<HashMap<Api, String>>,
+    /// Provider compactions issued (to check what comes back).
+    pub(crate) issued: Mutex<compaction::Issued>,
     seq: AtomicU64,
 }
 
@@ -42,6 +45,7 @@ impl State {
             replies: Mutex::default(),
             records: Mutex::default(),
             previous: Mutex::default(),
+            issued: Mutex::default(),
             seq: AtomicU64::new(0),
         }
     }
@@ -75,6 +79,7 @@ fn api_of(path: &str) -> Api {
     match path.split('?').next().unwrap_or("") {
         "/v1/chat/completions" | "/chat/completions" => Api::ChatCompletions,
         "/v1/responses" | "/responses" => Api::Responses,
+        "/v1/responses/compact" | "/responses/compact" => Api::ResponsesCompact,
         "/v1/messages" | "/messages" => Api::Messages,
         "/v1/messages/count_tokens" | "/messages/count_tokens" => Api::CountTokens,
         _ => Api::Unknown,
@@ -174,12 +179,31 @@ pub(crate) async fn handle(
             return Ok(finish(&state, record, answer));
         }
     };
+    let mode = match api {
+        Api::Messages => compaction::anthropic_mode(&record.headers, &body, &lock(&state.issued)),
+        Api::Responses | Api::ResponsesCompact => {
+            compaction::check_openai_items(&body, &lock(&state.issued))
+                .map(|()| AnthropicMode::None)
+        }
+        _ => Ok(AnthropicMode::None),
+    };
+    let mode = match mode {
+        Ok(mode) => mode,
+        Err(refusal) => {
+            record.body = body;
+            return Ok(finish(&state, record, refusal_answer(seq, api, &refusal)));
+        }
+    };
     let counted = match api {
         Api::ChatCompletions => count_chat(&body, config.openai_encoding),
-        Api::Responses => count_responses(&body, config.openai_encoding),
-        _ => count_messages(&body, config.anthropic_encoding),
+        Api::Responses | Api::ResponsesCompact => count_responses(&body, config.openai_encoding),
+        // The server reads nothing before the last compaction block.
+        _ => count_messages(
+            &compaction::anthropic_effective(&body),
+            config.anthropic_encoding,
+        ),
     };
-    record.body = body;
+    record.body = body.clone();
     record.input_tokens = Some(counted.input_tokens);
     record.max_output = counted.max_output;
     record.stream = counted.stream;
@@ -210,6 +234,11 @@ pub(crate) async fn handle(
         ));
     }
 
+    if let Some(answer) =
+        compaction_answer(&state, seq, api, &mode, &body, &counted, fault.as_ref())
+    {
+        return Ok(finish(&state, record, answer));
+    }
     let script = lock(&state.replies)
         .pop_front()
         .unwrap_or_else(|| default_reply(counted.input_tokens, &counted.last_user));
@@ -219,8 +248,11 @@ pub(crate) async fn handle(
         config.openai_encoding
     };
     let reply = Reply::new(script, counted.max_output, encoding);
-    let usage = usage_of(&state, api, &counted, &config, &reply);
-    let mut answer = success(seq, api, &counted, &reply, &usage);
+    let mut usage = usage_of(&state, api, &counted, &config, &reply);
+    let mut answer = match threshold_compaction(&state, seq, api, &mode, &body, &counted) {
+        None => success(seq, api, &counted, &reply, &usage),
+        Some(done) => with_compaction(seq, api, &counted, &reply, &mut usage, &done),
+    };
     if let Some(Fault::StreamCut { after_events }) = fault {
         answer.body = cut(answer.body, after_events);
     }
@@ -228,6 +260,242 @@ pub(crate) async fn handle(
         answer.body = stall(answer.body, *after_events);
     }
     Ok(finish(&state, record, answer))
+}
+
+/// The answer to a refused compaction use.
+fn refusal_answer(seq: u64, api: Api, refusal: &Refusal) -> Answer {
+    let body = if is_anthropic(api) {
+        refusal.anthropic_body(seq)
+    } else {
+        refusal.openai_body()
+    };
+    Answer::json(
+        StatusCode::from_u16(refusal.status).unwrap_or(StatusCode::BAD_REQUEST),
+        body,
+    )
+}
+
+/// Requests answered by a compaction alone: the Anthropic on-demand call, the Responses in-band
+/// trigger and the standalone compact endpoint.
+fn compaction_answer(
+    state: &State,
+    seq: u64,
+    api: Api,
+    mode: &AnthropicMode,
+    body: &Value,
+    c: &Counted,
+    fault: Option<&Fault>,
+) -> Option<Answer> {
+    let summary = compaction::summary_text(seq, c.input_tokens, &c.last_user);
+    let summary_tokens = c
+        .max_output
+        .map_or(u64::MAX, |m| m.max(1))
+        .min(compact_core::tokens::Encoding::O200kBase.count(&summary) as u64);
+    match api {
+        Api::Messages if *mode == AnthropicMode::OnDemand => {
+            if matches!(fault, Some(Fault::CompactionUnavailable)) {
+                let refusal = Refusal {
+                    status: 529,
+                    kind: "overloaded_error",
+                    code: Some("compaction_unavailable"),
+                    message: "Compaction is temporarily unavailable. Please retry.".to_owned(),
+                };
+                return Some(refusal_answer(seq, api, &refusal));
+            }
+            let (block, stop, out) = match fault {
+                Some(Fault::CompactionEmpty { stop }) => (None, stop.clone(), 0),
+                _ => {
+                    let block = compaction::anthropic_block(seq, &summary);
+                    lock(&state.issued).block(&block);
+                    (Some(block), "compaction".to_owned(), summary_tokens)
+                }
+            };
+            let iterations = compaction::iterations((c.input_tokens, out), None);
+            let reply = compaction::on_demand_reply(
+                seq,
+                &c.model,
+                block.as_ref(),
+                &stop,
+                iterations,
+                c.stream,
+            );
+            Some(match reply {
+                Ok(json) => Answer::json(StatusCode::OK, json),
+                Err(events) => Answer {
+                    status: StatusCode::OK,
+                    body: ChunkBody::chunks(events),
+                    sse: true,
+                    retry_after: None,
+                },
+            })
+        }
+        Api::Responses if compaction::has_trigger(body) => {
+            let item = compaction::openai_item(seq, c.input_tokens);
+            lock(&state.issued).item(&item);
+            let usage = Usage {
+                input: c.input_tokens,
+                cached: 0,
+                cache_creation: 0,
+                output: summary_tokens,
+            };
+            let done = openai::response_object(
+                seq,
+                &c.model,
+                "completed",
+                vec![item.clone()],
+                Some(&usage),
+                None,
+            );
+            if !c.stream {
+                return Some(Answer::json(StatusCode::OK, done.to_string()));
+            }
+            let pending = openai::response_object(seq, &c.model, "in_progress", vec![], None, None);
+            // The stream helper puts the item into the final response's output.
+            let done =
+                openai::response_object(seq, &c.model, "completed", vec![], Some(&usage), None);
+            let ev = |name: &str, data: Value| crate::body::sse(Some(name), &data.to_string());
+            let events = vec![
+                ev(
+                    "response.created",
+                    serde_json::json!({"type": "response.created", "response": pending}),
+                ),
+                ev(
+                    "response.completed",
+                    serde_json::json!({"type": "response.completed", "response": done}),
+                ),
+            ];
+            Some(Answer {
+                status: StatusCode::OK,
+                body: ChunkBody::chunks(compaction::responses_with_item_stream(
+                    events, &item, true,
+                )),
+                sse: true,
+                retry_after: None,
+            })
+        }
+        Api::ResponsesCompact => {
+            if matches!(fault, Some(Fault::NotFound)) {
+                let body = serde_json::json!({"error": {"message": "Not found", "type": "invalid_request_error", "param": null, "code": null}});
+                return Some(Answer::json(StatusCode::NOT_FOUND, body.to_string()));
+            }
+            let item = compaction::openai_item(seq, c.input_tokens);
+            lock(&state.issued).item(&item);
+            Some(Answer::json(
+                StatusCode::OK,
+                compaction::compact_endpoint(seq, body, &item, c.input_tokens, summary_tokens),
+            ))
+        }
+        _ => None,
+    }
+}
+
+/// A compaction the server runs before answering (threshold modes).
+struct Fired {
+    /// The block or item, first in the reply.
+    first: Value,
+    /// Input and output tokens of the compaction pass.
+    pass: (u64, u64),
+    /// Anthropic: answer with the block alone.
+    pause: bool,
+}
+
+/// Whether a threshold compaction fires for this request, and what it made.
+fn threshold_compaction(
+    state: &State,
+    seq: u64,
+    api: Api,
+    mode: &AnthropicMode,
+    body: &Value,
+    c: &Counted,
+) -> Option<Fired> {
+    let summary = compaction::summary_text(seq, c.input_tokens, &c.last_user);
+    let summary_tokens = compact_core::tokens::Encoding::O200kBase.count(&summary) as u64;
+    match (api, mode) {
+        (Api::Messages, AnthropicMode::Threshold { trigger, pause })
+            if c.input_tokens >= *trigger =>
+        {
+            let first = compaction::anthropic_block(seq, &summary);
+            lock(&state.issued).block(&first);
+            Some(Fired {
+                first,
+                pass: (c.input_tokens, summary_tokens),
+                pause: *pause,
+            })
+        }
+        (Api::Responses, _) => {
+            let threshold = compaction::openai_threshold(body)?;
+            if c.input_tokens < threshold {
+                return None;
+            }
+            let first = compaction::openai_item(seq, c.input_tokens);
+            lock(&state.issued).item(&first);
+            Some(Fired {
+                first,
+                pass: (c.input_tokens, summary_tokens),
+                pause: false,
+            })
+        }
+        _ => None,
+    }
+}
+
+/// The normal reply with a threshold compaction first. The message pass reads the summary and what
+/// follows it, not the whole input: its usage is the top-level one, the compaction pass's is only in
+/// `iterations` (Anthropic).
+fn with_compaction(
+    seq: u64,
+    api: Api,
+    c: &Counted,
+    reply: &Reply,
+    usage: &mut Usage,
+    fired: &Fired,
+) -> Answer {
+    usage.input = fired.pass.1 + c.input_tokens.min(u64::from(MESSAGE_PASS_TAIL_TOKENS));
+    usage.cached = usage.cached.min(usage.input);
+    usage.cache_creation = usage.cache_creation.min(usage.input - usage.cached);
+    let normal = success(seq, api, c, reply, usage);
+    let output = if fired.pause { 0 } else { usage.output };
+    let iterations = compaction::iterations(fired.pass, Some((usage.input, output)));
+    let mut answer = normal;
+    let mut chunks = Vec::new();
+    while let Some(chunk) = answer.body.take_chunk() {
+        chunks.push(chunk);
+    }
+    answer.body = match (api, answer.sse) {
+        (Api::Messages, true) => ChunkBody::chunks(compaction::threshold_stream(
+            chunks,
+            &fired.first,
+            fired.pause,
+            iterations,
+        )),
+        (Api::Messages, false) => ChunkBody::full(compaction::threshold_json(
+            &join(&chunks),
+            &fired.first,
+            fired.pause,
+            iterations,
+        )),
+        (_, true) => ChunkBody::chunks(compaction::responses_with_item_stream(
+            chunks,
+            &fired.first,
+            false,
+        )),
+        (_, false) => ChunkBody::full(compaction::responses_with_item_json(
+            &join(&chunks),
+            &fired.first,
+        )),
+    };
+    answer
+}
+
+/// Tokens of the request the message pass after a threshold compaction reads besides the summary
+/// (the latest turn, roughly).
+const MESSAGE_PASS_TAIL_TOKENS: u32 = 2_000;
+
+fn join(chunks: &[Bytes]) -> String {
+    chunks
+        .iter()
+        .map(|c| String::from_utf8_lossy(c).into_owned())
+        .collect()
 }
 
 /// Answers for faults that replace the reply.
@@ -288,7 +556,7 @@ fn overflow_answer(
     match api {
         Api::ChatCompletions => openai::chat_overflow(c, window, config.chat_wording)
             .map(|b| Answer::json(StatusCode::BAD_REQUEST, b)),
-        Api::Responses => {
+        Api::Responses | Api::ResponsesCompact => {
             if c.input_tokens + c.max_output.unwrap_or(0) <= window {
                 return None;
             }

@@ -549,5 +549,281 @@ async fn control_paths_script_and_report() {
     let (status, _, _) = post(sim.addr(), "/sim/nothing", &json!({}), &[])
         .await
         .unwrap();
+
+// ---- Provider-side compaction ----------------------------------------------------------------------
+
+/// The `data` of every SSE event named `name`.
+fn events(body: &str, name: &str) -> Vec<Value> {
+    body.split("\n\n")
+        .filter_map(|e| {
+            let rest = e.trim_start().strip_prefix("event: ")?;
+            let (n, data) = rest.split_once("\ndata: ")?;
+            (n == name).then(|| serde_json::from_str(data).unwrap())
+        })
+        .collect()
+}
+
+const ON_DEMAND: (&str, &str) = ("anthropic-beta", "compact-2026-09-04");
+const THRESHOLD: (&str, &str) = ("anthropic-beta", "compact-2026-01-12");
+
+#[tokio::test]
+async fn anthropic_on_demand_compaction_and_its_continuation() {
+    let sim = Simulator::spawn(SimConfig::default()).await.unwrap();
+    let history = json!([
+        {"role": "user", "content": "Port the parser to nom 8."},
+        {"role": "assistant", "content": "The lexer is done; the grammar is next."},
+        {"role": "user", "content": "Go on."}
+    ]);
+    let call = json!({"model": "claude-sonnet-4-5", "max_tokens": 1024, "messages": history, "compaction": {"type": "summarize"}});
+    // Without the beta header: refused.
+    let (status, _, _) = post(sim.addr(), "/v1/messages", &call, &[]).await.unwrap();
+    assert_eq!(status, 400);
+    let (status, _, body) = post(sim.addr(), "/v1/messages", &call, &[ON_DEMAND])
+        .await
+        .unwrap();
+    assert_eq!(status, 200);
+    let v: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["stop_reason"], "compaction");
+    assert_eq!(v["usage"]["input_tokens"], 0);
+    assert_eq!(v["usage"]["iterations"][0]["type"], "compaction");
+    assert!(
+        v["usage"]["iterations"][0]["input_tokens"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+    let block = v["content"][0].clone();
+    assert_eq!(block["type"], "compaction");
+    assert!(block["signature"].is_string());
+
+    // Continuing: the block first, alone, unchanged.
+    let next = |first: Value| {
+        json!({"model": "claude-sonnet-4-5", "max_tokens": 64, "messages": [
+        {"role": "assistant", "content": [first]}, {"role": "user", "content": "Continue."}]})
+    };
+    let (status, _, _) = post(
+        sim.addr(),
+        "/v1/messages",
+        &next(block.clone()),
+        &[ON_DEMAND],
+    )
+    .await
+    .unwrap();
+    assert_eq!(status, 200);
+    let mut edited = block.clone();
+    edited["content"] = json!("a shorter summary");
+    let (status, _, body) = post(sim.addr(), "/v1/messages", &next(edited), &[ON_DEMAND])
+        .await
+        .unwrap();
+    assert_eq!(status, 400);
+    assert!(body.contains("compaction_content_mismatch"), "{body}");
+    let mut late = next(block.clone());
+    late["messages"]
+        .as_array_mut()
+        .unwrap()
+        .insert(0, json!({"role": "user", "content": "old"}));
+    let (status, _, body) = post(sim.addr(), "/v1/messages", &late, &[ON_DEMAND])
+        .await
+        .unwrap();
+    assert_eq!(status, 400);
+    assert!(body.contains("compaction_block_misplaced"), "{body}");
+
+    // Streaming: the whole block in one content_block_start.
+    let mut streamed = call.clone();
+    streamed["stream"] = json!(true);
+    let (_, _, body) = post(sim.addr(), "/v1/messages", &streamed, &[ON_DEMAND])
+        .await
+        .unwrap();
+    let starts = events(&body, "content_block_start");
+    assert_eq!(starts.len(), 1);
+    assert_eq!(starts[0]["content_block"]["type"], "compaction");
+    assert!(starts[0]["content_block"]["content"].is_string());
+
+    // No summary: HTTP 200, empty content, the stop reason; unavailable: 529.
+    let (status, _, body) = post(
+        sim.addr(),
+        "/v1/messages",
+        &call,
+        &[ON_DEMAND, ("x-sim-fault", "compaction-empty;stop=refusal")],
+    )
+    .await
+    .unwrap();
+    assert_eq!(status, 200);
+    let v: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["content"], json!([]));
+    assert_eq!(v["stop_reason"], "refusal");
+    let (status, _, body) = post(
+        sim.addr(),
+        "/v1/messages",
+        &call,
+        &[ON_DEMAND, ("x-sim-fault", "compaction-unavailable")],
+    )
+    .await
+    .unwrap();
+    assert_eq!(status, 529);
+    let v: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["error"]["type"], "overloaded_error");
+    assert_eq!(
+        v["error"]["details"]["error_code"],
+        "compaction_unavailable"
+    );
+
+    // Refused options.
+    let mut stop = call.clone();
+    stop["stop_sequences"] = json!(["END"]);
+    let (status, _, _) = post(sim.addr(), "/v1/messages", &stop, &[ON_DEMAND])
+        .await
+        .unwrap();
+    assert_eq!(status, 400);
+}
+
+#[tokio::test]
+async fn anthropic_threshold_compaction_fires_streams_and_pauses() {
+    let sim = Simulator::spawn(SimConfig::with_window(200_000))
+        .await
+        .unwrap();
+    let big = "lorem ipsum dolor sit amet ".repeat(12_000);
+    let request = |pause: bool, stream: bool| {
+        json!({"model": "claude-sonnet-4-5", "max_tokens": 256, "stream": stream,
+        "context_management": {"edits": [{"type": "compact_20260112", "trigger": {"type": "input_tokens", "value": 50_000}, "pause_after_compaction": pause}]},
+        "messages": [{"role": "user", "content": big.clone()}]})
+    };
+    let (status, _, body) = post(
+        sim.addr(),
+        "/v1/messages",
+        &request(false, false),
+        &[THRESHOLD],
+    )
+    .await
+    .unwrap();
+    assert_eq!(status, 200, "{body}");
+    let v: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["content"][0]["type"], "compaction");
+    assert_eq!(v["content"][1]["type"], "text");
+    let iterations = v["usage"]["iterations"].as_array().unwrap();
+    assert_eq!(iterations.len(), 2);
+    assert!(iterations[0]["input_tokens"].as_u64().unwrap() >= 50_000);
+    assert_eq!(v["usage"]["output_tokens"], iterations[1]["output_tokens"]);
+    assert!(
+        v["usage"]["input_tokens"].as_u64().unwrap() < 50_000,
+        "the top level excludes the compaction pass"
+    );
+
+    let (_, _, body) = post(
+        sim.addr(),
+        "/v1/messages",
+        &request(true, false),
+        &[THRESHOLD],
+    )
+    .await
+    .unwrap();
+    let v: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["stop_reason"], "compaction");
+    assert_eq!(v["content"].as_array().unwrap().len(), 1);
+
+    let (_, _, body) = post(
+        sim.addr(),
+        "/v1/messages",
+        &request(false, true),
+        &[THRESHOLD],
+    )
+    .await
+    .unwrap();
+    let starts = events(&body, "content_block_start");
+    assert_eq!(starts[0]["content_block"]["type"], "compaction");
+    assert_eq!(starts[1]["index"], 1);
+    let deltas = events(&body, "content_block_delta");
+    assert_eq!(deltas[0]["delta"]["type"], "compaction_delta");
+    let block = v["content"][0].clone();
+
+    // Later requests are read from the last block on; the block must be the one issued.
+    let later = json!({"model": "claude-sonnet-4-5", "max_tokens": 64,
+        "context_management": {"edits": [{"type": "compact_20260112", "trigger": {"type": "input_tokens", "value": 50_000}}]},
+        "messages": [{"role": "user", "content": big.clone()}, {"role": "assistant", "content": [block]}, {"role": "user", "content": "next"}]});
+    let (status, _, body) = post(sim.addr(), "/v1/messages", &later, &[THRESHOLD])
+        .await
+        .unwrap();
+    assert_eq!(status, 200, "{body}");
+    let v: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        v["content"][0]["type"], "text",
+        "the old content no longer counts"
+    );
+    assert!(v["usage"]["input_tokens"].as_u64().unwrap() < 1_000);
+    // Without the header: refused.
+    let (status, _, _) = post(sim.addr(), "/v1/messages", &later, &[]).await.unwrap();
+    assert_eq!(status, 400);
+}
+
+#[tokio::test]
+async fn openai_compaction_in_band_threshold_and_endpoint() {
+    let sim = Simulator::spawn(SimConfig::default()).await.unwrap();
+    let input = json!([{"role": "user", "content": "Add retries."},
+        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Done."}]},
+        {"type": "compaction_trigger"}]);
+    let req = json!({"model": "gpt-5-codex", "stream": true, "store": false, "input": input});
+    let (status, _, body) = post(sim.addr(), "/v1/responses", &req, &[]).await.unwrap();
+    assert_eq!(status, 200);
+    assert_eq!(events(&body, "response.compaction.compacting").len(), 1);
+    let done = events(&body, "response.completed");
+    let output = done[0]["response"]["output"].as_array().unwrap();
+    assert_eq!(output.len(), 1);
+    let item = output[0].clone();
+    assert_eq!(item["type"], "compaction");
+    let numbers: Vec<u64> = [
+        "response.created",
+        "response.compaction.compacting",
+        "response.output_item.done",
+        "response.completed",
+    ]
+    .iter()
+    .map(|n| events(&body, n)[0]["sequence_number"].as_u64().unwrap())
+    .collect();
+    assert!(numbers.windows(2).all(|w| w[0] < w[1]), "{numbers:?}");
+
+    // The item comes back unchanged, or is refused.
+    let next = |item: Value| json!({"model": "gpt-5-codex", "input": [item, {"role": "user", "content": "next"}]});
+    let (status, _, _) = post(sim.addr(), "/v1/responses", &next(item.clone()), &[])
+        .await
+        .unwrap();
+    assert_eq!(status, 200);
+    let mut edited = item.clone();
+    edited["encrypted_content"] = json!("Zm9yZ2Vk");
+    let (status, _, _) = post(sim.addr(), "/v1/responses", &next(edited), &[])
+        .await
+        .unwrap();
+    assert_eq!(status, 400);
+
+    // Server-side threshold: the item first, the answer after it.
+    let req = json!({"model": "gpt-5-codex", "context_management": [{"type": "compaction", "compact_threshold": 5}],
+        "input": [{"role": "user", "content": "a long enough question for the threshold"}]});
+    let (_, _, body) = post(sim.addr(), "/v1/responses", &req, &[]).await.unwrap();
+    let v: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["output"][0]["type"], "compaction");
+    assert_eq!(v["output"][1]["type"], "message");
+
+    // The standalone endpoint, and its 404 on some backends.
+    let req = json!({"model": "gpt-5-codex", "input": [{"role": "user", "content": "one"}, {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "two"}]}, {"role": "user", "content": "three"}]});
+    let (status, _, body) = post(sim.addr(), "/v1/responses/compact", &req, &[])
+        .await
+        .unwrap();
+    assert_eq!(status, 200);
+    let v: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["object"], "response.compaction");
+    let kinds: Vec<&str> = v["output"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["type"].as_str().unwrap_or("message"))
+        .collect();
+    assert_eq!(kinds, ["message", "message", "compaction"]);
+    let (status, _, _) = post(
+        sim.addr(),
+        "/v1/responses/compact",
+        &req,
+        &[("x-sim-fault", "not-found")],
+    )
+    .await
+    .unwrap();
     assert_eq!(status, 404);
 }

@@ -77,6 +77,29 @@ pub fn run(args: &CompactArgs) -> anyhow::Result<ExitCode> {
             });
             (sent.conversation, json)
         }
+        // The provider's own compaction call (an in-band `compaction_trigger`, an Anthropic
+        // `compaction` request) must reach the provider as it is: written back unchanged.
+        Err(e @ CompactError::ProviderCompactionCall(_)) => {
+            eprintln!("compactctl: {}: {e}; written unchanged", loaded.name);
+            let tokens = compactor.counter().total(conv);
+            let json = json!({
+                "tokens_before": tokens,
+                "tokens_after": tokens,
+                "items_before": conv.len(),
+                "items_after": conv.len(),
+                "strategy": compactor.strategy().as_str(),
+                "tiers_applied": [],
+                "compacted": false,
+                "provider_compaction_call": true,
+            });
+            let encoded = compact_formats::wire::encode(conv, target).map_err(|e| {
+                anyhow::anyhow!("encoding the provider compaction call as {target}: {e}")
+            })?;
+            for loss in &encoded.losses {
+                eprintln!("compactctl: note: {target} cannot carry everything: {loss}");
+            }
+            return finish(args, &loaded, target, &encoded.value, json);
+        }
         Err(e) => return Err(e.into()),
     };
     // The compactor normalised for the input's provider; a request for another provider must meet
@@ -93,7 +116,18 @@ pub fn run(args: &CompactArgs) -> anyhow::Result<ExitCode> {
     for loss in &encoded.losses {
         eprintln!("compactctl: note: {target} cannot carry everything: {loss}");
     }
-    let mut text = serde_json::to_string_pretty(&encoded.value)?;
+    finish(args, &loaded, target, &encoded.value, report)
+}
+
+/// Writes the request and, when asked, the report.
+fn finish(
+    args: &CompactArgs,
+    loaded: &crate::load::Loaded,
+    target: Format,
+    request: &serde_json::Value,
+    report: serde_json::Value,
+) -> anyhow::Result<ExitCode> {
+    let mut text = serde_json::to_string_pretty(request)?;
     text.push('\n');
     write_output(args.output.as_deref(), &text)?;
     if let Some(path) = &args.report_json {

@@ -84,6 +84,10 @@ pub fn content_id(item: &Item) -> ItemId {
             h.field(&o.label);
             h.field(&o.value.to_string());
         }
+        ItemBody::ProviderCompaction(p) => {
+            h.field(p.wire().type_tag());
+            h.field(&p.wire_text());
+        }
     }
     // Ten hex digits (40 bits): short enough to cite, wide enough that a clash among the items of
     // one session is rare (and a clash is resolved by a suffix like a duplicate).

@@ -1,6 +1,6 @@
 //! Items: the units a conversation is made of, with their metadata and a per-item token memo.
 
-use super::{Envelope, Extra, Format, Part};
+use super::{Envelope, Extra, Format, Part, ProviderCompaction};
 use crate::tokens::TokenMemo;
 use serde_json::Value;
 use std::fmt;
@@ -145,6 +145,8 @@ pub enum ItemKind {
     Checkpoint,
     /// An opaque provider item.
     Opaque,
+    /// A compaction the provider made (or is asked to make) on its side: pinned, opaque.
+    ProviderCompaction,
 }
 
 impl ItemKind {
@@ -160,6 +162,7 @@ impl ItemKind {
             ItemKind::Reasoning => "reasoning",
             ItemKind::Checkpoint => "checkpoint",
             ItemKind::Opaque => "opaque",
+            ItemKind::ProviderCompaction => "provider_compaction",
         }
     }
 }
@@ -357,6 +360,8 @@ pub struct Opaque {
 /// The data of an item.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ItemBody {
+    /// A provider's own compaction (see [`ProviderCompaction`]).
+    ProviderCompaction(ProviderCompaction),
     /// A message.
     Message(Message),
     /// A tool call.
@@ -501,6 +506,7 @@ impl Item {
             ItemBody::ToolResult(_) => Role::Tool,
             ItemBody::Checkpoint(_) => Role::User,
             ItemBody::Opaque(o) => o.role.unwrap_or(Role::Assistant),
+            ItemBody::ProviderCompaction(_) => Role::Assistant,
         }
     }
 
@@ -518,6 +524,7 @@ impl Item {
             ItemBody::Reasoning(_) => ItemKind::Reasoning,
             ItemBody::Checkpoint(_) => ItemKind::Checkpoint,
             ItemBody::Opaque(_) => ItemKind::Opaque,
+            ItemBody::ProviderCompaction(_) => ItemKind::ProviderCompaction,
         }
     }
 
@@ -555,6 +562,7 @@ impl Item {
             }
             ItemBody::Checkpoint(c) => c.text.clone(),
             ItemBody::Opaque(_) => String::new(),
+            ItemBody::ProviderCompaction(p) => p.summary().unwrap_or_default().to_owned(),
         }
     }
 }

@@ -11,6 +11,7 @@ mod ids;
 mod item;
 mod pairing;
 mod part;
+mod provider;
 
 pub use envelope::{Envelope, Format};
 pub use ids::content_id;
@@ -21,6 +22,7 @@ pub use item::{
 };
 pub use pairing::Pairing;
 pub use part::{Media, MediaSource, Part, PartKind};
+pub use provider::{CompactionWire, ProviderCompaction};
 
 /// Fields of a wire object that the model does not interpret. They are re-emitted verbatim when the
 /// object is encoded back to the format it came from, so unknown fields survive a round trip.

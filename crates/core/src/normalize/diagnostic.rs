@@ -57,6 +57,14 @@ pub enum Diagnostic {
         /// Its call id now.
         new_call_id: String,
     },
+    /// Items before the last Anthropic `compaction` block were hidden from the model: the provider
+    /// ignores them (threshold mode) or refuses the request while they are there (on-demand mode).
+    HidSupersededByProviderCompaction {
+        /// The compaction block item.
+        compaction: ItemId,
+        /// How many items were hidden.
+        items: usize,
+    },
 }
 
 impl Diagnostic {
@@ -69,6 +77,9 @@ impl Diagnostic {
             Diagnostic::MovedResult { .. } => "moved_result",
             Diagnostic::RenamedDuplicateCall { .. } => "renamed_duplicate_call",
             Diagnostic::RelinkedResult { .. } => "relinked_result",
+            Diagnostic::HidSupersededByProviderCompaction { .. } => {
+                "hid_superseded_by_provider_compaction"
+            }
         }
     }
 }
@@ -94,6 +105,9 @@ impl fmt::Display for Diagnostic {
             }
             Diagnostic::RelinkedResult { item, old_call_id, new_call_id } => {
                 write!(f, "tool result {item} relinked from `{old_call_id}` to renamed call `{new_call_id}`")
+            }
+            Diagnostic::HidSupersededByProviderCompaction { compaction, items } => {
+                write!(f, "{items} item(s) before the provider's compaction block {compaction} hidden: the provider no longer reads them")
             }
         }
     }

@@ -10,7 +10,10 @@
 //! - call ids are unique (a reused id gets a fresh `<id>-<n>` suffix, and the results that answer it follow);
 //! - results sit where the provider wants them ([`ProviderRules`]);
 //! - reasoning / thinking items are never modified or reordered, and assistant items keep their order;
-//! - server tool pairs ([`crate::model::ToolCallKind::Server`]) stay together: the result right after its call.
+//! - server tool pairs ([`crate::model::ToolCallKind::Server`]) stay together: the result right after its call;
+//! - under Anthropic rules, what comes before the last provider `compaction` block is hidden from
+//!   the model (the provider ignores it or refuses it, see [`crate::provider`]); provider
+//!   compactions themselves are never moved or changed.
 //!
 //! Normalising a normalised conversation yields zero diagnostics (idempotence), and
 //! [`diagnose`] reports exactly the diagnostics [`normalize`] would return.
@@ -85,7 +88,10 @@ pub const SYNTHETIC_ID_PREFIX: &str = "synthetic-";
 
 /// Repairs `conv` for `rules`. Never fails; see the module documentation for the guarantees.
 pub fn normalize(conv: &Conversation, rules: &ProviderRules) -> Normalized {
-    let (items, diagnostics) = repair_visible(&conv.items, *rules);
+    let (hidden, mut diagnostics) = hide_superseded(conv, *rules);
+    let items = hidden.as_ref().map_or(&conv.items, |c| &c.items);
+    let (items, repairs) = repair_visible(items, *rules);
+    diagnostics.extend(repairs);
     let conversation = Conversation {
         items,
         tools: conv.tools.clone(),
@@ -100,7 +106,36 @@ pub fn normalize(conv: &Conversation, rules: &ProviderRules) -> Normalized {
 
 /// The repairs [`normalize`] would make, without keeping the repaired conversation. Empty means valid.
 pub fn diagnose(conv: &Conversation, rules: &ProviderRules) -> Vec<Diagnostic> {
-    repair_visible(&conv.items, *rules).1
+    let (hidden, mut diagnostics) = hide_superseded(conv, *rules);
+    let items = hidden.as_ref().map_or(&conv.items, |c| &c.items);
+    diagnostics.extend(repair_visible(items, *rules).1);
+    diagnostics
+}
+
+/// Under Anthropic rules, the items before the last Anthropic `compaction` block hidden from the
+/// model (see [`crate::provider::superseded`]): the conversation with them hidden when there were
+/// any, and the diagnostic saying so.
+fn hide_superseded(
+    conv: &Conversation,
+    rules: ProviderRules,
+) -> (Option<Conversation>, Vec<Diagnostic>) {
+    if rules != ProviderRules::Anthropic {
+        return (None, Vec::new());
+    }
+    let superseded =
+        crate::provider::superseded(conv, Some(crate::model::CompactionWire::AnthropicBlock));
+    let Some(last) = crate::provider::last_compaction(conv).filter(|_| !superseded.is_empty())
+    else {
+        return (None, Vec::new());
+    };
+    let diagnostic = Diagnostic::HidSupersededByProviderCompaction {
+        compaction: conv.items[last].meta.id.clone(),
+        items: superseded.len(),
+    };
+    (
+        Some(crate::provider::hide(conv.clone(), &superseded)),
+        vec![diagnostic],
+    )
 }
 
 /// Repairs the model-visible items of `items` and puts the hidden ones back: each run of hidden

@@ -245,6 +245,15 @@ impl TokenCounter {
             }
             ItemBody::Checkpoint(c) => self.count_text(&c.text),
             ItemBody::Opaque(o) => self.count_text(&o.value.to_string()),
+            // What the model is given: the readable summary, and the encrypted payload at the rate
+            // of encrypted reasoning. A trigger asks for work and carries nothing.
+            ItemBody::ProviderCompaction(p) => {
+                p.summary().map_or(0, |t| self.count_text(t))
+                    + p.value()
+                        .get("encrypted_content")
+                        .and_then(serde_json::Value::as_str)
+                        .map_or(0, |e| e.len() / ENCRYPTED_BYTES_PER_TOKEN)
+            }
         }
     }
 }

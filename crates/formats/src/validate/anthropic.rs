@@ -32,6 +32,8 @@ enum Kind<'a> {
     Result(&'a str),
     /// `thinking` or `redacted_thinking`.
     Thinking,
+    /// A provider `compaction` block.
+    Compaction,
     /// Anything else (text, images, documents, server tool results, unknown types), or a block whose
     /// shape was already reported as malformed.
     Other,
@@ -67,9 +69,12 @@ pub(super) fn check(request: &Value, found: &mut Found) {
     let Some(messages) = super::messages_of(request, found) else {
         return;
     };
-    let turns = turns(messages, found);
+    let scope = super::compaction::anthropic(request, messages, found);
+    let turns = turns(messages, scope, found);
     if let Some(first) = turns.first() {
-        if first.speaker != Speaker::User {
+        // A compaction block may open the request (on-demand mode: it must).
+        let opens_with_compaction = first.blocks.first().map(|b| b.kind) == Some(Kind::Compaction);
+        if first.speaker != Speaker::User && !opens_with_compaction {
             found.push(
                 format!("/messages/{}", first.first),
                 Rule::FirstTurnNotUser,
@@ -90,10 +95,15 @@ pub(super) fn check(request: &Value, found: &mut Found) {
     }
 }
 
-/// Reads the messages into merged turns, reporting what cannot be read and empty content.
-fn turns<'a>(messages: &'a [Value], found: &mut Found) -> Vec<Turn<'a>> {
+/// Reads the messages from `scope` on into merged turns, reporting what cannot be read and empty
+/// content.
+fn turns<'a>(
+    messages: &'a [Value],
+    scope: super::compaction::Scope,
+    found: &mut Found,
+) -> Vec<Turn<'a>> {
     let mut turns: Vec<Turn<'a>> = Vec::new();
-    for (i, message) in messages.iter().enumerate() {
+    for (i, message) in messages.iter().enumerate().skip(scope.message) {
         let path = format!("/messages/{i}");
         let Some(message) = super::object_at(message, &path, "a message", found) else {
             continue;
@@ -124,7 +134,10 @@ fn turns<'a>(messages: &'a [Value], found: &mut Found) -> Vec<Turn<'a>> {
         };
         // A final assistant message is a prefill: it may be empty.
         let may_be_empty = speaker == Speaker::Assistant && i + 1 == messages.len();
-        let blocks = content_blocks(message, &path, may_be_empty, found);
+        let mut blocks = content_blocks(message, &path, may_be_empty, found);
+        if i == scope.message && scope.block > 0 {
+            blocks = blocks.split_off(scope.block.min(blocks.len()));
+        }
         match turns.last_mut() {
             Some(last) if last.speaker == speaker => last.blocks.extend(blocks),
             _ => turns.push(Turn {
@@ -250,6 +263,10 @@ fn block_kind<'a>(block: &'a Value, path: &str, found: &mut Found) -> Kind<'a> {
             }
             Kind::Thinking
         }
+        super::compaction::COMPACTION => match super::compaction::block_shape(o) {
+            Some(why) => malformed(found, why),
+            None => Kind::Compaction,
+        },
         "redacted_thinking" => {
             if !nonempty_str(o, "data") {
                 found.push(

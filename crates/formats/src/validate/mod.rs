@@ -49,11 +49,22 @@
 //! ([`Format::wire_target`]: Claude Code -> Anthropic, Codex -> Responses, others -> Chat), which is
 //! what Compact sends for them.
 //!
+//! Provider compaction (module `compaction`): in Anthropic threshold mode (a `compact_*` edit in
+//! `context_management`) the rules above apply from the last `compaction` block on, as the server
+//! reads nothing before it; otherwise a `compaction` block must be the only one and the first
+//! content of the messages (on-demand mode), and may then open the request in an assistant
+//! message. An Anthropic compaction call (top-level `compaction`) must be `{"type": "summarize"}`
+//! without `context_management`, stop sequences, a structured output format, a forced tool, or
+//! instructions over 16,384 characters. A Responses `compaction_trigger` must be the last input
+//! item, once; a `compaction` item carries non-empty `encrypted_content`.
+//!
 //! [`validate_against`] adds the rule that reasoning is sent back unmodified: every Anthropic
 //! `thinking` / `redacted_thinking` block, and every Responses `reasoning` item carrying
-//! `encrypted_content`, must appear unchanged in the original request the output was made from.
+//! `encrypted_content`, must appear unchanged in the original request the output was made from;
+//! and so must every provider compaction, the original's last one included.
 
 mod anthropic;
+mod compaction;
 mod openai_chat;
 mod openai_responses;
 mod reasoning;
@@ -99,11 +110,21 @@ pub enum Rule {
     /// A thinking block or encrypted reasoning item that is not in the original request unchanged
     /// ([`validate_against`] only).
     ReasoningModified,
+    /// A provider compaction where the provider refuses it: an Anthropic block that is not the
+    /// only, first content in on-demand mode, a `compaction_trigger` that is not the last input item.
+    CompactionMisplaced,
+    /// A provider compaction call with an option the provider refuses alongside it (Anthropic
+    /// `compaction` with `context_management`, stop sequences, a structured output format, a forced
+    /// tool, over-long instructions, or not `{"type": "summarize"}`).
+    CompactionCallInvalid,
+    /// A provider compaction that is not in the original request unchanged, or the original's last
+    /// one not sent ([`validate_against`] only).
+    CompactionModified,
 }
 
 impl Rule {
     /// Every rule, in declaration order.
-    pub const ALL: [Rule; 13] = [
+    pub const ALL: [Rule; 16] = [
         Rule::Malformed,
         Rule::NoMessages,
         Rule::InvalidRole,
@@ -117,6 +138,9 @@ impl Rule {
         Rule::ResultAfterContent,
         Rule::UnsignedThinking,
         Rule::ReasoningModified,
+        Rule::CompactionMisplaced,
+        Rule::CompactionCallInvalid,
+        Rule::CompactionModified,
     ];
 
     /// Snake-case name, for reports.
@@ -135,6 +159,9 @@ impl Rule {
             Rule::ResultAfterContent => "result_after_content",
             Rule::UnsignedThinking => "unsigned_thinking",
             Rule::ReasoningModified => "reasoning_modified",
+            Rule::CompactionMisplaced => "compaction_misplaced",
+            Rule::CompactionCallInvalid => "compaction_call_invalid",
+            Rule::CompactionModified => "compaction_modified",
         }
     }
 }
@@ -186,8 +213,14 @@ pub fn validate(request: &Value, format: Format) -> Vec<Violation> {
 pub fn validate_against(request: &Value, original: &Value, format: Format) -> Vec<Violation> {
     let mut found = Found(validate(request, format));
     match format.wire_target() {
-        Format::Anthropic => reasoning::check_thinking(request, original, &mut found),
-        Format::OpenAiResponses => reasoning::check_encrypted(request, original, &mut found),
+        Format::Anthropic => {
+            reasoning::check_thinking(request, original, &mut found);
+            compaction::check_unchanged(request, original, true, &mut found);
+        }
+        Format::OpenAiResponses => {
+            reasoning::check_encrypted(request, original, &mut found);
+            compaction::check_unchanged(request, original, false, &mut found);
+        }
         _ => {}
     }
     found.sorted()

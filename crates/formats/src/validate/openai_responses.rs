@@ -45,6 +45,7 @@ pub(super) fn check(request: &Value, found: &mut Found) {
     };
     let mut calls: HashMap<&str, Call> = HashMap::new();
     let mut order: Vec<&str> = Vec::new();
+    let mut triggers = 0;
     for (i, item) in items.iter().enumerate() {
         let path = format!("/input/{i}");
         let Some(o) = super::object_at(item, &path, "an input item", found) else {
@@ -73,6 +74,11 @@ pub(super) fn check(request: &Value, found: &mut Found) {
         };
         if ty == "message" {
             role(o.get("role"), &path, found);
+            continue;
+        }
+        if ty == "compaction" || ty == "compaction_trigger" {
+            super::compaction::responses_item(ty, o, &path, i, items.len(), triggers, found);
+            triggers += usize::from(ty == "compaction_trigger");
             continue;
         }
         if let Some(&(kind, _)) = CALLS.iter().find(|(call, _)| *call == ty) {
@@ -136,7 +142,7 @@ pub(super) fn check(request: &Value, found: &mut Found) {
                 }
             }
         }
-        // Anything else (reasoning, compaction, web_search_call, unknown types) is opaque.
+        // Anything else (reasoning, web_search_call, unknown types) is opaque.
     }
     for id in order {
         if let Some(call) = calls.get(id).filter(|c| c.outputs == 0) {

@@ -4,4 +4,5 @@
 
 mod overflow;
 mod plan;
+mod provider_compaction;
 mod summarize;

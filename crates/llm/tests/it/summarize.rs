@@ -43,7 +43,7 @@ fn result(id: &str, name: &str, text: &str, is_error: bool) -> Item {
 }
 
 /// A small coding session: four turns, a failed build, file paths and a URL.
-fn session() -> Conversation {
+pub(crate) fn session() -> Conversation {
     let mut c = Conversation::default();
     c.push(Item::text(
         Role::User,
@@ -78,7 +78,7 @@ fn session() -> Conversation {
     c
 }
 
-fn request<'a>(items: &'a [Item], max_tokens: usize) -> SummaryRequest<'a> {
+pub(crate) fn request<'a>(items: &'a [Item], max_tokens: usize) -> SummaryRequest<'a> {
     SummaryRequest {
         items,
         previous: None,
@@ -88,12 +88,12 @@ fn request<'a>(items: &'a [Item], max_tokens: usize) -> SummaryRequest<'a> {
     }
 }
 
-fn config(kind: ProviderKind, sim: &SimHandle) -> SummarizerConfig {
+pub(crate) fn config(kind: ProviderKind, sim: &SimHandle) -> SummarizerConfig {
     std::env::set_var(KEY_ENV, KEY);
     let mut c = SummarizerConfig::new(kind);
     c.base_url = match kind {
         ProviderKind::OpenAi => sim.openai_base_url(),
-        ProviderKind::Anthropic => sim.base_url(),
+        ProviderKind::Anthropic | ProviderKind::AnthropicCompaction => sim.base_url(),
     };
     c.model = "summariser-model".into();
     c.api_key_env = KEY_ENV.into();

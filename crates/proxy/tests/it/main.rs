@@ -7,6 +7,7 @@ mod support;
 mod faults;
 mod long_session;
 mod ops;
+mod provider_compaction;
 mod python;
 mod recovery;
 mod requests;

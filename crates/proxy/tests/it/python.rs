@@ -12,7 +12,7 @@ use serde_json::Value;
 /// Tool-calling steps of each run (with 40-line outputs: more than three windows of history).
 const STEPS: usize = 40;
 
-fn python() -> Option<String> {
+pub(crate) fn python() -> Option<String> {
     let var = "COMPACT_TEST_PYTHON";
     if let Some(v) = std::env::var(var).ok().filter(|v| !v.is_empty()) {
         return Some(v);

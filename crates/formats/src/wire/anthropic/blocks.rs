@@ -4,8 +4,8 @@ use crate::error::DecodeError;
 use crate::wire::json::{child, nest, unexpected, Fields};
 use crate::wire::part::opaque_part;
 use compact_core::model::{
-    Arguments, Extra, ItemBody, Media, MediaSource, Part, PartKind, Reasoning, ToolCall,
-    ToolCallKind, ToolResult,
+    Arguments, CompactionWire, Extra, ItemBody, Media, MediaSource, Part, PartKind,
+    ProviderCompaction, Reasoning, ToolCall, ToolCallKind, ToolResult,
 };
 use serde_json::Value;
 
@@ -13,7 +13,7 @@ use serde_json::Value;
 pub(crate) enum Block {
     /// Text, image, document or an unknown block.
     Part(Part),
-    /// Tool use, tool result, thinking, server tool blocks.
+    /// Tool use, tool result, thinking, server tool and compaction blocks.
     Body(ItemBody),
 }
 
@@ -126,6 +126,7 @@ pub(crate) fn decode_block(block: &Value, path: &str) -> Result<Block, DecodeErr
                 ..Reasoning::default()
             }))
         }
+        "compaction" => Block::Body(ItemBody::ProviderCompaction(compaction(block, &f)?)),
         "redacted_thinking" => {
             f.take("type");
             let data = f.req_str("data")?;
@@ -138,6 +139,34 @@ pub(crate) fn decode_block(block: &Value, path: &str) -> Result<Block, DecodeErr
         }
         _ => opaque(block),
     })
+}
+
+/// A `compaction` block (threshold or on-demand mode), kept as the exact object: `content` is the
+/// summary (a string, or `null` when the model called a tool instead), `signature` and
+/// `encrypted_content` strings; any other field is carried verbatim.
+fn compaction(block: &Value, f: &Fields) -> Result<ProviderCompaction, DecodeError> {
+    for (key, nullable) in [
+        ("content", true),
+        ("signature", false),
+        ("encrypted_content", true),
+    ] {
+        match f.peek(key) {
+            None | Some(Value::String(_)) => {}
+            Some(Value::Null) if nullable => {}
+            Some(other) => {
+                let what = if nullable {
+                    "a string or null"
+                } else {
+                    "a string"
+                };
+                return Err(unexpected(f.at(key), what, other));
+            }
+        }
+    }
+    Ok(ProviderCompaction::new(
+        CompactionWire::AnthropicBlock,
+        block.clone(),
+    ))
 }
 
 fn opaque(block: &Value) -> Block {

@@ -15,8 +15,8 @@ use crate::wire::json::{merge, obj};
 use crate::wire::request::{tools, top_level};
 use crate::wire::{Loss, LossKind};
 use compact_core::model::{
-    Arguments, Conversation, Extra, Format, Item, ItemBody, Part, PartKind, Reasoning, Role,
-    ToolCall, ToolCallKind, ToolResult,
+    Arguments, CompactionWire, Conversation, Extra, Format, Item, ItemBody, Part, PartKind,
+    Reasoning, Role, ToolCall, ToolCallKind, ToolResult,
 };
 use serde_json::Value;
 
@@ -191,6 +191,9 @@ fn lead_with_user(msgs: &mut Vec<Msg>, losses: &mut Vec<Loss>) {
             "a user message is the only message: Anthropic requires at least one",
         )),
         Some(first) if first.role != "assistant" || first.opens_source => return,
+        // A provider compaction block must be the first content of the request (on-demand mode);
+        // in threshold mode the provider ignores whatever would come before it.
+        Some(first) if first.blocks.first().is_some_and(is_compaction_block) => return,
         Some(_) => losses.push(Loss::request(
             LossKind::PlaceholderAdded,
             "a user message opens the request: Anthropic requires the first turn to be the user's",
@@ -210,6 +213,11 @@ fn lead_with_user(msgs: &mut Vec<Msg>, losses: &mut Vec<Loss>) {
             opens_source: false,
         },
     );
+}
+
+/// True for an Anthropic `compaction` block.
+fn is_compaction_block(block: &Value) -> bool {
+    block.get("type").and_then(Value::as_str) == Some("compaction")
 }
 
 fn render(m: Msg) -> Value {
@@ -257,6 +265,17 @@ impl Enc<'_> {
                     out.push(b);
                 }
             }
+            ItemBody::ProviderCompaction(p) => match p.wire() {
+                // Always Anthropic's own, whatever the envelope: sent back exactly as received.
+                CompactionWire::AnthropicBlock => out.push(p.value().clone()),
+                CompactionWire::OpenAiItem | CompactionWire::OpenAiTrigger => {
+                    self.losses.push(Loss::item(
+                        idx,
+                        LossKind::OpaqueItemDropped,
+                        format!("OpenAI `{}` item", p.wire().type_tag()),
+                    ));
+                }
+            },
             ItemBody::Opaque(o) => {
                 if keep == Keep::Extra {
                     out.push(o.value.clone());

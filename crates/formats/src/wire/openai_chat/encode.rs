@@ -191,6 +191,10 @@ impl Enc<'_> {
                 "reasoning (Chat requests carry none)".to_owned(),
             ),
             ItemBody::Opaque(o) => (LossKind::OpaqueItemDropped, format!("`{}` item", o.label)),
+            ItemBody::ProviderCompaction(p) => (
+                LossKind::OpaqueItemDropped,
+                format!("provider `{}` (Chat has none)", p.wire().type_tag()),
+            ),
             ItemBody::ToolCall(c) => (
                 LossKind::ServerToolDropped,
                 format!("server tool call `{}`", c.name),
@@ -275,7 +279,7 @@ impl Enc<'_> {
             // What Chat cannot carry is dropped where it stands, without closing the assistant
             // message being built: interleaved reasoning or a server tool between two calls must not
             // split one assistant turn in two (its calls are answered after the whole turn).
-            ItemBody::Reasoning(_) | ItemBody::Opaque(_) => {
+            ItemBody::Reasoning(_) | ItemBody::Opaque(_) | ItemBody::ProviderCompaction(_) => {
                 self.unsupported(idx, item);
                 return;
             }

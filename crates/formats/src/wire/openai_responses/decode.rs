@@ -7,8 +7,8 @@ use crate::wire::digest::{stamp, value_digest};
 use crate::wire::json::{elem, unexpected, Fields};
 use crate::wire::request::decoded_request;
 use compact_core::model::{
-    Arguments, Conversation, Envelope, Extra, Format, Item, ItemBody, ItemId, Message, Opaque,
-    Part, Reasoning, Role, ToolCall, ToolCallKind, ToolResult,
+    Arguments, CompactionWire, Conversation, Envelope, Extra, Format, Item, ItemBody, ItemId,
+    Message, Opaque, Part, ProviderCompaction, Reasoning, Role, ToolCall, ToolCallKind, ToolResult,
 };
 use serde_json::Value;
 use std::sync::Arc;
@@ -183,6 +183,17 @@ pub fn decode_item(v: &Value, index: u32, path: &str) -> Result<Item, DecodeErro
                 content_was_string: string,
                 extra: f.rest(),
             })
+        }
+        Some(t @ ("compaction" | "compaction_trigger")) => {
+            let wire = if t == "compaction" {
+                CompactionWire::OpenAiItem
+            } else {
+                CompactionWire::OpenAiTrigger
+            };
+            if let Some(other) = f.peek("encrypted_content").filter(|v| !v.is_string()) {
+                return Err(unexpected(f.at("encrypted_content"), "a string", other));
+            }
+            ItemBody::ProviderCompaction(ProviderCompaction::new(wire, v.clone()))
         }
         Some("reasoning") => match reasoning(f)? {
             Some(r) => ItemBody::Reasoning(r),

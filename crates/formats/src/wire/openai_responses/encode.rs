@@ -13,7 +13,8 @@ use crate::wire::json::{merge, obj};
 use crate::wire::request::{tools, top_level};
 use crate::wire::{Loss, LossKind};
 use compact_core::model::{
-    Arguments, Conversation, Envelope, Extra, Format, Item, ItemBody, PartKind, Role, ToolCallKind,
+    Arguments, CompactionWire, Conversation, Envelope, Extra, Format, Item, ItemBody, PartKind,
+    Role, ToolCallKind,
 };
 use serde_json::Value;
 use std::collections::HashMap;
@@ -298,6 +299,18 @@ impl Enc<'_> {
                 }
                 carry_extra(&mut o, &r.extra, keep, idx, "reasoning", self.losses);
                 o
+            }
+            ItemBody::ProviderCompaction(p) => {
+                if p.wire() != CompactionWire::AnthropicBlock {
+                    // Always OpenAI's own, whatever the envelope: sent back exactly as received.
+                    return Some(p.value().clone());
+                }
+                self.losses.push(Loss::item(
+                    idx,
+                    LossKind::OpaqueItemDropped,
+                    "Anthropic `compaction` block",
+                ));
+                return None;
             }
             ItemBody::Opaque(op) => {
                 if keep == Keep::Extra {
