@@ -98,6 +98,7 @@ pub use error::SessionError;
 pub use event::{Event, EventKind};
 pub use manager::{CompactManager, PreflightReport, Prepared, MAX_SESSION_ID_LEN};
 pub use manual::ManualCompaction;
+pub use recall::KEEP_ATTEMPTS;
 pub use recover::{Recovery, RecoveryError, RECOVERY_SHRINK};
 #[cfg(feature = "postgres")]
 pub use store::PostgresStore;
