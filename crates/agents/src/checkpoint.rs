@@ -54,3 +54,106 @@ pub fn hook_context(items: &[Item], max_tokens: usize) -> Option<String> {
 /// Tries at fitting the preface and the checkpoint together (one suffices unless a token spans the
 /// seam).
 const SEAM_RETRIES: usize = 3;
+
+/// Share of an entry's words (four letters or more) the agent's summary must hold for an entry
+/// without anchors to count as already said.
+const SAID_WORD_SHARE: f64 = 0.8;
+
+/// The parts of a hook context (`context`, from [`hook_context`]) that the agent's own summary
+/// (`summary`, Claude Code's `compact_summary`) lacks: each entry (a `- ` line and its indented
+/// continuation) is dropped when every anchor it names (backquoted text, paths, `name(` calls,
+/// bracketed ids excepted) appears in the summary, or, naming none, when the summary holds most of
+/// its words. Headings stay only above a kept entry; `None` when nothing is new.
+pub fn only_new(context: &str, summary: &str) -> Option<String> {
+    let mut blocks: Vec<(bool, String)> = Vec::new();
+    for line in context.lines() {
+        let continuation = line.starts_with([' ', '\t']) && !line.trim().is_empty();
+        match blocks.last_mut() {
+            Some((true, entry)) if continuation => {
+                entry.push('\n');
+                entry.push_str(line);
+            }
+            _ => blocks.push((line.starts_with("- "), line.to_owned())),
+        }
+    }
+    let mut out: Vec<String> = Vec::new();
+    let mut pending: Vec<String> = Vec::new();
+    let mut kept = 0;
+    for (is_entry, text) in blocks {
+        if !is_entry {
+            if let Some(level) = heading_level(&text) {
+                // A heading closes the unused headings of its level or deeper (and their intros).
+                if let Some(at) = pending
+                    .iter()
+                    .position(|h| heading_level(h).is_some_and(|l| l >= level))
+                {
+                    pending.truncate(at);
+                }
+                pending.push(text);
+            } else if kept == 0 && out.is_empty() && pending.is_empty() {
+                out.push(text); // the preface
+            } else {
+                pending.push(text);
+            }
+            continue;
+        }
+        if said(&text, summary) {
+            continue;
+        }
+        out.append(&mut pending);
+        out.push(text);
+        kept += 1;
+    }
+    (kept > 0).then(|| out.join("\n"))
+}
+
+/// The level of a Markdown heading line (`## x`: 2).
+fn heading_level(line: &str) -> Option<usize> {
+    let level = line.chars().take_while(|&c| c == '#').count();
+    (level > 0 && line[level..].starts_with(' ')).then_some(level)
+}
+
+/// True when the summary already says what `entry` says.
+fn said(entry: &str, summary: &str) -> bool {
+    let anchors = anchors(entry);
+    if !anchors.is_empty() {
+        return anchors.iter().all(|a| summary.contains(a.as_str()));
+    }
+    let words: Vec<&str> = entry
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| w.chars().count() >= 4)
+        .collect();
+    if words.is_empty() {
+        return true;
+    }
+    let lower = summary.to_lowercase();
+    let held = words
+        .iter()
+        .filter(|w| lower.contains(&w.to_lowercase()))
+        .count();
+    held as f64 >= SAID_WORD_SHARE * words.len() as f64
+}
+
+/// What identifies an entry: backquoted spans, paths and dotted or called names (`a/b.rs`,
+/// `mod::f`, `parse(`), without the bracketed record ids the checkpoint cites.
+fn anchors(entry: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for (i, part) in entry.split('`').enumerate() {
+        if i % 2 == 1 && !part.trim().is_empty() {
+            out.push(part.trim().to_owned());
+        }
+    }
+    for word in entry.split_whitespace() {
+        if word.starts_with('[') {
+            continue;
+        }
+        let w = word.trim_matches(|c: char| "`'\",;:()[]{}".contains(c));
+        let path_like = w.contains('/')
+            || w.contains("::")
+            || (w.contains('.') && w.len() > 4 && !w.ends_with('.'));
+        if path_like && w.chars().count() >= 4 && !out.iter().any(|a| a.contains(w)) {
+            out.push(w.to_owned());
+        }
+    }
+    out
+}

@@ -38,6 +38,9 @@ pub enum AgentsError {
         /// What is wrong, naming the key or the line.
         reason: String,
     },
+    /// `compactctl run` could not run the command or read its output.
+    #[error("run: {0}")]
+    Run(String),
     /// The session store could not be read.
     #[error("session store: {0}")]
     Session(#[from] compact_session::SessionError),

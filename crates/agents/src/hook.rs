@@ -13,13 +13,20 @@
 //!   to `<state dir>/<session id>.json`. The `SessionStart` hook that follows emits it when the
 //!   transcript shows no compaction to read (an agent that starts a new transcript file after
 //!   compacting, or one not yet flushed), and removes it once used.
+//! - **`PostCompact`** (Claude Code; input `compact_summary`) runs right after the agent summarised:
+//!   the same checkpoint of what was dropped, less every entry the agent's summary already holds
+//!   ([`crate::checkpoint::only_new`]), saved for the `SessionStart` hook that follows, which then
+//!   adds only that (or nothing).
+//! - **`PreToolUse`** on `Bash` (when turned on, [`HookOptions::run`]): the command wrapped in
+//!   `compactctl run` through the documented `updatedInput` (module [`crate::pretool`]).
 //! - Any other event or source: nothing.
 //!
 //! The hook never fails the agent: the caller prints nothing and exits 0 on any [`AgentsError`],
 //! appending the reason to the log (module [`crate::log`]).
 
-use crate::checkpoint::{hook_context, DEFAULT_HOOK_TOKENS};
+use crate::checkpoint::{hook_context, only_new, DEFAULT_HOOK_TOKENS};
 use crate::error::AgentsError;
+use crate::pretool::{self, Decision, RunHookOptions};
 use crate::transcript::{self, Span};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -68,6 +75,9 @@ pub struct HookInput {
     /// `PreCompact` / `PostCompact`: `manual` or `auto`.
     #[serde(default)]
     pub trigger: Option<String>,
+    /// `PostCompact`: the summary the agent just wrote.
+    #[serde(default)]
+    pub compact_summary: Option<String>,
 }
 
 impl HookInput {
@@ -99,6 +109,8 @@ pub struct HookOptions {
     pub max_tokens: usize,
     /// Where `PreCompact` saves its checkpoint for the `SessionStart` hook.
     pub state_dir: PathBuf,
+    /// `PreToolUse`: how `Bash` commands are wrapped in `compactctl run` (`None`: never).
+    pub run: Option<RunHookOptions>,
 }
 
 impl HookOptions {
@@ -108,6 +120,7 @@ impl HookOptions {
             agent,
             max_tokens: DEFAULT_HOOK_TOKENS,
             state_dir,
+            run: None,
         }
     }
 }
@@ -130,12 +143,16 @@ struct Saved {
     session_id: String,
     trigger: Option<String>,
     context: String,
+    /// Saved by `PostCompact` (only what the agent's summary lacks): preferred over the transcript.
+    #[serde(default)]
+    after_summary: bool,
 }
 
 const STATE_VERSION: u32 = 1;
 
 /// Runs a hook on the input an agent wrote to standard input.
 pub fn run(input: &[u8], options: &HookOptions) -> Result<HookOutcome, AgentsError> {
+    let input_bytes = input;
     let input = HookInput::parse(input)?;
     match input.hook_event_name.as_str() {
         "SessionStart" if input.source.as_deref() == Some("compact") => {
@@ -143,6 +160,18 @@ pub fn run(input: &[u8], options: &HookOptions) -> Result<HookOutcome, AgentsErr
         }
         "SessionStart" => Ok(HookOutcome::Nothing("SessionStart not after a compaction")),
         "PreCompact" => pre_compact(&input, options),
+        "PostCompact" => post_compact(&input, options),
+        "PreToolUse" => match &options.run {
+            Some(run) => {
+                let value: serde_json::Value = serde_json::from_slice(input_bytes)
+                    .map_err(|e| AgentsError::HookInput(e.to_string()))?;
+                Ok(match pretool::pre_tool_use(&value, run)? {
+                    Decision::Rewrite(json) => HookOutcome::Emit(json),
+                    Decision::Keep(why) => HookOutcome::Nothing(why),
+                })
+            }
+            None => Ok(HookOutcome::Nothing("PreToolUse: command rewriting is off")),
+        },
         _ => Ok(HookOutcome::Nothing("an event this hook does not act on")),
     }
 }
@@ -153,6 +182,18 @@ fn session_start(input: &HookInput, options: &HookOptions) -> Result<HookOutcome
         Some(path) => read_saved(path)?,
         None => None,
     };
+    if let Some((context, true)) = &saved {
+        // PostCompact already compared the checkpoint with the agent's summary: only what it lacks.
+        if let Some(path) = &state {
+            remove_saved(path)?;
+        }
+        return Ok(if context.is_empty() {
+            HookOutcome::Nothing("the agent's summary holds everything the checkpoint would add")
+        } else {
+            HookOutcome::Emit(session_start_output(context))
+        });
+    }
+    let saved = saved.map(|(context, _)| context).filter(|c| !c.is_empty());
     let from_transcript = input
         .transcript()
         .and_then(transcript::load)
@@ -190,15 +231,53 @@ fn pre_compact(input: &HookInput, options: &HookOptions) -> Result<HookOutcome, 
         session_id: input.session_id.clone().unwrap_or_default(),
         trigger: input.trigger.clone(),
         context,
+        after_summary: false,
     };
-    let text = serde_json::to_string(&saved)
+    write_saved(&path, &saved, options)
+}
+
+/// `PostCompact`: the checkpoint of what the compaction dropped, less what the agent's summary
+/// (`compact_summary`) already says, saved for the `SessionStart` hook that follows.
+fn post_compact(input: &HookInput, options: &HookOptions) -> Result<HookOutcome, AgentsError> {
+    let path = state_file(input, options)?;
+    let summary = input
+        .compact_summary
+        .as_deref()
+        .ok_or_else(|| AgentsError::HookInput("PostCompact: no `compact_summary`".to_owned()))?;
+    let imported = transcript::load(input.transcript()?)?;
+    let span = if transcript::last_compaction_complete(&imported) {
+        Span::LastCompacted
+    } else {
+        Span::Visible
+    };
+    let dropped = transcript::span(&imported.conversation, span);
+    let Some(context) = hook_context(&dropped, options.max_tokens) else {
+        return Ok(HookOutcome::Nothing("nothing to summarise"));
+    };
+    // Nothing new: an empty context still replaces what SessionStart would otherwise rebuild.
+    let saved = Saved {
+        version: STATE_VERSION,
+        session_id: input.session_id.clone().unwrap_or_default(),
+        trigger: input.trigger.clone(),
+        context: only_new(&context, summary).unwrap_or_default(),
+        after_summary: true,
+    };
+    write_saved(&path, &saved, options)
+}
+
+fn write_saved(
+    path: &Path,
+    saved: &Saved,
+    options: &HookOptions,
+) -> Result<HookOutcome, AgentsError> {
+    let text = serde_json::to_string(saved)
         .map_err(|e| AgentsError::HookInput(format!("cannot encode the state: {e}")))?;
     std::fs::create_dir_all(&options.state_dir)
         .map_err(|e| AgentsError::io(&options.state_dir, e))?;
     let tmp = path.with_extension("json.tmp");
     std::fs::write(&tmp, text).map_err(|e| AgentsError::io(&tmp, e))?;
-    std::fs::rename(&tmp, &path).map_err(|e| AgentsError::io(&path, e))?;
-    Ok(HookOutcome::Saved(path))
+    std::fs::rename(&tmp, path).map_err(|e| AgentsError::io(path, e))?;
+    Ok(HookOutcome::Saved(path.to_path_buf()))
 }
 
 /// The documented `SessionStart` output adding `context` to the model's context.
@@ -234,7 +313,8 @@ fn state_file(input: &HookInput, options: &HookOptions) -> Result<PathBuf, Agent
     Ok(options.state_dir.join(format!("{id}.json")))
 }
 
-fn read_saved(path: &Path) -> Result<Option<String>, AgentsError> {
+/// The saved context and whether `PostCompact` saved it.
+fn read_saved(path: &Path) -> Result<Option<(String, bool)>, AgentsError> {
     let bytes = match std::fs::read(path) {
         Ok(bytes) => bytes,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -244,7 +324,7 @@ fn read_saved(path: &Path) -> Result<Option<String>, AgentsError> {
         path: path.to_path_buf(),
         reason: format!("not a saved checkpoint: {e}"),
     })?;
-    Ok(Some(saved.context).filter(|c| !c.is_empty()))
+    Ok(Some((saved.context, saved.after_summary)))
 }
 
 fn remove_saved(path: &Path) -> Result<(), AgentsError> {

@@ -10,6 +10,9 @@
 //!   dropped, within a token budget, as the hook output the agent documents.
 //! - [`install`]: `compactctl install` / `uninstall`: the hook and the MCP server merged into the
 //!   agent's settings (never overwriting, idempotent, a diff for `--dry-run`, removed exactly).
+//! - [`run`] and [`pretool`]: `compactctl run`, a command's output cut to a token budget for the
+//!   agent with the full output kept for recall, and the Claude Code `PreToolUse` hook that wraps
+//!   `Bash` commands in it.
 //! - [`mcp`]: `compactctl mcp`, an MCP server over stdio (the official `rmcp` SDK) with `recall`,
 //!   `search_history`, `context_status` and `checkpoint` over a session's full history, read from
 //!   a transcript or from Compact's session store.
@@ -23,6 +26,8 @@ pub mod hook;
 pub mod install;
 pub mod log;
 pub mod mcp;
+pub mod pretool;
+pub mod run;
 pub mod transcript;
 
 pub use error::AgentsError;

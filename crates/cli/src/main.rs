@@ -1,4 +1,4 @@
-//! `compactctl`: the command line of Compact (inspect, count, compact, plan, diff, recall, replay,
+//! `compactctl`: the command line of Compact (inspect, count, compact, plan, diff, recall, replay, run,
 //! sessions, serve, and the agent integrations: hook, install, uninstall, mcp).
 
 mod cmd;
@@ -36,6 +36,8 @@ enum Command {
     Recall(cmd::recall::RecallArgs),
     /// Replay transcripts through strategies: overflows, cost with prompt caching, fact retention.
     Replay(cmd::replay::ReplayArgs),
+    /// Run a command, its output cut to a token budget for the agent (the full output recallable).
+    Run(cmd::run::RunArgs),
     /// Session logs of the session runtime: list, show, recall, export, gc.
     Sessions(cmd::sessions::SessionsArgs),
     /// Run as a Claude Code or Codex hook: add back what the agent's compaction drops.
@@ -60,6 +62,7 @@ fn main() -> ExitCode {
         Command::Diff(args) => cmd::diff::run(args),
         Command::Recall(args) => cmd::recall::run(args),
         Command::Replay(args) => cmd::replay::run(args),
+        Command::Run(args) => cmd::run::run(args),
         Command::Sessions(args) => cmd::sessions::run(args),
         Command::Hook(args) => cmd::hook::run(args),
         Command::Install(args) => cmd::install::run(args, cmd::install::Action::Install),

@@ -104,6 +104,7 @@ pub use export::{
 };
 pub use manager::{CompactManager, PreflightReport, Prepared, MAX_SESSION_ID_LEN, MAX_STRIKES};
 pub use manual::ManualCompaction;
+pub use recall::KEEP_ATTEMPTS;
 pub use recover::{Recovery, RecoveryError, RECOVERY_SHRINK};
 pub use review::Proposal;
 #[cfg(feature = "postgres")]

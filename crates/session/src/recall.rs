@@ -14,6 +14,9 @@ use compact_core::model::{content_id, Item, ItemBody, ToolResult, Visibility};
 use compact_core::truncate::truncate_output;
 use serde_json::json;
 
+/// Attempts of [`CompactManager::keep_original`] when other writers keep moving the session on.
+pub const KEEP_ATTEMPTS: usize = 8;
+
 impl CompactManager {
     /// The text to put in the history for a tool output that just arrived: unchanged when within
     /// the policy's tool-output limit, else densified and cut (head and tail around a marker naming
@@ -54,6 +57,44 @@ impl CompactManager {
         });
         self.append(session, state, vec![record, Record::Event(event)])?;
         Ok(cut.text)
+    }
+
+    /// Logs `original`, an output cut outside the manager (`compactctl run`), so that
+    /// [`CompactManager::recall`] returns it by its id; `fields` (the command, its directory, exit
+    /// code, time) go into a `compact.truncated` event beside it. The session is created when new;
+    /// the records are redacted like every other. Writers on the same session (commands run in
+    /// parallel) are retried after a conflict, at most [`KEEP_ATTEMPTS`] times.
+    pub fn keep_original(
+        &self,
+        session: &str,
+        original: Item,
+        fields: serde_json::Value,
+    ) -> Result<(), SessionError> {
+        check_session_id(session)?;
+        self.store().create(session)?;
+        for _ in 0..KEEP_ATTEMPTS {
+            let handle = self.handle(session);
+            let mut slot = Self::lock(&handle);
+            let state = self.existing(session, &mut slot)?;
+            let mut data = json!({"reference": original.meta.id.as_str()});
+            if let (Some(map), serde_json::Value::Object(more)) = (data.as_object_mut(), &fields) {
+                map.extend(more.clone());
+            }
+            let record = Record::Item(ItemRecord {
+                source: ItemSource::TruncatedOriginal,
+                hash: ChainHash::GENESIS.next_item(&original),
+                parent: ChainHash::GENESIS,
+                item: original.clone(),
+            });
+            let event = Record::Event(Event::new(EventKind::Truncated, data));
+            match self.append(session, state, vec![record, event]) {
+                Err(SessionError::Store(StoreError::Conflict { .. })) => {}
+                other => return other,
+            }
+        }
+        Err(SessionError::Store(StoreError::Backend(format!(
+            "session `{session}`: {KEEP_ATTEMPTS} conflicting writers in a row"
+        ))))
     }
 
     /// The original item with id `reference` from the session's log: an output a write-time

@@ -23,8 +23,16 @@ pub enum Mode {
 }
 
 /// The events the hook is installed for, with their matcher (`None`: every trigger).
-pub const EVENTS: [(&str, Option<&str>); 2] =
-    [("SessionStart", Some("compact")), ("PreCompact", None)];
+/// (`PostCompact` is sent by recent versions only; older ones never run it.)
+pub const EVENTS: [(&str, Option<&str>); 3] = [
+    ("SessionStart", Some("compact")),
+    ("PreCompact", None),
+    ("PostCompact", None),
+];
+
+/// The event, and its matcher, of the `PreToolUse` hook that wraps `Bash` commands in
+/// `compactctl run` (installed with [`InstallOptions::run_hook`]).
+pub const RUN_EVENT: (&str, Option<&str>) = ("PreToolUse", Some("Bash"));
 
 /// The settings file and the MCP file of a target.
 pub fn files(target: &Target) -> (PathBuf, PathBuf) {
@@ -50,7 +58,7 @@ pub fn plan(
     let mut changes = Vec::new();
     if options.hooks {
         changes.push(edit(&settings, |doc| {
-            hooks(doc, &options.exe, mode, &settings)
+            hooks(doc, &options.exe, mode, options.run_hook, &settings)
         })?);
     }
     if options.mcp {
@@ -112,9 +120,15 @@ fn hooks(
     doc: &mut Map<String, Value>,
     exe: &str,
     mode: Mode,
+    run_hook: bool,
     path: &Path,
 ) -> Result<bool, AgentsError> {
     let agent = Agent::ClaudeCode;
+    let events: Vec<(&str, Option<&str>)> = match (mode, run_hook) {
+        (Mode::Install, false) => EVENTS.to_vec(),
+        (Mode::Uninstall, true) => vec![RUN_EVENT],
+        _ => EVENTS.iter().copied().chain([RUN_EVENT]).collect(),
+    };
     let command = hook_command(exe, agent);
     if mode == Mode::Uninstall && !doc.contains_key("hooks") {
         return Ok(false);
@@ -126,7 +140,7 @@ fn hooks(
         return Err(bad(path, "`hooks` is not an object"));
     };
     let mut changed = false;
-    for (event, matcher) in EVENTS {
+    for (event, matcher) in events {
         if mode == Mode::Uninstall && !hooks.contains_key(event) {
             continue;
         }

@@ -67,6 +67,9 @@ pub struct InstallOptions {
     pub hooks: bool,
     /// Install the MCP server.
     pub mcp: bool,
+    /// Claude Code: the `PreToolUse` hook on `Bash` that wraps commands in `compactctl run` (off by
+    /// default). Uninstalling with it set removes that hook alone.
+    pub run_hook: bool,
 }
 
 /// One file's planned change.

@@ -77,6 +77,8 @@ type Cached = Option<((PathBuf, u64, Option<SystemTime>), Arc<History>)>;
 #[derive(Clone)]
 pub struct CompactServer {
     source: Arc<Source>,
+    /// The store `compactctl run` keeps cut outputs in, for `recall` of the ids its markers name.
+    runs: Option<Arc<dyn compact_session::Store>>,
     cache: Arc<Mutex<Cached>>,
     tool_router: ToolRouter<Self>,
 }
@@ -109,9 +111,16 @@ impl CompactServer {
     pub fn new(source: Source) -> CompactServer {
         CompactServer {
             source: Arc::new(source),
+            runs: None,
             cache: Arc::new(Mutex::new(None)),
             tool_router: Self::tool_router(),
         }
+    }
+
+    /// The same server, also recalling the outputs `compactctl run` kept in `store`.
+    pub fn with_runs(mut self, store: Arc<dyn compact_session::Store>) -> CompactServer {
+        self.runs = Some(store);
+        self
     }
 
     /// The session now (read again when the transcript changed, always for a store).
@@ -147,7 +156,10 @@ items come in pages: pass next_cursor back as cursor."
             return Ok(tool_error("`reference` is empty".to_owned()));
         }
         let history = self.history().map_err(|e| internal(&e))?;
-        let item = history.recall(reference).map_err(|e| internal(&e))?;
+        let mut item = history.recall(reference).map_err(|e| internal(&e))?;
+        if let (None, Some(runs)) = (&item, &self.runs) {
+            item = crate::run::recall_kept(runs, reference).map_err(|e| internal(&e))?;
+        }
         let Some(item) = item else {
             return Ok(tool_error(format!(
                 "no item with id `{}` in {} ({} items); search_history finds ids",
@@ -353,12 +365,24 @@ fn clip(text: &str, max: usize) -> String {
 
 /// Serves `source` over standard input and output until the client disconnects.
 pub fn serve_stdio(source: Source) -> Result<(), AgentsError> {
+    serve_stdio_with_runs(source, None)
+}
+
+/// Like [`serve_stdio`], `recall` also finding the outputs `compactctl run` kept in `runs`.
+pub fn serve_stdio_with_runs(
+    source: Source,
+    runs: Option<Arc<dyn compact_session::Store>>,
+) -> Result<(), AgentsError> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| AgentsError::io("<tokio runtime>", e))?;
     runtime.block_on(async {
-        let service = CompactServer::new(source)
+        let mut server = CompactServer::new(source);
+        if let Some(runs) = runs {
+            server = server.with_runs(runs);
+        }
+        let service = server
             .serve(rmcp::transport::stdio())
             .await
             .map_err(|e| AgentsError::io("<stdio>", std::io::Error::other(e.to_string())))?;

@@ -226,3 +226,42 @@ fn a_boundary_without_its_summary_yet_never_repeats_the_previous_span() {
     let context = context_of(run(&input, &opts).unwrap());
     assert!(context.contains("mismatched types in sniff"));
 }
+
+#[test]
+fn post_compact_keeps_for_session_start_only_what_the_summary_lacks() {
+    let transcript = fixture("claude-session.jsonl");
+    let start = claude_input("SessionStart", &transcript, json!({"source": "compact"}));
+    let full = context_of(run(&start, &options("post_full", Agent::ClaudeCode)).unwrap());
+    let post = |summary: &str, test: &str| {
+        let opts = options(test, Agent::ClaudeCode);
+        let input = claude_input(
+            "PostCompact",
+            &transcript,
+            json!({"trigger": "auto", "compact_summary": summary}),
+        );
+        assert!(matches!(run(&input, &opts).unwrap(), HookOutcome::Saved(_)));
+        run(&start, &opts).unwrap()
+    };
+    // A summary that says nothing: everything is new.
+    assert_eq!(
+        context_of(post("We worked on it.", "post_none")).trim_end(),
+        full.trim_end()
+    );
+    // A summary holding every entry: nothing is added.
+    assert!(matches!(post(&full, "post_all"), HookOutcome::Nothing(_)));
+    // A summary holding the failure: the failure goes, the rest stays.
+    let failure: String = full
+        .lines()
+        .filter(|l| l.contains("mismatched types in sniff"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(!failure.is_empty(), "{full}");
+    let partial = context_of(post(&failure, "post_some"));
+    assert!(!partial.contains("mismatched types in sniff"), "{partial}");
+    assert!(partial.contains("ledger::import::parse_file"), "{partial}");
+    assert!(partial.len() < full.len());
+    // No summary in the input: an error naming it.
+    let bad = claude_input("PostCompact", &transcript, json!({"trigger": "auto"}));
+    let err = run(&bad, &options("post_bad", Agent::ClaudeCode)).unwrap_err();
+    assert!(err.to_string().contains("compact_summary"), "{err}");
+}

@@ -14,6 +14,7 @@ fn options() -> InstallOptions {
         exe: EXE.to_owned(),
         hooks: true,
         mcp: true,
+        run_hook: false,
     }
 }
 
@@ -272,4 +273,47 @@ fn codex_refuses_invalid_toml_and_foreign_servers() {
     std::fs::write(&config, "[mcp_servers.compact]\ncommand = \"python\"\n").unwrap();
     let err = plan_install(&Target::Codex(home), &options()).unwrap_err();
     assert!(err.to_string().contains("not overwritten"), "{err}");
+}
+
+#[test]
+fn the_run_hook_is_off_by_default_and_uninstalls_alone() {
+    let dir = scratch("claude_run_hook");
+    let settings = dir.join(".claude/settings.json");
+    copy("claude-settings.json", &settings);
+    let target = Target::ClaudeCodeProject(dir.clone());
+    install(&target);
+    let plain = std::fs::read_to_string(&settings).unwrap();
+    let original = json(&fixture("claude-settings.json"));
+    assert_eq!(
+        json(&settings)["hooks"]["PreToolUse"],
+        original["hooks"]["PreToolUse"],
+        "off by default"
+    );
+    let run = InstallOptions {
+        run_hook: true,
+        ..options()
+    };
+    apply(&plan_install(&target, &run).unwrap()).unwrap();
+    let s = json(&settings);
+    let groups = s["hooks"]["PreToolUse"].as_array().unwrap();
+    assert_eq!(groups[0], original["hooks"]["PreToolUse"][0]);
+    let ours = groups.last().unwrap();
+    assert_eq!(ours["matcher"], "Bash");
+    assert_eq!(
+        ours["hooks"][0]["command"],
+        format!("{EXE} hook claude-code")
+    );
+    assert!(
+        plan_install(&target, &run)
+            .unwrap()
+            .iter()
+            .all(|c| !c.changes()),
+        "installing twice changes nothing"
+    );
+    apply(&plan_uninstall(&target, &run).unwrap()).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(&settings).unwrap(),
+        plain,
+        "uninstalling the run hook removes exactly it"
+    );
 }

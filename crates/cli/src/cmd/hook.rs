@@ -1,5 +1,6 @@
 //! `compactctl hook claude-code|codex`: run by the agent's `SessionStart` (source `compact`) and
-//! `PreCompact` hooks. Reads the hook input on standard input and prints the documented output
+//! `PreCompact` hooks, and (Claude Code, when installed with `--run-hook`) its `PreToolUse` hook on
+//! `Bash`, which wraps commands in `compactctl run`. Reads the hook input on standard input and prints the documented output
 //! (or nothing). It never fails the agent: any error prints nothing, exits 0 and is appended to
 //! the log (`--log`, default `$XDG_STATE_HOME/compact/hook.log`, else
 //! `~/.local/state/compact/hook.log`).
@@ -7,8 +8,11 @@
 use crate::cmd::agent::AgentName;
 use clap::Args;
 use compact_agents::checkpoint::{DEFAULT_HOOK_TOKENS, MAX_HOOK_TOKENS, MIN_HOOK_TOKENS};
+use compact_agents::hook::Agent;
 use compact_agents::hook::{self, HookOptions, HookOutcome, MAX_INPUT_BYTES};
 use compact_agents::log;
+use compact_agents::pretool::{default_families, RunHookOptions};
+use compact_core::truncate::{DEFAULT_SHELL_BUDGET, MAX_SHELL_BUDGET, MIN_SHELL_BUDGET};
 use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -29,6 +33,58 @@ pub struct HookArgs {
     /// `~/.local/state`).
     #[arg(long, value_name = "FILE")]
     log: Option<PathBuf>,
+    /// PreToolUse: budget of a wrapped command's output, in tokens, when no family names it
+    /// (100 to 1000000).
+    #[arg(long, default_value_t = DEFAULT_SHELL_BUDGET, value_name = "N")]
+    run_budget: usize,
+    /// PreToolUse: the budget of a command family, as `PREFIX=N` (repeatable; the longest matching
+    /// prefix wins; test runners get 2000 unless set).
+    #[arg(long, value_name = "PREFIX=N")]
+    family: Vec<String>,
+    /// PreToolUse: never wrap a command containing this text (repeatable).
+    #[arg(long, value_name = "TEXT")]
+    exclude: Vec<String>,
+}
+
+/// The `PreToolUse` options from the flags, or why they are refused.
+fn run_options(args: &HookArgs) -> Result<RunHookOptions, String> {
+    let check = |what: &str, n: usize| {
+        if (MIN_SHELL_BUDGET..=MAX_SHELL_BUDGET).contains(&n) {
+            Ok(n)
+        } else {
+            Err(format!(
+                "{what} {n} is outside {MIN_SHELL_BUDGET}..={MAX_SHELL_BUDGET}"
+            ))
+        }
+    };
+    let budget = check("--run-budget", args.run_budget)?;
+    let mut families = default_families();
+    for family in &args.family {
+        let (prefix, n) = family
+            .rsplit_once('=')
+            .ok_or_else(|| format!("--family `{family}`: expected PREFIX=N"))?;
+        let n: usize = n
+            .trim()
+            .parse()
+            .map_err(|_| format!("--family `{family}`: `{n}` is not a number"))?;
+        let n = check(&format!("--family `{prefix}`:"), n)?;
+        families.retain(|(p, _)| p != prefix.trim());
+        families.push((prefix.trim().to_owned(), n));
+    }
+    let program = std::env::current_exe()
+        .ok()
+        .map(|p| p.to_string_lossy().into_owned())
+        .filter(|p| !p.is_empty())
+        .unwrap_or_else(|| "compactctl".to_owned());
+    Ok(RunHookOptions {
+        program,
+        budget,
+        families,
+        exclude: args.exclude.clone(),
+        home: std::env::var_os("HOME")
+            .filter(|h| !h.is_empty())
+            .map(PathBuf::from),
+    })
 }
 
 /// Where the hook keeps its state: `$XDG_STATE_HOME/compact`, else `~/.local/state/compact`, else
@@ -73,10 +129,19 @@ pub fn run(args: &HookArgs) -> anyhow::Result<ExitCode> {
         log::append(&log_path, &log::line(agent.name(), &event, &reason));
         return Ok(ExitCode::SUCCESS);
     }
+    let run = match run_options(args) {
+        Ok(run) => run,
+        Err(reason) => {
+            log::append(&log_path, &log::line(agent.name(), &event, &reason));
+            return Ok(ExitCode::SUCCESS);
+        }
+    };
     let options = HookOptions {
         agent,
         max_tokens: args.max_tokens,
         state_dir: args.state_dir.clone().unwrap_or_else(|| base.join("hooks")),
+        // Codex's hooks cannot rewrite a command in every version: only Claude Code's is wrapped.
+        run: (agent == Agent::ClaudeCode).then_some(run),
     };
     match hook::run(&input, &options) {
         Ok(HookOutcome::Emit(json)) => {

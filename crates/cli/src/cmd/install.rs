@@ -37,6 +37,10 @@ enum AgentTarget {
         /// Leave the MCP server out.
         #[arg(long)]
         no_mcp: bool,
+        /// Also the `PreToolUse` hook on `Bash` that runs commands under `compactctl run` (off by
+        /// default); with `uninstall`, remove that hook alone.
+        #[arg(long)]
+        run_hook: bool,
     },
     /// Codex CLI: `[mcp_servers.compact]` in `~/.codex/config.toml`, and with `--hooks` the
     /// `SessionStart` (compact) and `PreCompact` hooks.
@@ -74,11 +78,12 @@ pub fn run(args: &InstallArgs, action: Action) -> anyhow::Result<ExitCode> {
             .to_string_lossy()
             .into_owned(),
     };
-    let (target, hooks, mcp) = match &args.agent {
+    let (target, hooks, mcp, run_hook) = match &args.agent {
         AgentTarget::ClaudeCode {
             project,
             user,
             no_mcp,
+            run_hook,
         } => {
             let target = if *user {
                 Target::ClaudeCodeUser(home()?)
@@ -94,15 +99,26 @@ pub fn run(args: &InstallArgs, action: Action) -> anyhow::Result<ExitCode> {
                 }
                 Target::ClaudeCodeProject(dir)
             };
-            (target, true, !*no_mcp || action == Action::Uninstall)
+            // Uninstalling the run hook alone leaves the MCP server.
+            let mcp = match action {
+                Action::Install => !*no_mcp,
+                Action::Uninstall => !*run_hook,
+            };
+            (target, true, mcp, *run_hook)
         }
         AgentTarget::Codex { hooks } => (
             Target::Codex(home()?),
             *hooks || action == Action::Uninstall,
             true,
+            false,
         ),
     };
-    let options = InstallOptions { exe, hooks, mcp };
+    let options = InstallOptions {
+        exe,
+        hooks,
+        mcp,
+        run_hook,
+    };
     let planned = match action {
         Action::Install => install::plan_install(&target, &options),
         Action::Uninstall => install::plan_uninstall(&target, &options),

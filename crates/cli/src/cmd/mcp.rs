@@ -7,7 +7,7 @@ use crate::cmd::sessions::open_store;
 use crate::exit::BadInput;
 use anyhow::Context;
 use clap::Args;
-use compact_agents::mcp::server::serve_stdio;
+use compact_agents::mcp::server::serve_stdio_with_runs;
 use compact_agents::mcp::source::Source;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -31,6 +31,10 @@ pub struct McpArgs {
     /// The session id in the store (see `compactctl sessions list`).
     #[arg(long, value_name = "ID", requires = "store")]
     session: Option<String>,
+    /// The store of `compactctl run`, whose kept outputs `recall` also returns (default: its
+    /// default, `compact/sessions.db` under the state directory, when it exists).
+    #[arg(long, value_name = "PATH")]
+    runs: Option<PathBuf>,
 }
 
 /// Serves until the client disconnects.
@@ -68,6 +72,16 @@ pub fn run(args: &McpArgs) -> anyhow::Result<ExitCode> {
         )
         .into());
     };
-    serve_stdio(source)?;
+    // `recall` also finds the outputs `compactctl run` kept (when its store exists).
+    let runs_path = args
+        .runs
+        .clone()
+        .unwrap_or_else(crate::cmd::run::default_store);
+    let runs = if runs_path.is_file() {
+        Some(crate::cmd::run::open_run_store(Some(runs_path))?)
+    } else {
+        None
+    };
+    serve_stdio_with_runs(source, runs)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -11,5 +11,6 @@ pub mod mcp;
 pub mod plan;
 pub mod recall;
 pub mod replay;
+pub mod run;
 pub mod serve;
 pub mod sessions;

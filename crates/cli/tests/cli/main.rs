@@ -11,6 +11,7 @@ mod llm;
 mod plan_diff;
 mod recall;
 mod replay;
+mod run;
 mod serve;
 mod sessions;
 mod support;

@@ -6,8 +6,8 @@ use crate::model::ItemId;
 use crate::tokens::TokenCounter;
 
 /// At most this share of the kept budget goes to error lines from the middle, so head and tail
-/// (setup and conclusion) always keep most of the space.
-const ERROR_SHARE: f64 = 0.25;
+/// (setup and conclusion) always keep most of the space (tool outputs in a transcript).
+pub(super) const ERROR_SHARE: f64 = 0.25;
 /// A kept error line longer than this many characters is shortened (one stack frame or message, not
 /// a minified blob that happens to contain "error").
 const MAX_ERROR_LINE_CHARS: usize = 400;
@@ -24,6 +24,8 @@ pub(super) struct CutOptions<'a> {
     pub limit: Limit,
     pub head_fraction: f64,
     pub keep_error_lines: bool,
+    /// Most of the kept budget error lines from the middle may take (0.0 ..= 1.0).
+    pub error_share: f64,
     pub reference: &'a ItemId,
 }
 
@@ -115,7 +117,7 @@ fn plan(
     let err_reserve = if error_idx.is_empty() {
         0
     } else {
-        (avail as f64 * ERROR_SHARE) as usize
+        (avail as f64 * opts.error_share.clamp(0.0, 1.0)) as usize
     };
     let mut layout = head_tail(lines, avail - err_reserve, opts, counter);
     let (errors, used) = pick_errors(lines, error_idx, &layout, err_reserve, opts, counter);

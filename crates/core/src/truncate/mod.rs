@@ -13,11 +13,16 @@
 mod cut;
 mod densify;
 mod exit_code;
+mod shell;
 mod signals;
 mod terminal;
 
 pub use densify::densify;
 pub use exit_code::exit_code;
+pub use shell::{
+    filter_shell_output, finish_shell_output, head_allowance, streamed_prefix, HeadStreamer,
+    ShellCut, DEFAULT_SHELL_BUDGET, MAX_SHELL_BUDGET, MIN_SHELL_BUDGET,
+};
 pub use signals::is_error_line;
 pub use terminal::render_line;
 
@@ -228,6 +233,7 @@ pub fn truncate_output(
             limit,
             head_fraction: policy.head_fraction(),
             keep_error_lines: policy.keep_error_lines,
+            error_share: cut::ERROR_SHARE,
             reference,
         },
         counter,

@@ -1,0 +1,219 @@
+//! Replays every recorded shell result of transcripts through the filter of `compactctl run`
+//! (`bench/shell_filter.sh`): per format and budget, shell-output tokens before and after (overall
+//! and the median session), the share of outputs passed unchanged, of error lines kept, of last
+//! lines kept, and the replay's fact probes found in the filtered transcript against the unfiltered
+//! one. Prints a Markdown table.
+//!
+//!   cargo run -p compact-agents --example shell_filter -- [--budgets 500,1000,2000] FILE...
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use compact_core::model::{Conversation, Item, ItemBody, Part};
+use compact_core::tokens::{Encoding, TokenCounter};
+use compact_core::truncate::{filter_shell_output, is_error_line, render_line};
+use compact_formats::import::{import, ImportOptions};
+use compact_replay::ProbeSet;
+use std::collections::{HashMap, HashSet};
+
+/// Tools that run a shell command, lowercased (Claude Code, Codex, SWE-agent, OpenHands).
+const SHELL_TOOLS: &[&str] = &[
+    "bash",
+    "shell",
+    "exec_command",
+    "execute_bash",
+    "local_shell",
+    "shell_command",
+    "container.exec",
+    "run_shell_command",
+    "terminal",
+];
+
+#[derive(Default)]
+struct Tally {
+    sessions: usize,
+    outputs: usize,
+    unchanged: usize,
+    tokens_before: usize,
+    tokens_after: usize,
+    session_savings: Vec<f64>,
+    error_lines: usize,
+    error_kept: usize,
+    last_lines: usize,
+    last_kept: usize,
+    probes_before: usize,
+    probes_lost: usize,
+}
+
+fn pct(n: usize, d: usize) -> String {
+    if d == 0 {
+        "-".to_owned()
+    } else {
+        format!("{:.1}%", 100.0 * n as f64 / d as f64)
+    }
+}
+
+fn text_of(item: &Item) -> Option<String> {
+    let ItemBody::ToolResult(r) = item.body() else {
+        return None;
+    };
+    let texts: Vec<&str> = r.parts.iter().filter_map(Part::as_text).collect();
+    (!texts.is_empty()).then(|| texts.join("\n"))
+}
+
+/// The indices of shell results in `conv`.
+fn shell_results(conv: &Conversation) -> Vec<usize> {
+    let mut names: HashMap<&str, String> = HashMap::new();
+    for item in &conv.items {
+        if let ItemBody::ToolCall(c) = item.body() {
+            names.insert(c.call_id.as_str(), c.name.to_ascii_lowercase());
+        }
+    }
+    conv.items
+        .iter()
+        .enumerate()
+        .filter(|(_, item)| item.meta.visibility.model)
+        .filter_map(|(i, item)| {
+            let ItemBody::ToolResult(r) = item.body() else {
+                return None;
+            };
+            let name = r
+                .tool_name
+                .as_deref()
+                .map(str::to_ascii_lowercase)
+                .or_else(|| names.get(r.call_id.as_str()).cloned())?;
+            SHELL_TOOLS.contains(&name.as_str()).then_some(i)
+        })
+        .collect()
+}
+
+fn rendered(line: &str) -> String {
+    render_line(line).trim_end().to_owned()
+}
+
+fn main() {
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let mut budgets = vec![500usize, 1_000, 2_000];
+    if args.first().map(String::as_str) == Some("--budgets") {
+        budgets = args[1]
+            .split(',')
+            .map(|b| b.parse().expect("--budgets N,N"))
+            .collect();
+        args.drain(..2);
+    }
+    let counter = TokenCounter::new(Encoding::O200kBase);
+    let mut tallies: Vec<Tally> = budgets.iter().map(|_| Tally::default()).collect();
+    let mut skipped = 0;
+    for file in &args {
+        let bytes = std::fs::read(file).expect("reading a transcript");
+        let imported = match import(&bytes, file, &ImportOptions::default()) {
+            Ok(i) => i,
+            Err(e) => {
+                eprintln!("skipped {file}: {e}");
+                skipped += 1;
+                continue;
+            }
+        };
+        let conv = &imported.conversation;
+        let shell = shell_results(conv);
+        if shell.is_empty() {
+            continue;
+        }
+        let probes = ProbeSet::derive(conv);
+        let mut found_before: HashSet<u32> = HashSet::new();
+        for item in &conv.items {
+            found_before.extend(probes.find_in_item(item));
+        }
+        let shell_set: HashSet<usize> = shell.iter().copied().collect();
+        let mut found_other: HashSet<u32> = HashSet::new();
+        for (i, item) in conv.items.iter().enumerate() {
+            if !shell_set.contains(&i) {
+                found_other.extend(probes.find_in_item(item));
+            }
+        }
+        for (b, &budget) in budgets.iter().enumerate() {
+            let t = &mut tallies[b];
+            t.sessions += 1;
+            let mut found_after = found_other.clone();
+            let (mut before, mut after) = (0usize, 0usize);
+            for &i in &shell {
+                let item = &conv.items[i];
+                let Some(text) = text_of(item) else { continue };
+                let (out, cut) = filter_shell_output(&text, budget, &counter, &item.meta.id);
+                t.outputs += 1;
+                before += cut.original_tokens;
+                after += cut.tokens;
+                found_after.extend(probes.find_in(&out));
+                if !cut.changed {
+                    t.unchanged += 1;
+                    continue;
+                }
+                let errors: HashSet<String> = text
+                    .lines()
+                    .filter(|l| is_error_line(l))
+                    .map(rendered)
+                    .filter(|l| !l.trim().is_empty())
+                    .collect();
+                for line in &errors {
+                    t.error_lines += 1;
+                    let probe: String = line.chars().take(400).collect();
+                    if out.contains(&probe) {
+                        t.error_kept += 1;
+                    }
+                }
+                if let Some(last) = text.lines().map(rendered).rfind(|l| !l.trim().is_empty()) {
+                    t.last_lines += 1;
+                    let tail = out.trim_end();
+                    let last_out = tail.rsplit('\n').next().unwrap_or("");
+                    if tail.ends_with(&last)
+                        || tail.contains(&format!("{last} (repeated"))
+                        || (last_out.len() >= 16 && last.ends_with(last_out))
+                    {
+                        t.last_kept += 1;
+                    }
+                }
+            }
+            t.tokens_before += before;
+            t.tokens_after += after;
+            if before > 0 {
+                t.session_savings.push(1.0 - after as f64 / before as f64);
+            }
+            t.probes_before += found_before.len();
+            t.probes_lost += found_before.difference(&found_after).count();
+        }
+    }
+    println!(
+        "| budget | sessions | shell outputs | passed unchanged | shell tokens before | after | saved | median session saved | error lines kept | last line kept | probes lost (all in recallable outputs) |"
+    );
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for (b, t) in tallies.iter_mut().enumerate() {
+        t.session_savings.sort_by(|a, b| a.total_cmp(b));
+        let median = t
+            .session_savings
+            .get(t.session_savings.len() / 2)
+            .copied()
+            .unwrap_or(0.0);
+        println!(
+            "| {} | {} | {} | {} | {} | {} | {} | {:.1}% | {} ({}/{}) | {} | {} of {} ({}) |",
+            budgets[b],
+            t.sessions,
+            t.outputs,
+            pct(t.unchanged, t.outputs),
+            t.tokens_before,
+            t.tokens_after,
+            pct(
+                t.tokens_before - t.tokens_after.min(t.tokens_before),
+                t.tokens_before
+            ),
+            100.0 * median,
+            pct(t.error_kept, t.error_lines),
+            t.error_kept,
+            t.error_lines,
+            pct(t.last_kept, t.last_lines),
+            t.probes_lost,
+            t.probes_before,
+            pct(t.probes_lost, t.probes_before),
+        );
+    }
+    if skipped > 0 {
+        eprintln!("{skipped} files could not be read");
+    }
+}

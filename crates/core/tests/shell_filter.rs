@@ -1,0 +1,131 @@
+//! The shell-output filter of `compactctl run`: properties (within budget, fitting output passes
+//! byte for byte, last line kept, error lines kept when the budget allows) and examples.
+
+use compact_core::model::ItemId;
+use compact_core::tokens::{Encoding, TokenCounter};
+use compact_core::truncate::{
+    filter_shell_output, finish_shell_output, head_allowance, is_error_line, streamed_prefix,
+};
+use proptest::prelude::*;
+
+fn counter() -> TokenCounter {
+    TokenCounter::new(Encoding::O200kBase)
+}
+
+fn id() -> ItemId {
+    ItemId::new("i00aa11bb22")
+}
+
+/// A build log: many similar progress lines, a few errors in the middle, a summary at the end.
+fn build_log(lines: usize, errors: &[usize]) -> String {
+    let mut out = String::new();
+    for i in 0..lines {
+        if errors.contains(&i) {
+            out.push_str(&format!(
+                "error[E0308]: mismatched types in src/module_{i}.rs:{i}:7\n"
+            ));
+        } else {
+            out.push_str(&format!(
+                "   Compiling crate-{i} v0.{i}.3 (/home/user/project/crates/c{i})\n"
+            ));
+        }
+    }
+    out.push_str("error: could not compile `project` (lib) due to 3 previous errors\n");
+    out
+}
+
+#[test]
+fn output_that_fits_passes_byte_for_byte() {
+    let c = counter();
+    let text = "line one   \n\x1b[31mred\x1b[0m\n\n\n\n";
+    let (out, cut) = filter_shell_output(text, 1_000, &c, &id());
+    assert_eq!(out, text);
+    assert!(!cut.changed);
+}
+
+#[test]
+fn a_long_build_log_keeps_every_error_and_the_summary() {
+    let c = counter();
+    let text = build_log(3_000, &[700, 1_500, 2_200]);
+    let (out, cut) = filter_shell_output(&text, 1_000, &c, &id());
+    assert!(cut.changed);
+    assert!(c.count_text(&out) <= 1_000, "{}", c.count_text(&out));
+    for line in text.lines().filter(|l| is_error_line(l)) {
+        assert!(out.contains(line), "lost {line}");
+    }
+    assert!(out.ends_with("due to 3 previous errors\n"));
+    assert!(out.contains("compactctl recall i00aa11bb22"));
+    // The streamed head is the start of the output, as printed while the command ran.
+    let printed = streamed_prefix(&text, head_allowance(1_000), &c);
+    assert!(printed > 0);
+    assert!(out.starts_with(&text[..printed]));
+}
+
+#[test]
+fn a_head_that_fills_the_budget_leaves_the_output_within_it() {
+    let c = counter();
+    let text = "word ".repeat(5_000);
+    // A caller that printed too much: the result still never exceeds the budget when it can.
+    let cut = finish_shell_output(&text, 0, 150, &c, &id());
+    assert!(cut.tokens <= 150);
+    assert!(cut.changed);
+}
+
+fn arb_output() -> impl Strategy<Value = String> {
+    let line = prop_oneof![
+        4 => "[a-z ]{0,60}",
+        1 => "(error|FAILED|panic): [a-z0-9 ]{0,30}",
+        1 => Just("   Compiling x v1.0".to_owned()),
+        1 => "[0-9 ,.]{0,80}",
+        1 => "[\\PC]{0,40}",
+    ];
+    (prop::collection::vec(line, 1..400), any::<bool>()).prop_map(|(lines, newline)| {
+        let mut s = lines.join("\n");
+        if newline {
+            s.push('\n');
+        }
+        s
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    #[test]
+    fn within_budget_and_last_line_kept(text in arb_output(), budget in 100usize..1_500) {
+        let c = counter();
+        let (out, cut) = filter_shell_output(&text, budget, &c, &id());
+        prop_assert!(c.count_text(&out) <= budget);
+        prop_assert_eq!(cut.tokens, c.count_text(&out));
+        if c.count_text(&text) <= budget {
+            prop_assert_eq!(&out, &text);
+            prop_assert!(!cut.changed);
+        } else {
+            prop_assert!(out.contains("compactctl recall i00aa11bb22") || cut.rest.is_empty());
+            let last = text.trim_end().rsplit('\n').next().unwrap_or("").trim_end();
+            if !last.is_empty() && c.count_text(last) < budget / 4 {
+                let repeated = format!("{last} (repeated");
+                prop_assert!(
+                    out.trim_end().ends_with(last) || out.contains(&repeated),
+                    "last line `{}` lost",
+                    last
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn error_lines_kept_when_the_budget_allows(
+        filler in 200usize..2_000,
+        errors in prop::collection::btree_set(0usize..2_000, 0..6),
+    ) {
+        let c = counter();
+        let at: Vec<usize> = errors.into_iter().filter(|&e| e < filler).collect();
+        let text = build_log(filler, &at);
+        let (out, _) = filter_shell_output(&text, 1_000, &c, &id());
+        prop_assert!(c.count_text(&out) <= 1_000);
+        for line in text.lines().filter(|l| is_error_line(l)) {
+            prop_assert!(out.contains(line), "lost {}", line);
+        }
+    }
+}
