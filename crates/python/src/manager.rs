@@ -310,6 +310,7 @@ impl Manager {
             cache_read_input_tokens,
             cache_creation_input_tokens,
             model,
+            ..Usage::default()
         };
         let manager = &self.inner;
         let update = py.detach(|| manager.record_usage(session_id, &usage));

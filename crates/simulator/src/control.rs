@@ -129,6 +129,7 @@ fn api_name(api: Api) -> &'static str {
     match api {
         Api::ChatCompletions => "chat_completions",
         Api::Responses => "responses",
+        Api::ResponsesCompact => "responses_compact",
         Api::Messages => "messages",
         Api::CountTokens => "count_tokens",
         Api::Unknown => "unknown",

@@ -549,6 +549,8 @@ async fn control_paths_script_and_report() {
     let (status, _, _) = post(sim.addr(), "/sim/nothing", &json!({}), &[])
         .await
         .unwrap();
+    assert_eq!(status, 404);
+}
 
 // ---- Provider-side compaction ----------------------------------------------------------------------
 
