@@ -5,10 +5,11 @@ use crate::error::SessionError;
 use crate::event::{Event, EventKind};
 use crate::manager::{items_compressed, manual_policy, CompactManager};
 use crate::record::Record;
-use crate::state::view_record;
+use crate::state::{view_record, SessionState};
 use compact_core::model::Conversation;
-use compact_engine::{block_on, Report};
+use compact_engine::{block_on, Compaction, Report};
 use serde_json::json;
+use std::sync::Arc;
 
 /// What a manual compaction did.
 #[derive(Debug, Clone)]
@@ -30,6 +31,30 @@ pub struct ManualCompaction {
 }
 
 impl CompactManager {
+    /// Runs a manual compaction of what `state` sent last (recounted when just loaded), without
+    /// logging it: the view sent, the compaction, and the new view (with the request's tools,
+    /// format and fields).
+    pub(crate) fn plan_manual(
+        &self,
+        session: &str,
+        state: &mut SessionState,
+    ) -> Result<(Arc<Conversation>, Compaction, Conversation), SessionError> {
+        if !state.prepared {
+            return Err(SessionError::NothingPrepared(session.to_owned()));
+        }
+        let (current, sent_tokens) = self.sent_now(state);
+        let ratio = state.calibration.ratio(&state.model);
+        let policy = manual_policy(&self.calibrated_policy(ratio), sent_tokens);
+        let done = self
+            .compactor(policy)
+            .and_then(|c| block_on(c.compact(&current)))?;
+        let mut view = done.conversation.clone();
+        view.tools = current.tools.clone();
+        view.format = current.format;
+        view.extra = current.extra.clone();
+        Ok((current, done, view))
+    }
+
     /// Compacts the session's current view now, aiming at half of it whatever the trigger says.
     /// `note` is logged with the event. The next preflight sends the new view plus what is new.
     pub fn manual_compact(
@@ -40,19 +65,7 @@ impl CompactManager {
         let handle = self.handle(session);
         let mut slot = Self::lock(&handle);
         let state = self.existing(session, &mut slot)?;
-        if !state.prepared {
-            return Err(SessionError::NothingPrepared(session.to_owned()));
-        }
-        let (current, sent_tokens) = self.sent_now(state);
-        let ratio = state.calibration.ratio(&state.model);
-        let policy = manual_policy(&self.calibrated_policy(ratio), sent_tokens);
-        let mut done = self
-            .compactor(policy)
-            .and_then(|c| block_on(c.compact(&current)))?;
-        let mut view = done.conversation.clone();
-        view.tools = current.tools.clone();
-        view.format = current.format;
-        view.extra = current.extra.clone();
+        let (_, mut done, view) = self.plan_manual(session, state)?;
         let compressed = items_compressed(&done);
         let mut event = Event::new(
             EventKind::Compacted,

@@ -5,13 +5,13 @@
 
 use crate::error::SessionError;
 use crate::event::{Event, EventKind};
-use crate::manager::{items_compressed, manual_policy, CompactManager};
+use crate::manager::{items_compressed, CompactManager};
 use crate::manual::ManualCompaction;
 use crate::record::Record;
 use crate::state::view_record;
 use compact_core::model::{Conversation, ItemBody, CHECKPOINT_CLOSE, CHECKPOINT_OPEN};
 use compact_core::plan::Action;
-use compact_engine::{block_on, Report};
+use compact_engine::Report;
 use serde_json::json;
 
 /// A planned compaction, not applied.
@@ -59,19 +59,7 @@ impl CompactManager {
         let handle = self.handle(session);
         let mut slot = Self::lock(&handle);
         let state = self.existing(session, &mut slot)?;
-        if !state.prepared {
-            return Err(SessionError::NothingPrepared(session.to_owned()));
-        }
-        let (current, sent_tokens) = self.sent_now(state);
-        let ratio = state.calibration.ratio(&state.model);
-        let policy = manual_policy(&self.calibrated_policy(ratio), sent_tokens);
-        let done = self
-            .compactor(policy)
-            .and_then(|c| block_on(c.compact(&current)))?;
-        let mut view = done.conversation.clone();
-        view.tools = current.tools.clone();
-        view.format = current.format;
-        view.extra = current.extra.clone();
+        let (current, done, view) = self.plan_manual(session, state)?;
         let checkpoint = new_checkpoint(&current, &view).and_then(|i| match view.items[i].body() {
             ItemBody::Checkpoint(c) => Some(c.text.clone()),
             _ => None,
