@@ -72,6 +72,12 @@ fn the_hook_wraps_real_commands_that_then_behave_like_the_originals() {
     let home = dir.join("home");
     std::fs::create_dir_all(&home).unwrap();
     std::fs::write(dir.join("gen.sh"), GEN).unwrap();
+    // A directory nothing else writes to, so that its listing is the same in both runs.
+    let listing = dir.join("listing");
+    std::fs::create_dir_all(&listing).unwrap();
+    for i in 0..8 {
+        std::fs::write(listing.join(format!("file_{i:02}.txt")), "x".repeat(i)).unwrap();
+    }
     let state = dir.join("state");
     let env = [
         ("HOME", home.to_string_lossy().into_owned()),
@@ -81,7 +87,7 @@ fn the_hook_wraps_real_commands_that_then_behave_like_the_originals() {
     let commands = [
         "seq 1 20000",
         "bash gen.sh",
-        "ls -la /",
+        "ls -la listing",
         "cat missing-file-for-the-test",
         "grep -n e gen.sh",
     ];
