@@ -21,6 +21,7 @@ import hashlib
 import json
 from typing import TYPE_CHECKING, Any, Callable, Final, Union
 
+from ._generations import generation_id, latest_generation
 from .manager import CompactManager, Prepared
 
 if TYPE_CHECKING:
@@ -128,17 +129,11 @@ class CompactSession:
     @property
     def compact_session_id(self) -> str:
         """The id of the Compact session holding the current generation."""
-        return self.session_id if self._generation == 0 else f"{self.session_id}~{self._generation}"
+        return generation_id(self.session_id, self._generation)
 
     def _load(self) -> list[Any]:
         if self._items is None:
-            prefix = self.session_id + "~"
-            generations = [0]
-            for s in self.manager.sessions():
-                sid = s["id"]
-                if sid.startswith(prefix) and sid[len(prefix) :].isdigit():
-                    generations.append(int(sid[len(prefix) :]))
-            self._generation = max(generations)
+            self._generation = latest_generation(self.manager, self.session_id)
             try:
                 self._items = list(self.manager.history(self.compact_session_id, format=FORMAT))
             except LookupError:

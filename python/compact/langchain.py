@@ -27,6 +27,7 @@ from typing import Any, Awaitable, Callable, Final, Sequence, cast
 from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.messages import BaseMessage, SystemMessage, convert_to_messages, convert_to_openai_messages
 
+from ._generations import generation_id, latest_generation
 from .manager import CompactManager, Prepared
 
 FORMAT: Final = "openai-chat"
@@ -211,17 +212,11 @@ class CompactChatMessageHistory(BaseChatMessageHistory):
     @property
     def compact_session_id(self) -> str:
         """The id of the Compact session holding the current generation."""
-        return self.session_id if self._generation == 0 else f"{self.session_id}~{self._generation}"
+        return generation_id(self.session_id, self._generation)
 
     def _load(self) -> list[BaseMessage]:
         if self._messages is None:
-            prefix = self.session_id + "~"
-            generations = [0]
-            for s in self.manager.sessions():
-                sid = s["id"]
-                if sid.startswith(prefix) and sid[len(prefix) :].isdigit():
-                    generations.append(int(sid[len(prefix) :]))
-            self._generation = max(generations)
+            self._generation = latest_generation(self.manager, self.session_id)
             try:
                 self._messages = list(convert_to_messages(self.manager.history(self.compact_session_id, format=FORMAT)))
             except LookupError:

@@ -480,11 +480,13 @@ impl CompactManager {
             }));
         }
 
-        // 2. A manual request in a new latest user message.
-        let manual_note = request
+        // 2. A manual request in a new latest user message (whose place also resets the
+        // two-strike breaker below).
+        let last_user = request
             .items
             .iter()
-            .rposition(|i| i.role() == Role::User && matches!(i.body(), ItemBody::Message(_)))
+            .rposition(|i| i.role() == Role::User && matches!(i.body(), ItemBody::Message(_)));
+        let manual_note = last_user
             .filter(|&i| i >= matched)
             .and_then(|i| manual_request(&request.items[i], &self.config.trigger_phrases));
         let manual = manual_note.is_some();
@@ -552,10 +554,6 @@ impl CompactManager {
         let mut compaction: Option<Compaction> = None;
         let mut failure: Option<CompactError> = None;
         let mut stopped: Option<SessionError> = None;
-        let last_user = request
-            .items
-            .iter()
-            .rposition(|i| i.role() == Role::User && matches!(i.body(), ItemBody::Message(_)));
         if !matches!(decision, Decision::Compact(_)) || state.strike_turn != last_user {
             state.strikes = 0;
         }
