@@ -41,6 +41,45 @@ pub enum AgentsError {
     /// `compactctl run` could not run the command or read its output.
     #[error("run: {0}")]
     Run(String),
+    /// The MCP server was asked to listen on an address that is not loopback without allowing it.
+    #[error(
+        "refusing to listen on {addr}: not a loopback address, and the MCP server gives out the \
+         session's whole history to whoever connects (allow it explicitly: `--allow-remote`, with \
+         a `--token`)"
+    )]
+    NotLoopback {
+        /// The address.
+        addr: std::net::SocketAddr,
+    },
+    /// The MCP server could not listen on its address.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: std::net::SocketAddr,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// An option of the HTTP server is unusable.
+    #[error("MCP over HTTP: {0}")]
+    HttpOption(String),
+    /// More than one of the agent's transcripts could be the session meant.
+    #[error(
+        "{} transcripts of {agent} for {cwd} were written within {window_secs} s of each other, so \
+         the latest is ambiguous:\n{}\npass the one meant: --transcript PATH, or --session ID \
+         with --latest",
+        candidates.len(),
+        candidates.iter().map(|p| format!("  {}", p.display())).collect::<Vec<_>>().join("\n")
+    )]
+    AmbiguousLatest {
+        /// The agent's name.
+        agent: String,
+        /// The directory the agent runs in.
+        cwd: PathBuf,
+        /// The transcripts, newest first.
+        candidates: Vec<PathBuf>,
+        /// How close in time counts as equally recent, in seconds.
+        window_secs: u64,
+    },
     /// The session store could not be read.
     #[error("session store: {0}")]
     Session(#[from] compact_session::SessionError),

@@ -1,4 +1,4 @@
-//! `compactctl mcp`: an MCP server over stdio that lets the agent look at everything its own
+//! `compactctl mcp`: an MCP server over stdio or streamable HTTP ([`http`]) that lets the agent look at everything its own
 //! compaction removed.
 //!
 //! Tools (module [`server`]):
@@ -18,6 +18,7 @@
 //! for a directory (resolved again on every call, so the server follows the session it serves), or
 //! a session in Compact's store.
 
+pub mod http;
 pub mod page;
 pub mod search;
 pub mod server;
