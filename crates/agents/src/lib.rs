@@ -13,9 +13,9 @@
 //! - [`run`] and [`pretool`]: `compactctl run`, a command's output cut to a token budget for the
 //!   agent with the full output kept for recall, and the Claude Code `PreToolUse` hook that wraps
 //!   `Bash` commands in it.
-//! - [`mcp`]: `compactctl mcp`, an MCP server over stdio (the official `rmcp` SDK) with `recall`,
-//!   `search_history`, `context_status` and `checkpoint` over a session's full history, read from
-//!   a transcript or from Compact's session store.
+//! - [`mcp`]: `compactctl mcp`, an MCP server over stdio or streamable HTTP (the official `rmcp`
+//!   SDK) with `recall`, `search_history`, `context_status` and `checkpoint` over a session's full
+//!   history, read from a transcript or from Compact's session store.
 //!
 //! Nothing here compacts: the checkpoint is `compact_core::checkpoint`, transcripts are read by
 //! `compact_formats::import`, sessions by `compact_session`.

@@ -1,5 +1,5 @@
-//! The MCP server: four tools over one session ([`super::source::Source`]), served over stdio with
-//! the official SDK (`rmcp`).
+//! The MCP server: four tools over one session ([`super::source::Source`]), served over stdio (or
+//! streamable HTTP, [`super::http`]) with the official SDK (`rmcp`).
 
 use super::page::page;
 use super::search::search;

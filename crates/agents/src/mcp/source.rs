@@ -12,7 +12,7 @@ use compact_session::{CompactManager, SessionConfig, SessionError, Store};
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 /// Most Codex rollouts inspected (newest first) to find the one started in a directory.
 const MAX_ROLLOUTS_SCANNED: usize = 200;
@@ -136,30 +136,126 @@ fn from_transcript(path: &Path) -> Result<History, AgentsError> {
     })
 }
 
-/// The agent's most recently modified transcript for `cwd`.
+/// Transcripts written within this long of the newest one are as recent as it: `latest` cannot
+/// tell which of them is the session meant (two agents running in the same directory).
+pub const SAME_TIME: Duration = Duration::from_secs(5);
+
+/// Lines at the start of a transcript read to find the directory it records.
+const MAX_CWD_LINES: usize = 64;
+
+/// The agent's most recently written transcript for `cwd`, unambiguously.
+///
+/// The candidates are Claude Code's transcripts in the project directory named after `cwd`, or
+/// the Codex rollouts under `~/.codex/sessions`. Of these, the ones recording `cwd` as their
+/// directory are preferred (Claude Code's project directory names are lossy: `/a/b-c` and
+/// `/a/b/c` share one); Claude Code transcripts recording no directory come next; a Codex rollout
+/// must record it. Among the preferred, the newest wins, unless another was written within
+/// [`SAME_TIME`] of it: then the error lists them all ([`AgentsError::AmbiguousLatest`]).
 pub fn latest(agent: Agent, home: &Path, cwd: &Path) -> Result<PathBuf, AgentsError> {
-    match agent {
+    let (dir, mut files) = candidates(agent, home, cwd)?;
+    files.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| b.0.cmp(&a.0)));
+    files.truncate(MAX_ROLLOUTS_SCANNED);
+    let wanted = cwd.to_string_lossy();
+    let mut tied = newest_group(&files, |path| {
+        recorded_cwd(path).as_deref() == Some(wanted.as_ref())
+    });
+    if tied.is_empty() && agent == Agent::ClaudeCode {
+        tied = newest_group(&files, |path| recorded_cwd(path).is_none());
+    }
+    match tied.len() {
+        0 => Err(missing(&dir)),
+        1 => Ok(tied.remove(0)),
+        _ => Err(AgentsError::AmbiguousLatest {
+            agent: agent.name().to_owned(),
+            cwd: cwd.to_path_buf(),
+            candidates: tied,
+            window_secs: SAME_TIME.as_secs(),
+        }),
+    }
+}
+
+/// The transcript of session `id` among the agent's sessions for `cwd`: Claude Code's
+/// `<project dir>/<id>.jsonl`, or the Codex rollout whose file name ends with `id` or whose
+/// `session_meta` records it.
+pub fn find_session(
+    agent: Agent,
+    home: &Path,
+    cwd: &Path,
+    id: &str,
+) -> Result<PathBuf, AgentsError> {
+    let id = id.trim();
+    let (dir, files) = candidates(agent, home, cwd)?;
+    let not_found = || {
+        AgentsError::io(
+            &dir,
+            std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                format!("no {} session `{id}` here", agent.name()),
+            ),
+        )
+    };
+    if id.is_empty() || id.contains(['/', '\\']) || id.contains("..") {
+        return Err(not_found());
+    }
+    let found = match agent {
+        Agent::ClaudeCode => files
+            .into_iter()
+            .map(|(path, _)| path)
+            .find(|path| path.file_stem().is_some_and(|s| s == id)),
+        Agent::Codex => files.into_iter().map(|(path, _)| path).find(|path| {
+            path.file_stem()
+                .is_some_and(|s| s.to_string_lossy().ends_with(id))
+                || meta_field(path, "id").as_deref() == Some(id)
+        }),
+    };
+    found.ok_or_else(not_found)
+}
+
+/// The directory an agent keeps `cwd`'s sessions in, and its transcripts with their times.
+fn candidates(
+    agent: Agent,
+    home: &Path,
+    cwd: &Path,
+) -> Result<(PathBuf, Vec<(PathBuf, SystemTime)>), AgentsError> {
+    Ok(match agent {
         Agent::ClaudeCode => {
             let dir = home
                 .join(".claude")
                 .join("projects")
                 .join(claude_project_dir(cwd));
-            newest(jsonl_in(&dir)?).ok_or_else(|| missing(&dir))
+            let files = jsonl_in(&dir)?;
+            (dir, files)
         }
         Agent::Codex => {
             let dir = home.join(".codex").join("sessions");
             let mut files = Vec::new();
             collect_rollouts(&dir, 0, &mut files);
-            files.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| b.0.cmp(&a.0)));
-            let cwd = cwd.to_string_lossy();
-            files
-                .into_iter()
-                .take(MAX_ROLLOUTS_SCANNED)
-                .map(|(path, _)| path)
-                .find(|path| rollout_cwd(path).as_deref() == Some(cwd.as_ref()))
-                .ok_or_else(|| missing(&dir))
+            (dir, files)
+        }
+    })
+}
+
+/// Of `files` (newest first), the newest one `wanted` accepts and every other it accepts written
+/// within [`SAME_TIME`] of it, newest first.
+fn newest_group(
+    files: &[(PathBuf, SystemTime)],
+    wanted: impl Fn(&Path) -> bool,
+) -> Vec<PathBuf> {
+    let mut group = Vec::new();
+    let mut newest = None;
+    for (path, time) in files {
+        if let Some(newest) = newest {
+            let apart = SystemTime::duration_since(&newest, *time).unwrap_or_default();
+            if apart > SAME_TIME {
+                break;
+            }
+        }
+        if wanted(path) {
+            newest.get_or_insert(*time);
+            group.push(path.clone());
         }
     }
+    group
 }
 
 fn missing(dir: &Path) -> AgentsError {
@@ -194,11 +290,6 @@ fn jsonl_in(dir: &Path) -> Result<Vec<(PathBuf, SystemTime)>, AgentsError> {
         .collect())
 }
 
-fn newest(mut files: Vec<(PathBuf, SystemTime)>) -> Option<PathBuf> {
-    files.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| b.0.cmp(&a.0)));
-    files.into_iter().next().map(|(p, _)| p)
-}
-
 /// Rollouts under `sessions/YYYY/MM/DD/`.
 fn collect_rollouts(dir: &Path, depth: usize, out: &mut Vec<(PathBuf, SystemTime)>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
@@ -215,16 +306,40 @@ fn collect_rollouts(dir: &Path, depth: usize, out: &mut Vec<(PathBuf, SystemTime
     }
 }
 
-/// The `cwd` a rollout's `session_meta` line records.
-fn rollout_cwd(path: &Path) -> Option<String> {
+/// The directory a transcript records: the first `cwd` of a Claude Code record, or the `cwd` of a
+/// Codex rollout's `session_meta`, in its first [`MAX_CWD_LINES`] lines.
+fn recorded_cwd(path: &Path) -> Option<String> {
+    meta_field(path, "cwd")
+}
+
+/// The first string `field` of a record, or of a record's `payload`, in the first lines of the
+/// transcript at `path` (each read up to [`MAX_META_LINE_BYTES`]).
+fn meta_field(path: &Path, field: &str) -> Option<String> {
     let file = std::fs::File::open(path).ok()?;
-    let mut reader = std::io::BufReader::new(std::io::Read::take(file, MAX_META_LINE_BYTES));
-    let mut line = String::new();
-    reader.read_line(&mut line).ok()?;
-    let value: serde_json::Value = serde_json::from_str(&line).ok()?;
-    value
-        .get("payload")
-        .and_then(|p| p.get("cwd"))
-        .and_then(|c| c.as_str())
-        .map(str::to_owned)
+    let mut reader = std::io::BufReader::new(file);
+    let mut line = Vec::new();
+    for _ in 0..MAX_CWD_LINES {
+        line.clear();
+        let read = std::io::Read::take(&mut reader, MAX_META_LINE_BYTES)
+            .read_until(b'\n', &mut line)
+            .ok()?;
+        if read == 0 {
+            return None;
+        }
+        if !line.ends_with(b"\n") && read as u64 == MAX_META_LINE_BYTES {
+            // A line longer than read: the rest of the file is not looked at.
+            return None;
+        }
+        let Ok(value) = serde_json::from_slice::<serde_json::Value>(&line) else {
+            continue;
+        };
+        let found = value
+            .get(field)
+            .or_else(|| value.get("payload").and_then(|p| p.get(field)))
+            .and_then(|c| c.as_str());
+        if let Some(found) = found {
+            return Some(found.to_owned());
+        }
+    }
+    None
 }

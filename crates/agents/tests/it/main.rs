@@ -4,6 +4,7 @@
 
 mod corpus;
 mod hook;
+mod http;
 mod install;
 mod store;
 mod support;

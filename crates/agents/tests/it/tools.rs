@@ -83,3 +83,122 @@ fn the_latest_session_is_found_per_agent_and_directory() {
     assert!(latest(Agent::Codex, &home, Path::new("/elsewhere")).is_err());
     assert!(latest(Agent::ClaudeCode, &home, Path::new("/elsewhere")).is_err());
 }
+
+/// Copies fixture `name` to `to`, its recorded directory replaced by `cwd`, written at `time`.
+fn transcript_at(name: &str, to: &Path, cwd: &str, time: std::time::SystemTime) {
+    let text = std::fs::read_to_string(fixture(name))
+        .unwrap()
+        .replace("/home/dev/a-b", cwd);
+    std::fs::write(to, text).unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(to)
+        .unwrap()
+        .set_modified(time)
+        .unwrap();
+}
+
+#[test]
+fn latest_prefers_the_transcript_of_this_directory_and_refuses_to_guess_between_two() {
+    use compact_agents::mcp::source::{find_session, SAME_TIME};
+    use compact_agents::AgentsError;
+    use std::time::{Duration, SystemTime};
+    let home = crate::support::scratch("latest_concurrent");
+    let cwd = Path::new("/home/dev/a-b");
+    // `/home/dev/a-b` and `/home/dev/a/b` share Claude Code's project directory.
+    assert_eq!(
+        claude_project_dir(cwd),
+        claude_project_dir(Path::new("/home/dev/a/b"))
+    );
+    let project = home.join(".claude/projects").join(claude_project_dir(cwd));
+    std::fs::create_dir_all(&project).unwrap();
+    let now = SystemTime::now();
+    let a = project.join("aaaa1111-2222-4333-8444-555566667777.jsonl");
+    let b = project.join("bbbb1111-2222-4333-8444-555566667777.jsonl");
+
+    // The newer transcript is another directory's: this directory's older one is the answer.
+    transcript_at("claude-concurrent-a.jsonl", &a, "/home/dev/a-b", now - Duration::from_secs(600));
+    transcript_at("claude-concurrent-b.jsonl", &b, "/home/dev/a/b", now);
+    assert_eq!(latest(Agent::ClaudeCode, &home, cwd).unwrap(), a);
+    assert_eq!(
+        latest(Agent::ClaudeCode, &home, Path::new("/home/dev/a/b")).unwrap(),
+        b
+    );
+
+    // Two sessions in this directory, one clearly newer: the newer.
+    transcript_at("claude-concurrent-b.jsonl", &b, "/home/dev/a-b", now);
+    assert_eq!(latest(Agent::ClaudeCode, &home, cwd).unwrap(), b);
+
+    // Written within SAME_TIME of each other: an error naming both and what to pass instead.
+    let close = now - SAME_TIME / 2;
+    transcript_at("claude-concurrent-a.jsonl", &a, "/home/dev/a-b", close);
+    let err = latest(Agent::ClaudeCode, &home, cwd).unwrap_err();
+    match &err {
+        AgentsError::AmbiguousLatest { candidates, .. } => {
+            assert_eq!(candidates, &vec![b.clone(), a.clone()]);
+        }
+        other => panic!("not ambiguous: {other}"),
+    }
+    let message = err.to_string();
+    assert!(message.contains(&*a.to_string_lossy()), "{message}");
+    assert!(message.contains(&*b.to_string_lossy()), "{message}");
+    assert!(message.contains("--transcript") && message.contains("--session"), "{message}");
+
+    // The session id picks one of them.
+    let id = "aaaa1111-2222-4333-8444-555566667777";
+    assert_eq!(find_session(Agent::ClaudeCode, &home, cwd, id).unwrap(), a);
+    assert!(find_session(Agent::ClaudeCode, &home, cwd, "cccc").is_err());
+    assert!(find_session(Agent::ClaudeCode, &home, cwd, "../x").is_err());
+    let loaded = Source::Transcript(find_session(Agent::ClaudeCode, &home, cwd, id).unwrap())
+        .load()
+        .unwrap();
+    assert!(loaded
+        .conversation
+        .items
+        .iter()
+        .any(|i| i.plain_text().contains("parser module to lexer")));
+}
+
+#[test]
+fn latest_codex_rollouts_of_one_directory_written_together_are_ambiguous() {
+    use compact_agents::mcp::source::find_session;
+    use compact_agents::AgentsError;
+    use std::time::{Duration, SystemTime};
+    let home = crate::support::scratch("latest_codex_concurrent");
+    let day = home.join(".codex/sessions/2026/03/05");
+    std::fs::create_dir_all(&day).unwrap();
+    let first = day.join("rollout-2026-03-05T08-00-00-019b0000-aaaa-7000-8000-000000000001.jsonl");
+    let second = day.join("rollout-2026-03-05T08-00-03-019b0000-bbbb-7000-8000-000000000002.jsonl");
+    let rollout = std::fs::read_to_string(fixture("codex-rollout.jsonl")).unwrap();
+    std::fs::write(&first, &rollout).unwrap();
+    std::fs::write(
+        &second,
+        rollout.replace("019b0000-aaaa-7000-8000-000000000001", "019b0000-bbbb-7000-8000-000000000002"),
+    )
+    .unwrap();
+    let now = SystemTime::now();
+    for (path, time) in [(&first, now - Duration::from_secs(1)), (&second, now)] {
+        std::fs::File::options()
+            .write(true)
+            .open(path)
+            .unwrap()
+            .set_modified(time)
+            .unwrap();
+    }
+    let cwd = Path::new("/home/dev/orbit");
+    assert!(matches!(
+        latest(Agent::Codex, &home, cwd),
+        Err(AgentsError::AmbiguousLatest { ref candidates, .. }) if candidates.len() == 2
+    ));
+    assert_eq!(
+        find_session(Agent::Codex, &home, cwd, "019b0000-aaaa-7000-8000-000000000001").unwrap(),
+        first
+    );
+    std::fs::File::options()
+        .write(true)
+        .open(&first)
+        .unwrap()
+        .set_modified(now - Duration::from_secs(3600))
+        .unwrap();
+    assert_eq!(latest(Agent::Codex, &home, cwd).unwrap(), second);
+}

@@ -139,7 +139,7 @@ fn open_store(flag: Option<&str>, config: &Config) -> anyhow::Result<Arc<dyn Sto
     }
 }
 
-async fn shutdown_signal() {
+pub(crate) async fn shutdown_signal() {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{signal, SignalKind};

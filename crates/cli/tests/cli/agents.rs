@@ -230,6 +230,27 @@ fn mcp_server_answers_the_official_python_client() {
 }
 
 #[test]
+fn mcp_server_answers_the_official_python_client_over_streamable_http() {
+    let Some(python) = python() else {
+        return;
+    };
+    let transcript = agents_fixture("claude-session.jsonl");
+    python_client(&python, &["--http", transcript.to_str().unwrap()]);
+}
+
+#[test]
+fn mcp_over_http_refuses_a_non_loopback_address_unless_allowed() {
+    let transcript = agents_fixture("claude-session.jsonl");
+    let transcript = transcript.to_str().unwrap();
+    let out = run(&["mcp", "--transcript", transcript, "--http", "0.0.0.0:0"]).expect_code(2);
+    assert!(out.stderr.contains("not a loopback address"), "{}", out.stderr);
+    assert!(out.stderr.contains("--allow-remote"), "{}", out.stderr);
+    // The flags of the HTTP server need --http.
+    run(&["mcp", "--transcript", transcript, "--allow-remote"]).expect_code(2);
+    run(&["mcp", "--transcript", transcript, "--http", "localhost"]).expect_code(2);
+}
+
+#[test]
 fn mcp_server_on_a_store_session_pages_a_truncated_original_back_whole() {
     let Some(python) = python() else {
         return;
