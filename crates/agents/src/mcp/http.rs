@@ -77,7 +77,9 @@ impl HttpOptions {
             return Err(AgentsError::NotLoopback { addr: self.addr });
         }
         if self.token.as_deref().is_some_and(|t| t.trim().is_empty()) {
-            return Err(AgentsError::HttpOption("the bearer token is empty".to_owned()));
+            return Err(AgentsError::HttpOption(
+                "the bearer token is empty".to_owned(),
+            ));
         }
         if self.max_body_bytes == 0 {
             return Err(AgentsError::HttpOption(
@@ -115,12 +117,13 @@ impl HttpServer {
     /// Checks `options` ([`HttpOptions::check`]) and binds. Must run inside a Tokio runtime.
     pub async fn bind(options: HttpOptions) -> Result<HttpServer, AgentsError> {
         options.check()?;
-        let listener = TcpListener::bind(options.addr)
-            .await
-            .map_err(|source| AgentsError::Bind {
-                addr: options.addr,
-                source,
-            })?;
+        let listener =
+            TcpListener::bind(options.addr)
+                .await
+                .map_err(|source| AgentsError::Bind {
+                    addr: options.addr,
+                    source,
+                })?;
         let addr = listener.local_addr().map_err(|source| AgentsError::Bind {
             addr: options.addr,
             source,
@@ -196,19 +199,20 @@ impl HttpServer {
 async fn route(mcp: &Mcp, token: Option<&str>, request: Request<Incoming>) -> HttpResponse {
     if let Some(token) = token {
         if !authorized(&request, token) {
-            let mut response = plain(StatusCode::UNAUTHORIZED, "Unauthorized: a bearer token is required");
-            response
-                .headers_mut()
-                .insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Bearer"));
+            let mut response = plain(
+                StatusCode::UNAUTHORIZED,
+                "Unauthorized: a bearer token is required",
+            );
+            response.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                header::HeaderValue::from_static("Bearer"),
+            );
             return response;
         }
     }
     let path = request.uri().path();
     if path != MCP_PATH && path != "/mcp/" {
-        return plain(
-            StatusCode::NOT_FOUND,
-            "Not Found: the MCP endpoint is /mcp",
-        );
+        return plain(StatusCode::NOT_FOUND, "Not Found: the MCP endpoint is /mcp");
     }
     mcp.handle(request).await
 }
@@ -220,7 +224,10 @@ fn authorized(request: &Request<Incoming>, token: &str) -> bool {
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
+        .and_then(|v| {
+            v.strip_prefix("Bearer ")
+                .or_else(|| v.strip_prefix("bearer "))
+        })
     else {
         return false;
     };

@@ -237,10 +237,7 @@ fn candidates(
 
 /// Of `files` (newest first), the newest one `wanted` accepts and every other it accepts written
 /// within [`SAME_TIME`] of it, newest first.
-fn newest_group(
-    files: &[(PathBuf, SystemTime)],
-    wanted: impl Fn(&Path) -> bool,
-) -> Vec<PathBuf> {
+fn newest_group(files: &[(PathBuf, SystemTime)], wanted: impl Fn(&Path) -> bool) -> Vec<PathBuf> {
     let mut group = Vec::new();
     let mut newest = None;
     for (path, time) in files {

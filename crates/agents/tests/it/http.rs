@@ -87,7 +87,10 @@ impl Running {
     fn request(&self, head: &str, body: &[u8]) -> (u16, Vec<String>) {
         let mut stream = TcpStream::connect(self.addr).unwrap();
         let head = head.replace("{addr}", &self.addr.to_string());
-        let request = format!("{head}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len());
+        let request = format!(
+            "{head}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+            body.len()
+        );
         stream.write_all(request.as_bytes()).unwrap();
         // The server may answer (413) and close before reading a body it refuses.
         let _ = stream.write_all(body);
@@ -139,7 +142,10 @@ fn an_oversized_body_is_rejected_and_the_server_keeps_serving() {
     // The same server still opens a session for a request within the limit.
     let (code, headers) = server.request(POST, INITIALIZE.as_bytes());
     assert_eq!(code, 200, "{headers:?}");
-    assert!(headers.iter().any(|h| h.starts_with("mcp-session-id:")), "{headers:?}");
+    assert!(
+        headers.iter().any(|h| h.starts_with("mcp-session-id:")),
+        "{headers:?}"
+    );
     // Only /mcp is served, and only for a loopback Host (DNS rebinding).
     let (code, _) = server.request(&POST.replace("/mcp", "/other"), INITIALIZE.as_bytes());
     assert_eq!(code, 404);
@@ -158,7 +164,10 @@ fn a_token_is_required_when_set() {
     });
     let (code, headers) = server.request(POST, INITIALIZE.as_bytes());
     assert_eq!(code, 401);
-    assert!(headers.iter().any(|h| h == "www-authenticate: bearer"), "{headers:?}");
+    assert!(
+        headers.iter().any(|h| h == "www-authenticate: bearer"),
+        "{headers:?}"
+    );
     let wrong = format!("{POST}\r\nAuthorization: Bearer s3cret-tokem");
     assert_eq!(server.request(&wrong, INITIALIZE.as_bytes()).0, 401);
     let right = format!("{POST}\r\nAuthorization: Bearer s3cret-token");

@@ -117,7 +117,12 @@ fn latest_prefers_the_transcript_of_this_directory_and_refuses_to_guess_between_
     let b = project.join("bbbb1111-2222-4333-8444-555566667777.jsonl");
 
     // The newer transcript is another directory's: this directory's older one is the answer.
-    transcript_at("claude-concurrent-a.jsonl", &a, "/home/dev/a-b", now - Duration::from_secs(600));
+    transcript_at(
+        "claude-concurrent-a.jsonl",
+        &a,
+        "/home/dev/a-b",
+        now - Duration::from_secs(600),
+    );
     transcript_at("claude-concurrent-b.jsonl", &b, "/home/dev/a/b", now);
     assert_eq!(latest(Agent::ClaudeCode, &home, cwd).unwrap(), a);
     assert_eq!(
@@ -142,7 +147,10 @@ fn latest_prefers_the_transcript_of_this_directory_and_refuses_to_guess_between_
     let message = err.to_string();
     assert!(message.contains(&*a.to_string_lossy()), "{message}");
     assert!(message.contains(&*b.to_string_lossy()), "{message}");
-    assert!(message.contains("--transcript") && message.contains("--session"), "{message}");
+    assert!(
+        message.contains("--transcript") && message.contains("--session"),
+        "{message}"
+    );
 
     // The session id picks one of them.
     let id = "aaaa1111-2222-4333-8444-555566667777";
@@ -173,7 +181,10 @@ fn latest_codex_rollouts_of_one_directory_written_together_are_ambiguous() {
     std::fs::write(&first, &rollout).unwrap();
     std::fs::write(
         &second,
-        rollout.replace("019b0000-aaaa-7000-8000-000000000001", "019b0000-bbbb-7000-8000-000000000002"),
+        rollout.replace(
+            "019b0000-aaaa-7000-8000-000000000001",
+            "019b0000-bbbb-7000-8000-000000000002",
+        ),
     )
     .unwrap();
     let now = SystemTime::now();
@@ -191,7 +202,13 @@ fn latest_codex_rollouts_of_one_directory_written_together_are_ambiguous() {
         Err(AgentsError::AmbiguousLatest { ref candidates, .. }) if candidates.len() == 2
     ));
     assert_eq!(
-        find_session(Agent::Codex, &home, cwd, "019b0000-aaaa-7000-8000-000000000001").unwrap(),
+        find_session(
+            Agent::Codex,
+            &home,
+            cwd,
+            "019b0000-aaaa-7000-8000-000000000001"
+        )
+        .unwrap(),
         first
     );
     std::fs::File::options()

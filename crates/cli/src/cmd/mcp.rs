@@ -69,8 +69,8 @@ pub fn run(args: &McpArgs) -> anyhow::Result<ExitCode> {
         Source::Transcript(path.clone())
     } else if let (Some(agent), Some(id)) = (args.latest, &args.session) {
         let (home, cwd) = home_and_cwd(args)?;
-        let path = find_session(agent.agent(), &home, &cwd, id)
-            .map_err(|e| BadInput(e.to_string()))?;
+        let path =
+            find_session(agent.agent(), &home, &cwd, id).map_err(|e| BadInput(e.to_string()))?;
         Source::Transcript(path)
     } else if let Some(agent) = args.latest {
         let (home, cwd) = home_and_cwd(args)?;

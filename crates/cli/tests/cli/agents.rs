@@ -243,7 +243,11 @@ fn mcp_over_http_refuses_a_non_loopback_address_unless_allowed() {
     let transcript = agents_fixture("claude-session.jsonl");
     let transcript = transcript.to_str().unwrap();
     let out = run(&["mcp", "--transcript", transcript, "--http", "0.0.0.0:0"]).expect_code(2);
-    assert!(out.stderr.contains("not a loopback address"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("not a loopback address"),
+        "{}",
+        out.stderr
+    );
     assert!(out.stderr.contains("--allow-remote"), "{}", out.stderr);
     // The flags of the HTTP server need --http.
     run(&["mcp", "--transcript", transcript, "--allow-remote"]).expect_code(2);
