@@ -66,7 +66,8 @@
 //! (with `queue:`, the events held before new ones are dropped) exports the session runtime's events
 //! besides its log. `{exporter: otlp, endpoint: http://127.0.0.1:4318, protocol: http, headers: {...},
 //! service_name: compact, timeout_ms: 10000}` sends them to an OpenTelemetry collector as spans and
-//! metrics (OTLP/HTTP protobuf; `endpoint` may be left to `OTEL_EXPORTER_OTLP_ENDPOINT`; header
+//! metrics (OTLP/HTTP protobuf, or `protocol: grpc` in a build with `compact-session`'s feature
+//! `otlp-grpc`; `endpoint` may be left to `OTEL_EXPORTER_OTLP_ENDPOINT`; header
 //! values are secrets and never appear in errors or `Debug`). Seed 003's `custom` is set in code
 //! (`CompactManager::with_exports`): a file naming it is an error saying so.
 //!

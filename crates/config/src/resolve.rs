@@ -208,13 +208,7 @@ fn parse_file(name: &str, text: &str) -> Result<FileConfig, ConfigError> {
                     }
                 }
                 match t.protocol.as_deref() {
-                    None | Some("http" | "http/protobuf") => {}
-                    Some("grpc") => {
-                        return bad(
-                            "protocol",
-                            "`protocol: grpc` is not built into Compact (it would double the exporter's dependencies); use `protocol: http`: collectors receive OTLP over HTTP on port 4318".to_owned(),
-                        )
-                    }
+                    None | Some("http" | "http/protobuf" | "grpc") => {}
                     Some(other) => {
                         return bad(
                             "protocol",

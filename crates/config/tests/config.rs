@@ -596,7 +596,6 @@ fn the_otlp_exporter_takes_a_url_a_protocol_headers_and_a_service_name() {
             "endpoint",
             "bad port",
         ),
-        ("  protocol: grpc\n", "protocol", "use `protocol: http`"),
         ("  protocol: thrift\n", "protocol", "not one of http, grpc"),
         (
             "  headers:\n    \"bad name\": s3cr3t-value\n",
@@ -618,6 +617,14 @@ fn the_otlp_exporter_takes_a_url_a_protocol_headers_and_a_service_name() {
             err.contains(&format!("seed.yaml:{line}:")),
             "{section}: {err}"
         );
+    }
+    let grpc = format!("{SEED_003}telemetry:\n  exporter: otlp\n  endpoint: http://127.0.0.1:4317\n  protocol: grpc\n");
+    let c = Config::from_sources(Some(("seed.yaml", &grpc)), &none(), &none()).unwrap();
+    match c.session().telemetry.clone().map(|t| t.exporter) {
+        Some(compact_config::ExporterSettings::Otlp(s)) => {
+            assert_eq!(s.protocol, compact_config::OtlpProtocol::Grpc)
+        }
+        other => panic!("{other:?}"),
     }
     // The OTLP keys belong to `exporter: otlp` only.
     let file =

@@ -17,8 +17,10 @@
 //! failed export is the queue's failure (counted, [`ExportQueue::last_error`](crate::ExportQueue::last_error)).
 //! No global provider is set: [`OtlpExporter::open`] builds the tracer and meter providers from
 //! the settings, and [`OtlpExporter::with_providers`] takes a host's own. Requests go out over
-//! OTLP/HTTP (protobuf) through a blocking `ureq` client, so no async runtime is involved; header
-//! values (API keys) are never logged nor shown by `Debug`.
+//! OTLP/HTTP (protobuf) through a blocking `ureq` client, so no async runtime is involved, or, with
+//! the cargo feature `otlp-grpc`, over gRPC (tonic) on a current-thread Tokio runtime that each of
+//! the two exporters owns and that runs only while it exports. Header values (API keys) are never
+//! logged nor shown by `Debug`.
 
 use crate::export::{ExportError, ExportStats, Exporter};
 use compact_config::{OtlpProtocol, OtlpSettings};
@@ -27,7 +29,9 @@ use opentelemetry::trace::{Span as _, SpanKind, Status, Tracer as _, TracerProvi
 use opentelemetry::{Array, Context, KeyValue, StringValue, Value as OtelValue};
 use opentelemetry_otlp::{WithExportConfig as _, WithHttpConfig as _};
 use opentelemetry_sdk::error::OTelSdkResult;
-use opentelemetry_sdk::metrics::{PeriodicReader, SdkMeterProvider};
+use opentelemetry_sdk::metrics::data::ResourceMetrics;
+use opentelemetry_sdk::metrics::exporter::PushMetricExporter;
+use opentelemetry_sdk::metrics::{PeriodicReader, SdkMeterProvider, Temporality};
 use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider, SpanData, SpanExporter};
 use opentelemetry_sdk::Resource;
 use serde_json::Value;
@@ -62,16 +66,46 @@ pub enum OtlpError {
 /// The last failure of the wrapped span exporter, taken by the next [`Exporter::end_call`].
 type Failure = Arc<Mutex<Option<String>>>;
 
+/// The Tokio runtime a gRPC exporter runs on (its own, current-thread), none over HTTP.
+#[cfg(feature = "otlp-grpc")]
+type Runtime = Option<Arc<tokio::runtime::Runtime>>;
+/// No runtime: OTLP/HTTP is sent by a blocking client.
+#[cfg(not(feature = "otlp-grpc"))]
+type Runtime = ();
+
+/// Runs `work` to completion: on the exporter's runtime when it has one (tonic needs Tokio), else
+/// in place (the SDK's processors poll exports with a plain executor on their own thread).
+async fn on<F: std::future::Future + Send>(runtime: &Runtime, work: F) -> F::Output {
+    #[cfg(feature = "otlp-grpc")]
+    if let Some(runtime) = runtime {
+        return runtime.block_on(work);
+    }
+    let _ = runtime;
+    work.await
+}
+
+/// Calls `f` inside the exporter's runtime, if any (a gRPC channel's calls need its context).
+fn within<T>(runtime: &Runtime, f: impl FnOnce() -> T) -> T {
+    #[cfg(feature = "otlp-grpc")]
+    if let Some(runtime) = runtime {
+        let _entered = runtime.enter();
+        return f();
+    }
+    let _ = runtime;
+    f()
+}
+
 /// A span exporter that remembers its last failure, so that the queue can count it.
 #[derive(Debug)]
 struct Watched<E> {
     inner: E,
     failure: Failure,
+    runtime: Runtime,
 }
 
 impl<E: SpanExporter> SpanExporter for Watched<E> {
     async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
-        let result = self.inner.export(batch).await;
+        let result = on(&self.runtime, self.inner.export(batch)).await;
         if let Err(e) = &result {
             if let Ok(mut failure) = self.failure.lock() {
                 *failure = Some(e.to_string());
@@ -81,15 +115,39 @@ impl<E: SpanExporter> SpanExporter for Watched<E> {
     }
 
     fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
-        self.inner.shutdown_with_timeout(timeout)
+        within(&self.runtime, || self.inner.shutdown_with_timeout(timeout))
     }
 
     fn force_flush(&self) -> OTelSdkResult {
-        self.inner.force_flush()
+        within(&self.runtime, || self.inner.force_flush())
     }
 
     fn set_resource(&mut self, resource: &Resource) {
         self.inner.set_resource(resource);
+    }
+}
+
+/// A metric exporter run on its runtime, if any.
+struct OnRuntime<E> {
+    inner: E,
+    runtime: Runtime,
+}
+
+impl<E: PushMetricExporter> PushMetricExporter for OnRuntime<E> {
+    async fn export(&self, metrics: &ResourceMetrics) -> OTelSdkResult {
+        on(&self.runtime, self.inner.export(metrics)).await
+    }
+
+    fn force_flush(&self) -> OTelSdkResult {
+        within(&self.runtime, || self.inner.force_flush())
+    }
+
+    fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
+        within(&self.runtime, || self.inner.shutdown_with_timeout(timeout))
+    }
+
+    fn temporality(&self) -> Temporality {
+        self.inner.temporality()
     }
 }
 
@@ -247,54 +305,23 @@ impl OtlpExporter {
     /// `endpoint` (`/v1/traces`, `/v1/metrics` under it), or, without one, to what
     /// `OTEL_EXPORTER_OTLP_ENDPOINT` names (else the OTLP default, `http://localhost:4318`).
     pub fn open(settings: &OtlpSettings) -> Result<OtlpExporter, OtlpError> {
-        if settings.protocol == OtlpProtocol::Grpc {
-            return Err(OtlpError::Unsupported(
-                "gRPC is not built into this Compact: use `protocol: http`".to_owned(),
-            ));
-        }
         let timeout = settings
             .timeout_ms
             .map_or(DEFAULT_OTLP_TIMEOUT, Duration::from_millis);
-        let headers: HashMap<String, String> = settings
-            .headers
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
-        let endpoint = |path: &str| {
-            settings
-                .endpoint
-                .as_ref()
-                .map(|base| format!("{}/{path}", base.trim_end_matches('/')))
-        };
-        let build = |signal: &'static str| {
-            move |e: opentelemetry_otlp::ExporterBuildError| OtlpError::Build {
-                signal,
-                message: e.to_string(),
+        let ((spans, span_runtime), (metrics, metric_runtime)) = match settings.protocol {
+            OtlpProtocol::Http => (
+                (http_spans(settings, timeout)?, Runtime::default()),
+                (http_metrics(settings, timeout)?, Runtime::default()),
+            ),
+            #[cfg(feature = "otlp-grpc")]
+            OtlpProtocol::Grpc => (grpc_spans(settings, timeout)?, grpc_metrics(settings, timeout)?),
+            #[cfg(not(feature = "otlp-grpc"))]
+            OtlpProtocol::Grpc => {
+                return Err(OtlpError::Unsupported(
+                    "`protocol: grpc` needs Compact built with the cargo feature `otlp-grpc`: use `protocol: http` (collectors receive OTLP over HTTP on port 4318)".to_owned(),
+                ))
             }
         };
-
-        let mut spans = opentelemetry_otlp::SpanExporter::builder()
-            .with_http()
-            .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
-            .with_timeout(timeout)
-            .with_headers(headers.clone())
-            .with_http_client(UreqClient::new(timeout));
-        if let Some(url) = endpoint("v1/traces") {
-            spans = spans.with_endpoint(url);
-        }
-        let spans = spans.build().map_err(build("traces"))?;
-
-        let mut metrics = opentelemetry_otlp::MetricExporter::builder()
-            .with_http()
-            .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
-            .with_timeout(timeout)
-            .with_headers(headers)
-            .with_http_client(UreqClient::new(timeout));
-        if let Some(url) = endpoint("v1/metrics") {
-            metrics = metrics.with_endpoint(url);
-        }
-        let metrics = metrics.build().map_err(build("metrics"))?;
-
         let resource = Resource::builder()
             .with_service_name(
                 settings
@@ -308,11 +335,18 @@ impl OtlpExporter {
             .with_simple_exporter(Watched {
                 inner: spans,
                 failure: Arc::clone(&failure),
+                runtime: span_runtime,
             })
             .with_resource(resource.clone())
             .build();
         let meter_provider = SdkMeterProvider::builder()
-            .with_reader(PeriodicReader::builder(metrics).build())
+            .with_reader(
+                PeriodicReader::builder(OnRuntime {
+                    inner: metrics,
+                    runtime: metric_runtime,
+                })
+                .build(),
+            )
             .with_resource(resource)
             .build();
         let name = match &settings.endpoint {
@@ -430,6 +464,140 @@ impl OtlpExporter {
             _ => Ok(()),
         }
     }
+}
+
+fn build_error(
+    signal: &'static str,
+) -> impl Fn(opentelemetry_otlp::ExporterBuildError) -> OtlpError {
+    move |e| OtlpError::Build {
+        signal,
+        message: e.to_string(),
+    }
+}
+
+/// `settings.endpoint` with `path` under it (OTLP/HTTP's per-signal URL).
+fn http_url(settings: &OtlpSettings, path: &str) -> Option<String> {
+    settings
+        .endpoint
+        .as_ref()
+        .map(|base| format!("{}/{path}", base.trim_end_matches('/')))
+}
+
+fn headers(settings: &OtlpSettings) -> HashMap<String, String> {
+    settings
+        .headers
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+fn http_spans(
+    settings: &OtlpSettings,
+    timeout: Duration,
+) -> Result<opentelemetry_otlp::SpanExporter, OtlpError> {
+    let mut builder = opentelemetry_otlp::SpanExporter::builder()
+        .with_http()
+        .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
+        .with_timeout(timeout)
+        .with_headers(headers(settings))
+        .with_http_client(UreqClient::new(timeout));
+    if let Some(url) = http_url(settings, "v1/traces") {
+        builder = builder.with_endpoint(url);
+    }
+    builder.build().map_err(build_error("traces"))
+}
+
+fn http_metrics(
+    settings: &OtlpSettings,
+    timeout: Duration,
+) -> Result<opentelemetry_otlp::MetricExporter, OtlpError> {
+    let mut builder = opentelemetry_otlp::MetricExporter::builder()
+        .with_http()
+        .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
+        .with_timeout(timeout)
+        .with_headers(headers(settings))
+        .with_http_client(UreqClient::new(timeout));
+    if let Some(url) = http_url(settings, "v1/metrics") {
+        builder = builder.with_endpoint(url);
+    }
+    builder.build().map_err(build_error("metrics"))
+}
+
+/// A current-thread Tokio runtime of one gRPC exporter, and the header map as gRPC metadata.
+#[cfg(feature = "otlp-grpc")]
+fn grpc_parts(
+    settings: &OtlpSettings,
+    signal: &'static str,
+) -> Result<
+    (
+        Arc<tokio::runtime::Runtime>,
+        opentelemetry_otlp::tonic_types::metadata::MetadataMap,
+    ),
+    OtlpError,
+> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| OtlpError::Build {
+            signal,
+            message: format!("cannot start the gRPC exporter's runtime: {e}"),
+        })?;
+    let mut map = ureq::http::HeaderMap::new();
+    for (name, value) in &settings.headers {
+        // The value is a secret: errors name the header only.
+        let bad = || OtlpError::Build {
+            signal,
+            message: format!("header `{name}` is not valid gRPC metadata"),
+        };
+        let key = ureq::http::HeaderName::from_bytes(name.as_bytes()).map_err(|_| bad())?;
+        let value = ureq::http::HeaderValue::from_str(value).map_err(|_| bad())?;
+        map.insert(key, value);
+    }
+    Ok((
+        Arc::new(runtime),
+        opentelemetry_otlp::tonic_types::metadata::MetadataMap::from_headers(map),
+    ))
+}
+
+#[cfg(feature = "otlp-grpc")]
+fn grpc_spans(
+    settings: &OtlpSettings,
+    timeout: Duration,
+) -> Result<(opentelemetry_otlp::SpanExporter, Runtime), OtlpError> {
+    use opentelemetry_otlp::WithTonicConfig as _;
+    let (runtime, metadata) = grpc_parts(settings, "traces")?;
+    // The channel is made inside the runtime it will run on.
+    let _entered = runtime.enter();
+    let mut builder = opentelemetry_otlp::SpanExporter::builder()
+        .with_tonic()
+        .with_timeout(timeout)
+        .with_metadata(metadata);
+    if let Some(url) = &settings.endpoint {
+        builder = builder.with_endpoint(url.clone());
+    }
+    let exporter = builder.build().map_err(build_error("traces"))?;
+    drop(_entered);
+    Ok((exporter, Some(runtime)))
+}
+
+#[cfg(feature = "otlp-grpc")]
+fn grpc_metrics(
+    settings: &OtlpSettings,
+    timeout: Duration,
+) -> Result<(opentelemetry_otlp::MetricExporter, Runtime), OtlpError> {
+    use opentelemetry_otlp::WithTonicConfig as _;
+    let (runtime, metadata) = grpc_parts(settings, "metrics")?;
+    let _entered = runtime.enter();
+    let mut builder = opentelemetry_otlp::MetricExporter::builder()
+        .with_tonic()
+        .with_timeout(timeout)
+        .with_metadata(metadata);
+    if let Some(url) = &settings.endpoint {
+        builder = builder.with_endpoint(url.clone());
+    }
+    let exporter = builder.build().map_err(build_error("metrics"))?;
+    drop(_entered);
+    Ok((exporter, Some(runtime)))
 }
 
 /// Keys of the exported envelope that a span event does not repeat as attributes (its time is the
@@ -596,15 +764,16 @@ mod tests {
         assert_eq!(get("mixed"), Some(OtelValue::String("[1,\"a\"]".into())));
     }
 
+    #[cfg(not(feature = "otlp-grpc"))]
     #[test]
-    fn grpc_is_refused_by_name() {
+    fn grpc_without_the_feature_is_refused_naming_it() {
         let settings = OtlpSettings {
             protocol: OtlpProtocol::Grpc,
             ..OtlpSettings::default()
         };
         let err = OtlpExporter::open(&settings).err().map(|e| e.to_string());
         assert!(
-            err.as_deref().is_some_and(|e| e.contains("gRPC")),
+            err.as_deref().is_some_and(|e| e.contains("otlp-grpc")),
             "{err:?}"
         );
     }

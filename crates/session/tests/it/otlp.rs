@@ -97,8 +97,9 @@ fn attributes(list: &Value) -> serde_json::Map<String, Value> {
         .collect()
 }
 
-/// The receiver's requests of `signal` whose resource's `service.name` is `service`.
-fn requests(log: &str, signal: &str, service: &str) -> Vec<Value> {
+/// The receiver's requests of `signal` that came over `transport` (`http`, `grpc`), with the
+/// resources whose `service.name` is `service`.
+fn requests(log: &str, transport: &str, signal: &str, service: &str) -> Vec<Value> {
     let resources = if signal == "traces" {
         "resource_spans"
     } else {
@@ -108,7 +109,7 @@ fn requests(log: &str, signal: &str, service: &str) -> Vec<Value> {
         .unwrap_or_default()
         .lines()
         .map(|l| serde_json::from_str::<Value>(l).expect("the receiver writes JSON lines"))
-        .filter(|r| r["signal"] == signal)
+        .filter(|r| r["signal"] == signal && r["transport"] == transport)
         .flat_map(|r| {
             assert!(
                 r.get("error").is_none(),
@@ -129,10 +130,26 @@ fn requests(log: &str, signal: &str, service: &str) -> Vec<Value> {
 #[test]
 fn preflights_reach_a_real_otlp_receiver_as_spans_with_the_trigger_decision() {
     let Some((url, log)) = receiver() else { return };
-    let service = format!("compact-it-{}", std::process::id());
-    let session = format!("otlp-{}", std::process::id());
+    preflights_arrive(&url, &log, "http");
+}
+
+#[cfg(feature = "otlp-grpc")]
+#[test]
+fn preflights_reach_a_real_otlp_receiver_over_grpc() {
+    let Some((_, log)) = receiver() else { return };
+    let Some(url) = services::address("COMPACT_TEST_OTLP_GRPC_URL", "an OTLP/gRPC receiver") else {
+        return;
+    };
+    preflights_arrive(&url, &log, "grpc");
+}
+
+/// Drives a compacting session through an exporter of `protocol` to the receiver at `url`, and
+/// checks what the receiver decoded into `log`.
+fn preflights_arrive(url: &str, log: &str, protocol: &str) {
+    let service = format!("compact-it-{protocol}-{}", std::process::id());
+    let session = format!("otlp-{protocol}-{}", std::process::id());
     let settings = settings(&format!(
-        "  exporter: otlp\n  endpoint: {url}\n  protocol: http\n  service_name: {service}\n  headers:\n    x-compact-test: token-{session}\n"
+        "  exporter: otlp\n  endpoint: {url}\n  protocol: {protocol}\n  service_name: {service}\n  headers:\n    x-compact-test: token-{session}\n"
     ));
     let exporter: Arc<dyn Exporter> = Arc::new(OtlpExporter::open(&settings).unwrap());
     let exports = Arc::new(ExportQueue::start(vec![exporter], 4_096).unwrap());
@@ -152,13 +169,13 @@ fn preflights_reach_a_real_otlp_receiver_as_spans_with_the_trigger_decision() {
     assert_eq!(stats.exported, logged_events(store.as_ref(), &session));
 
     // The header went out with every request (its value is a secret of the user's: sent, not logged).
-    let raw = std::fs::read_to_string(&log).unwrap();
+    let raw = std::fs::read_to_string(log).unwrap();
     assert!(
         raw.contains(&format!("token-{session}")),
         "the header was not sent"
     );
 
-    let spans: Vec<Value> = requests(&log, "traces", &service)
+    let spans: Vec<Value> = requests(log, protocol, "traces", &service)
         .iter()
         .flat_map(|rs| rs["scope_spans"].as_array().cloned().unwrap_or_default())
         .flat_map(|ss| ss["spans"].as_array().cloned().unwrap_or_default())
@@ -238,7 +255,7 @@ fn preflights_reach_a_real_otlp_receiver_as_spans_with_the_trigger_decision() {
     }
 
     // The counters arrived as metrics (cumulative sums; the last point is the total).
-    let metrics: Vec<Value> = requests(&log, "metrics", &service)
+    let metrics: Vec<Value> = requests(log, protocol, "metrics", &service)
         .iter()
         .flat_map(|rm| rm["scope_metrics"].as_array().cloned().unwrap_or_default())
         .flat_map(|sm| sm["metrics"].as_array().cloned().unwrap_or_default())
