@@ -30,7 +30,7 @@ pub(crate) struct FileConfig {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct FileTelemetry {
-    /// `console`, `jsonl`, `none` (seed 003's `otlp` and `custom` are refused with the reason).
+    /// `console`, `jsonl`, `otlp`, `none` (seed 003's `custom` is refused with the reason).
     pub exporter: Option<String>,
     /// The JSONL file (`exporter: jsonl`).
     pub path: Option<String>,
@@ -40,6 +40,16 @@ pub(crate) struct FileTelemetry {
     pub keep: Option<usize>,
     /// Events held before new ones are dropped.
     pub queue: Option<usize>,
+    /// The OTLP collector's URL (`exporter: otlp`).
+    pub endpoint: Option<String>,
+    /// `http` (protobuf) or `grpc` (`exporter: otlp`).
+    pub protocol: Option<String>,
+    /// Headers sent with every OTLP request (secrets: never logged).
+    pub headers: Option<std::collections::BTreeMap<String, String>>,
+    /// The `service.name` resource attribute (`exporter: otlp`).
+    pub service_name: Option<String>,
+    /// How long one OTLP export may take, retries included, in milliseconds.
+    pub timeout_ms: Option<u64>,
 }
 
 /// `redaction:`.

@@ -64,8 +64,12 @@
 //!
 //! `telemetry: {exporter: console}` or `{exporter: jsonl, path: events.jsonl, max_bytes, keep}`
 //! (with `queue:`, the events held before new ones are dropped) exports the session runtime's events
-//! besides its log. Seed 003's `otlp` is not built yet and `custom` is set in code
-//! (`CompactManager::with_exports`): a file naming either is an error saying so.
+//! besides its log. `{exporter: otlp, endpoint: http://127.0.0.1:4318, protocol: http, headers: {...},
+//! service_name: compact, timeout_ms: 10000}` sends them to an OpenTelemetry collector as spans and
+//! metrics (OTLP/HTTP protobuf, or `protocol: grpc` in a build with `compact-session`'s feature
+//! `otlp-grpc`; `endpoint` may be left to `OTEL_EXPORTER_OTLP_ENDPOINT`; header
+//! values are secrets and never appear in errors or `Debug`). Seed 003's `custom` is set in code
+//! (`CompactManager::with_exports`): a file naming it is an error saying so.
 //!
 //! Seed 003 also names an archive adapter (`storage.adapter`), which `storage.archive` replaces: a
 //! file that sets it is an error naming the key, its line and why, never a setting silently ignored.
@@ -102,6 +106,7 @@ pub use layer::Overrides;
 pub use proxy::{ProxyModelSettings, ProxySettings, UpstreamSettings};
 pub use resolve::{Config, SummarizerKind, SummarizerSettings};
 pub use session::{
-    ArchiveRetention, ArchiveSettings, ExporterSettings, RedactionSettings, SessionSettings,
-    StorageSettings, TelemetrySettings, MAX_OVERFLOW_MAX_RETRIES,
+    ArchiveRetention, ArchiveSettings, ExporterSettings, OtlpProtocol, OtlpSettings,
+    RedactionSettings, SessionSettings, StorageSettings, TelemetrySettings,
+    MAX_OVERFLOW_MAX_RETRIES,
 };

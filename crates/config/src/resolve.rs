@@ -6,8 +6,9 @@ use crate::file::{FileConfig, FileStorageKind, FileUpstream};
 use crate::layer::Overrides;
 use crate::proxy::{check_base_url, ProxyModelSettings, ProxySettings, UpstreamSettings};
 use crate::session::{
-    ArchiveRetention, ArchiveSettings, ExporterSettings, RedactionSettings, SessionSettings,
-    StorageSettings, TelemetrySettings, MAX_OVERFLOW_MAX_RETRIES,
+    ArchiveRetention, ArchiveSettings, ExporterSettings, OtlpProtocol, OtlpSettings,
+    RedactionSettings, SessionSettings, StorageSettings, TelemetrySettings,
+    MAX_OVERFLOW_MAX_RETRIES,
 };
 use compact_core::model::Role;
 use compact_core::policy::{Mode, Policy, StrategyName, SummarizerFailure, TruncationMode};
@@ -165,30 +166,90 @@ fn parse_file(name: &str, text: &str) -> Result<FileConfig, ConfigError> {
     }
     if let Some(t) = &parsed.telemetry {
         let bad = |key: &str, message: String| Err(at(Some("telemetry"), key, message));
-        match t.exporter.as_deref() {
+        let jsonl_keys = [
+            ("path", t.path.is_some()),
+            ("max_bytes", t.max_bytes.is_some()),
+            ("keep", t.keep.is_some()),
+        ];
+        let otlp_keys = [
+            ("endpoint", t.endpoint.is_some()),
+            ("protocol", t.protocol.is_some()),
+            ("headers", t.headers.is_some()),
+            ("service_name", t.service_name.is_some()),
+            ("timeout_ms", t.timeout_ms.is_some()),
+        ];
+        let first_set =
+            |keys: &[(&'static str, bool)]| keys.iter().find_map(|(k, set)| set.then_some(*k));
+        let exporter = t.exporter.as_deref();
+        if exporter != Some("jsonl") {
+            if let Some(key) = first_set(&jsonl_keys) {
+                return bad(key, format!("`telemetry.{key}` is for `exporter: jsonl`"));
+            }
+        }
+        if exporter != Some("otlp") {
+            if let Some(key) = first_set(&otlp_keys) {
+                return bad(key, format!("`telemetry.{key}` is for `exporter: otlp`"));
+            }
+        }
+        match exporter {
             Some("jsonl") => {
                 if t.path.as_deref().is_none_or(|p| p.trim().is_empty()) {
                     return bad("exporter", "`exporter: jsonl` needs `path`".to_owned());
                 }
             }
-            Some("console" | "none") => {
-                if let Some(key) = [
-                    ("path", t.path.is_some()),
-                    ("max_bytes", t.max_bytes.is_some()),
-                    ("keep", t.keep.is_some()),
-                ]
-                .iter()
-                .find_map(|(k, set)| set.then_some(*k))
-                {
-                    return bad(key, format!("`telemetry.{key}` is for `exporter: jsonl`"));
-                }
-            }
+            Some("console" | "none") => {}
             Some("otlp") => {
-                return bad(
-                    "exporter",
-                    "OpenTelemetry (OTLP) export is not built yet: use `console` or `jsonl`"
-                        .to_owned(),
-                );
+                if let Some(endpoint) = &t.endpoint {
+                    if let Err(why) = check_url(endpoint) {
+                        return bad(
+                            "endpoint",
+                            format!("`telemetry.endpoint` must be a URL such as http://127.0.0.1:4318: {why}"),
+                        );
+                    }
+                }
+                match t.protocol.as_deref() {
+                    None | Some("http" | "http/protobuf" | "grpc") => {}
+                    Some(other) => {
+                        return bad(
+                            "protocol",
+                            format!("`telemetry.protocol` `{other}` is not one of http, grpc"),
+                        )
+                    }
+                }
+                for (name, value) in t.headers.iter().flatten() {
+                    if name.is_empty()
+                        || !name
+                            .bytes()
+                            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+                    {
+                        return bad(
+                            "headers",
+                            format!("`telemetry.headers`: `{name}` is not a header name"),
+                        );
+                    }
+                    // The value is a secret: the message names the header, never the value.
+                    if value.bytes().any(|b| b.is_ascii_control() && b != b'\t') {
+                        return bad(
+                            "headers",
+                            format!("`telemetry.headers.{name}` holds a control character"),
+                        );
+                    }
+                }
+                if t.service_name
+                    .as_deref()
+                    .is_some_and(|s| s.trim().is_empty())
+                {
+                    return bad(
+                        "service_name",
+                        "`telemetry.service_name` is empty".to_owned(),
+                    );
+                }
+                if t.timeout_ms == Some(0) {
+                    return bad(
+                        "timeout_ms",
+                        "`telemetry.timeout_ms` must be above 0".to_owned(),
+                    );
+                }
             }
             Some("custom") => {
                 return bad(
@@ -200,7 +261,7 @@ fn parse_file(name: &str, text: &str) -> Result<FileConfig, ConfigError> {
             Some(other) => {
                 return bad(
                     "exporter",
-                    format!("exporter `{other}` is not one of console, jsonl, none"),
+                    format!("exporter `{other}` is not one of console, jsonl, otlp, none"),
                 );
             }
             None => return bad("exporter", "`telemetry` needs `exporter`".to_owned()),
@@ -319,7 +380,29 @@ fn parse_file(name: &str, text: &str) -> Result<FileConfig, ConfigError> {
     Ok(parsed)
 }
 
-/// The settings of `storage.archive:` (checked by [`parse_file`]).
+/// Why `text` is not an `http://` or `https://` URL with a host.
+fn check_url(text: &str) -> Result<(), String> {
+    let rest = text
+        .strip_prefix("http://")
+        .or_else(|| text.strip_prefix("https://"))
+        .ok_or_else(|| format!("{text:?} does not start with http:// or https://"))?;
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host = authority.rsplit('@').next().unwrap_or("");
+    if host.is_empty() || host.starts_with(':') {
+        return Err(format!("{text:?} has no host"));
+    }
+    if text.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(format!("{text:?} holds a space or a control character"));
+    }
+    if let Some((_, port)) = host.rsplit_once(':').filter(|_| !host.ends_with(']')) {
+        if port.parse::<u16>().is_err() {
+            return Err(format!("{text:?} has a bad port"));
+        }
+    }
+    Ok(())
+}
+
+/// The settings of `telemetry:` (checked by [`parse_file`]).
 fn telemetry_settings(file: &FileConfig) -> Option<TelemetrySettings> {
     let t = file.telemetry.as_ref()?;
     let exporter = match t.exporter.as_deref()? {
@@ -329,6 +412,16 @@ fn telemetry_settings(file: &FileConfig) -> Option<TelemetrySettings> {
             max_bytes: t.max_bytes,
             keep: t.keep,
         },
+        "otlp" => ExporterSettings::Otlp(OtlpSettings {
+            endpoint: t.endpoint.clone(),
+            protocol: match t.protocol.as_deref() {
+                Some("grpc") => OtlpProtocol::Grpc,
+                _ => OtlpProtocol::Http,
+            },
+            headers: t.headers.clone().unwrap_or_default(),
+            service_name: t.service_name.clone(),
+            timeout_ms: t.timeout_ms,
+        }),
         _ => return None,
     };
     Some(TelemetrySettings {

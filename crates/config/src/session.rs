@@ -107,6 +107,53 @@ pub enum ExporterSettings {
         /// Rotated files kept.
         keep: Option<usize>,
     },
+    /// OpenTelemetry: spans and metrics sent to an OTLP collector.
+    Otlp(OtlpSettings),
+}
+
+/// How OTLP is carried (`telemetry.protocol`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum OtlpProtocol {
+    /// Protobuf over HTTP (`/v1/traces`, `/v1/metrics`; collectors listen on port 4318).
+    #[default]
+    Http,
+    /// gRPC (port 4317).
+    Grpc,
+}
+
+/// `telemetry: {exporter: otlp, ...}`. Its `Debug` shows header names only: values are secrets.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct OtlpSettings {
+    /// The collector's base URL (`http://127.0.0.1:4318`); `None` leaves it to the exporter's
+    /// environment (`OTEL_EXPORTER_OTLP_ENDPOINT`, else the OTLP default on localhost).
+    pub endpoint: Option<String>,
+    /// The transport.
+    pub protocol: OtlpProtocol,
+    /// Headers sent with every request (API keys: never logged).
+    pub headers: std::collections::BTreeMap<String, String>,
+    /// The `service.name` resource attribute (`compact` when unset).
+    pub service_name: Option<String>,
+    /// How long one export may take, retries included, in milliseconds.
+    pub timeout_ms: Option<u64>,
+}
+
+impl std::fmt::Debug for OtlpSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OtlpSettings")
+            .field("endpoint", &self.endpoint)
+            .field("protocol", &self.protocol)
+            .field(
+                "headers",
+                &self
+                    .headers
+                    .keys()
+                    .map(|k| format!("{k}: <redacted>"))
+                    .collect::<Vec<_>>(),
+            )
+            .field("service_name", &self.service_name)
+            .field("timeout_ms", &self.timeout_ms)
+            .finish()
+    }
 }
 
 /// Secret redaction in the session runtime (`redaction:`): on by default with the built-in

@@ -123,12 +123,11 @@ fn the_seed_s_telemetry_section_chooses_the_exporter_and_bad_ones_are_located() 
     );
     let line = SEED_003.lines().count() + 2;
     for (section, why) in [
-        ("telemetry:\n  exporter: otlp\n", "not built yet"),
         ("telemetry:\n  exporter: custom\n", "set in code"),
         ("telemetry:\n  exporter: jsonl\n", "needs `path`"),
         (
             "telemetry:\n  exporter: kafka\n",
-            "not one of console, jsonl, none",
+            "not one of console, jsonl, otlp, none",
         ),
     ] {
         let file = format!("{SEED_003}{section}");
@@ -551,4 +550,87 @@ fn proxy_settings_layer_and_are_validated() {
         let err = Config::from_sources(Some(("p.yaml", bad)), &none(), &none()).unwrap_err();
         assert!(err.to_string().contains(names), "{bad}: {err}");
     }
+}
+
+#[test]
+fn the_otlp_exporter_takes_a_url_a_protocol_headers_and_a_service_name() {
+    let file = format!(
+        "{SEED_003}telemetry:\n  exporter: otlp\n  endpoint: http://127.0.0.1:4318\n  protocol: http\n  headers:\n    x-api-key: s3cr3t-value\n  service_name: agent-7\n  timeout_ms: 500\n  queue: 16\n"
+    );
+    let c = Config::from_sources(Some(("seed.yaml", &file)), &none(), &none()).unwrap();
+    let t = c.session().telemetry.clone().expect("telemetry");
+    let compact_config::ExporterSettings::Otlp(otlp) = &t.exporter else {
+        panic!("not otlp: {:?}", t.exporter)
+    };
+    assert_eq!(otlp.endpoint.as_deref(), Some("http://127.0.0.1:4318"));
+    assert_eq!(otlp.protocol, compact_config::OtlpProtocol::Http);
+    assert_eq!(otlp.headers["x-api-key"], "s3cr3t-value");
+    assert_eq!(otlp.service_name.as_deref(), Some("agent-7"));
+    assert_eq!(otlp.timeout_ms, Some(500));
+    assert_eq!(t.queue, Some(16));
+    // Header values are secrets: neither the settings' Debug nor the config's shows them.
+    let shown = format!("{:?} {:?}", t, c.session());
+    assert!(!shown.contains("s3cr3t-value"), "{shown}");
+    assert!(shown.contains("x-api-key"), "{shown}");
+
+    // Without `endpoint` the exporter's environment decides (OTEL_EXPORTER_OTLP_ENDPOINT).
+    let bare = format!("{SEED_003}telemetry:\n  exporter: otlp\n");
+    let c = Config::from_sources(Some(("seed.yaml", &bare)), &none(), &none()).unwrap();
+    let t = c.session().telemetry.clone().unwrap();
+    assert_eq!(
+        t.exporter,
+        compact_config::ExporterSettings::Otlp(compact_config::OtlpSettings::default())
+    );
+
+    let line = SEED_003.lines().count() + 3;
+    for (section, key, why) in [
+        ("  endpoint: localhost:4318\n", "endpoint", "must be a URL"),
+        (
+            "  endpoint: ftp://collector:21\n",
+            "endpoint",
+            "must be a URL",
+        ),
+        ("  endpoint: http://:4318\n", "endpoint", "no host"),
+        (
+            "  endpoint: http://collector:port\n",
+            "endpoint",
+            "bad port",
+        ),
+        ("  protocol: thrift\n", "protocol", "not one of http, grpc"),
+        (
+            "  headers:\n    \"bad name\": s3cr3t-value\n",
+            "headers",
+            "not a header name",
+        ),
+        ("  service_name: \"\"\n", "service_name", "is empty"),
+        ("  timeout_ms: 0\n", "timeout_ms", "above 0"),
+        ("  path: /tmp/e.jsonl\n", "path", "is for `exporter: jsonl`"),
+    ] {
+        let file = format!("{SEED_003}telemetry:\n  exporter: otlp\n{section}");
+        let err = Config::from_sources(Some(("seed.yaml", &file)), &none(), &none())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(why), "{section}: {err}");
+        assert!(err.contains(key), "{section}: {err}");
+        assert!(!err.contains("s3cr3t-value"), "{section}: {err}");
+        assert!(
+            err.contains(&format!("seed.yaml:{line}:")),
+            "{section}: {err}"
+        );
+    }
+    let grpc = format!("{SEED_003}telemetry:\n  exporter: otlp\n  endpoint: http://127.0.0.1:4317\n  protocol: grpc\n");
+    let c = Config::from_sources(Some(("seed.yaml", &grpc)), &none(), &none()).unwrap();
+    match c.session().telemetry.clone().map(|t| t.exporter) {
+        Some(compact_config::ExporterSettings::Otlp(s)) => {
+            assert_eq!(s.protocol, compact_config::OtlpProtocol::Grpc)
+        }
+        other => panic!("{other:?}"),
+    }
+    // The OTLP keys belong to `exporter: otlp` only.
+    let file =
+        format!("{SEED_003}telemetry:\n  exporter: console\n  endpoint: http://127.0.0.1:4318\n");
+    let err = Config::from_sources(Some(("seed.yaml", &file)), &none(), &none())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("is for `exporter: otlp`"), "{err}");
 }

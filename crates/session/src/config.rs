@@ -214,6 +214,14 @@ pub fn open_exports(
             keep.unwrap_or(DEFAULT_JSONL_KEEP),
         )
         .map(|e| Arc::new(e) as Arc<dyn Exporter>),
+        #[cfg(feature = "otlp")]
+        ExporterSettings::Otlp(settings) => crate::otlp::OtlpExporter::open(settings)
+            .map(|e| Arc::new(e) as Arc<dyn Exporter>)
+            .map_err(std::io::Error::other),
+        #[cfg(not(feature = "otlp"))]
+        ExporterSettings::Otlp(_) => Err(std::io::Error::other(
+            "OTLP export is not built into this Compact (cargo feature `otlp`)",
+        )),
     };
     Some(
         exporter

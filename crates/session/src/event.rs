@@ -13,7 +13,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 pub enum EventKind {
     /// The count of a request: ours, the calibration ratio, the effective count.
     TokenEstimate,
-    /// The decision taken on the effective count (none, remind, compact; the reason).
+    /// The decision taken on the effective count (none, remind, compact; the reason), with seed
+    /// 003's `model`, `t_est` (the effective count) and `max` (the window).
     TriggerDecision,
     /// A compaction produced a new view (trigger, tokens before and after, items compressed).
     Compacted,

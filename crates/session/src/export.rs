@@ -1,5 +1,6 @@
 //! Event exporters: where the manager's [`Event`]s go besides the session log — a console line, a
-//! rotated JSONL file, or a callback of the host's.
+//! rotated JSONL file, a callback of the host's, or (feature `otlp`) an OpenTelemetry collector
+//! ([`crate::otlp::OtlpExporter`]).
 //!
 //! Exporters never slow or fail a call. The manager hands each call's events (already redacted) to
 //! an [`ExportQueue`]: a bounded queue drained by one worker thread that calls every exporter in
@@ -57,9 +58,21 @@ pub trait Exporter: Send + Sync {
     fn name(&self) -> String;
     /// Exports one event (seed 003's schema, see [`exported`]).
     fn export(&self, event: &Value) -> Result<(), ExportError>;
+    /// Called after the last event of one manager call of `session` (the events of a call arrive
+    /// in order; another session's may come in between), for exporters that group a call's events
+    /// (the OpenTelemetry exporter makes one span of them). Not called when that last event was
+    /// dropped: [`Exporter::flush`] then ends what is open.
+    fn end_call(&self, session: &str) -> Result<(), ExportError> {
+        let _ = session;
+        Ok(())
+    }
     /// Writes out anything buffered.
     fn flush(&self) -> Result<(), ExportError> {
         Ok(())
+    }
+    /// Given the queue's counts once the queue starts, for exporters that report them.
+    fn attach(&self, stats: Arc<dyn Fn() -> ExportStats + Send + Sync>) {
+        let _ = stats;
     }
 }
 
@@ -126,8 +139,19 @@ struct Counters {
     last_error: Mutex<Option<String>>,
 }
 
+impl Counters {
+    fn stats(&self) -> ExportStats {
+        ExportStats {
+            exported: self.exported.load(Ordering::Relaxed),
+            dropped: self.dropped.load(Ordering::Relaxed),
+            failed: self.failed.load(Ordering::Relaxed),
+        }
+    }
+}
+
 enum Message {
-    Event(Value),
+    /// An event, and whether it is the last of its call.
+    Event(Value, bool),
     Flush(SyncSender<()>),
 }
 
@@ -154,6 +178,10 @@ impl ExportQueue {
         let (sender, receiver) = mpsc::sync_channel(capacity.max(1));
         let counters = Arc::new(Counters::default());
         let names = exporters.iter().map(|e| e.name()).collect();
+        for exporter in &exporters {
+            let counters = Arc::clone(&counters);
+            exporter.attach(Arc::new(move || counters.stats()));
+        }
         let worker = {
             let counters = Arc::clone(&counters);
             std::thread::Builder::new()
@@ -176,8 +204,9 @@ impl ExportQueue {
     /// Queues `events` of `session`; never blocks (a full queue drops and counts them).
     pub fn emit(&self, session: &str, events: &[Event]) {
         let Some(sender) = &self.sender else { return };
-        for event in events {
-            match sender.try_send(Message::Event(exported(session, event))) {
+        for (n, event) in events.iter().enumerate() {
+            let last = n + 1 == events.len();
+            match sender.try_send(Message::Event(exported(session, event), last)) {
                 Ok(()) => {}
                 Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
                     self.counters.dropped.fetch_add(1, Ordering::Relaxed);
@@ -215,11 +244,7 @@ impl ExportQueue {
 
     /// What the queue has done so far.
     pub fn stats(&self) -> ExportStats {
-        ExportStats {
-            exported: self.counters.exported.load(Ordering::Relaxed),
-            dropped: self.counters.dropped.load(Ordering::Relaxed),
-            failed: self.counters.failed.load(Ordering::Relaxed),
-        }
+        self.counters.stats()
     }
 
     /// The last exporter failure, if any.
@@ -251,13 +276,24 @@ fn drain(receiver: &Receiver<Message>, exporters: &[Arc<dyn Exporter>], counters
     };
     while let Ok(message) = receiver.recv() {
         match message {
-            Message::Event(event) => {
+            Message::Event(event, last) => {
                 for exporter in exporters {
                     if let Err(e) = exporter.export(&event) {
                         fail(e);
                     }
                 }
                 counters.exported.fetch_add(1, Ordering::Relaxed);
+                if last {
+                    let session = event
+                        .get("session_id")
+                        .and_then(Value::as_str)
+                        .unwrap_or("");
+                    for exporter in exporters {
+                        if let Err(e) = exporter.end_call(session) {
+                            fail(e);
+                        }
+                    }
+                }
             }
             Message::Flush(done) => {
                 for exporter in exporters {

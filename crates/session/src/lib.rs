@@ -79,6 +79,8 @@ pub mod export;
 mod history;
 mod manager;
 mod manual;
+#[cfg(feature = "otlp")]
+pub mod otlp;
 mod recall;
 pub mod record;
 mod recover;
@@ -104,6 +106,8 @@ pub use export::{
 };
 pub use manager::{CompactManager, PreflightReport, Prepared, MAX_SESSION_ID_LEN, MAX_STRIKES};
 pub use manual::ManualCompaction;
+#[cfg(feature = "otlp")]
+pub use otlp::{OtlpError, OtlpExporter};
 pub use recall::KEEP_ATTEMPTS;
 pub use recover::{Recovery, RecoveryError, RECOVERY_SHRINK};
 pub use review::Proposal;

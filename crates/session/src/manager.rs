@@ -546,6 +546,7 @@ impl CompactManager {
         events.push(Event::new(
             EventKind::TriggerDecision,
             json!({"decision": decision_name(&decision), "reason": decision_reason(&decision),
+                   "model": model, "t_est": effective, "max": budget.window,
                    "effective": effective, "trigger": budget.trigger, "usable": budget.usable,
                    "window": budget.window, "manual": manual}),
         ));

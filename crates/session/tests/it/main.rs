@@ -11,6 +11,8 @@ mod errors;
 mod exports;
 mod incremental;
 mod log;
+#[cfg(feature = "otlp")]
+mod otlp;
 mod overflow_e2e;
 #[cfg(feature = "postgres")]
 mod postgres;
