@@ -12,6 +12,10 @@ mod resolve;
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+/// mimalloc instead of the system allocator: see the dependency's note in Cargo.toml.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Compact: keep an agent's conversation inside its context window.
 #[derive(Debug, Parser)]
 #[command(name = "compactctl", version, about, propagate_version = true)]

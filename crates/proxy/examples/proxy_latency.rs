@@ -3,8 +3,13 @@
 //! and prints the latency percentiles of each and of the difference (what the proxy adds); then,
 //! with `--load N`, keeps N requests in flight through the proxy for the loaded memory figure.
 //!
+//! With `--rate R` it is an open-loop load instead: REQUESTS requests at R per second straight to
+//! the provider, then the same through the proxy (or a peer's proxy), each timed from the instant
+//! it was scheduled; the added latency is the difference of the two runs' percentiles.
+//!
 //! ```text
 //! proxy_latency DIRECT_URL PROXY_URL REQUESTS [--body-kb 20] [--load 16] [--label pass-through]
+//! proxy_latency DIRECT_URL PROXY_URL REQUESTS --rate 1000 [--model bench-model] [--label litellm]
 //! ```
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -17,7 +22,13 @@ use std::time::{Duration, Instant};
 
 type HttpClient = Client<hyper_util::client::legacy::connect::HttpConnector, Full<Bytes>>;
 
-fn body(kb: usize) -> String {
+/// The bearer token sent with every request (`PROXY_LATENCY_TOKEN`; a peer proxy may require its
+/// own key, the simulator takes any).
+fn auth() -> String {
+    std::env::var("PROXY_LATENCY_TOKEN").unwrap_or_else(|_| "sk-bench".to_owned())
+}
+
+fn body(kb: usize, model: &str) -> String {
     let mut messages = vec![
         json!({"role": "system", "content": "You are a careful coding agent."}),
         json!({"role": "user", "content": "Fix the failing tests."}),
@@ -35,13 +46,14 @@ fn body(kb: usize) -> String {
         step += 1;
     }
     messages.push(json!({"role": "user", "content": "Go on."}));
-    json!({"model": "bench-model", "max_tokens": 64, "messages": messages}).to_string()
+    json!({"model": model, "max_tokens": 64, "messages": messages}).to_string()
 }
 
 async fn send(client: &HttpClient, url: &str, session: &str, body: &str) -> Duration {
     let request = hyper::Request::post(format!("{url}/v1/chat/completions"))
         .header("content-type", "application/json")
         .header("x-compact-session", session)
+        .header("authorization", format!("Bearer {}", auth()))
         .body(Full::new(Bytes::from(body.to_owned())))
         .unwrap();
     let started = Instant::now();
@@ -57,12 +69,63 @@ async fn send(client: &HttpClient, url: &str, session: &str, body: &str) -> Dura
     elapsed
 }
 
+/// Open-loop load: `n` requests at `rate` per second to `url`, each timed from the instant it was
+/// scheduled (so a stalled server is charged for the queue it causes, not hidden by it). Returns
+/// the latencies of the successful requests (ms) and the number that failed.
+async fn open_loop(
+    client: &HttpClient,
+    url: &str,
+    label: &str,
+    requests: &[(usize, Bytes)],
+    rate: f64,
+) -> (Vec<f64>, usize) {
+    let period = Duration::from_secs_f64(1.0 / rate);
+    let start = tokio::time::Instant::now();
+    let mut tasks = Vec::with_capacity(requests.len());
+    for (i, (session, body)) in requests.iter().enumerate() {
+        let scheduled = start + period * u32::try_from(i).unwrap();
+        tokio::time::sleep_until(scheduled).await;
+        let (client, url, body) = (client.clone(), url.to_owned(), body.clone());
+        let session = format!("{label}-{}-{session}", std::process::id());
+        tasks.push(tokio::spawn(async move {
+            let request = hyper::Request::post(format!("{url}/v1/chat/completions"))
+                .header("content-type", "application/json")
+                .header("x-compact-session", session)
+                .header("authorization", format!("Bearer {}", auth()))
+                .body(Full::new(body))
+                .unwrap();
+            let ok = match tokio::time::timeout(Duration::from_secs(30), client.request(request))
+                .await
+            {
+                Ok(Ok(response)) => {
+                    let status = response.status();
+                    response.into_body().collect().await.is_ok() && status.is_success()
+                }
+                _ => false,
+            };
+            ok.then(|| scheduled.elapsed().as_secs_f64() * 1000.0)
+        }));
+    }
+    let mut latencies = Vec::with_capacity(requests.len());
+    let mut failed = 0;
+    for t in tasks {
+        match t.await.unwrap() {
+            Some(ms) => latencies.push(ms),
+            None => failed += 1,
+        }
+    }
+    (latencies, failed)
+}
+
 fn percentile(sorted: &[f64], p: f64) -> f64 {
     let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
     sorted[i]
 }
 
 fn summary(mut v: Vec<f64>) -> serde_json::Value {
+    if v.is_empty() {
+        return json!({"p50_ms": null, "p99_ms": null, "max_ms": null});
+    }
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
     json!({"p50_ms": percentile(&v, 0.50), "p99_ms": percentile(&v, 0.99), "max_ms": v[v.len() - 1]})
 }
@@ -79,13 +142,49 @@ async fn main() {
     let kb: usize = flag("--body-kb", "20").parse().unwrap();
     let load: usize = flag("--load", "0").parse().unwrap();
     let label = flag("--label", "requests");
+    let rate: f64 = flag("--rate", "0").parse().unwrap();
+    let model = flag("--model", "bench-model");
     let client: HttpClient = Client::builder(TokioExecutor::new()).build_http();
-    let body = body(kb);
+    let body = body(kb, &model);
     let run = std::process::id();
     // Warm-up: connections, page cache, the proxy's first manager.
     for i in 0..10 {
         send(&client, direct, &format!("warm-{run}-{i}"), &body).await;
         send(&client, via, &format!("warm-{run}-{i}"), &body).await;
+    }
+    if rate > 0.0 {
+        // `--sessions K`: the requests go to K sessions in turn, each request of a session being
+        // the previous one plus a reply and a new user message (an agent's traffic); 0: a fresh
+        // session per request (every request pays a full count).
+        let sessions: usize = flag("--sessions", "0").parse().unwrap();
+        let base: serde_json::Value = serde_json::from_str(&body).unwrap();
+        let requests: Vec<(usize, Bytes)> = (0..n)
+            .map(|i| {
+                if sessions == 0 {
+                    return (i, Bytes::from(body.clone()));
+                }
+                let mut request = base.clone();
+                let messages = request["messages"].as_array_mut().unwrap();
+                for turn in 0..i / sessions {
+                    messages.push(json!({"role": "assistant", "content": format!("Step {turn} is done: the handler compiles.")}));
+                    messages.push(json!({"role": "user", "content": format!("Go on with step {}.", turn + 1)}));
+                }
+                (i % sessions, Bytes::from(request.to_string()))
+            })
+            .collect();
+        let (d, d_failed) =
+            open_loop(&client, direct, &format!("{label}-direct"), &requests, rate).await;
+        let (p, p_failed) = open_loop(&client, via, &label, &requests, rate).await;
+        let (d, p) = (summary(d), summary(p));
+        let added = |k: &str| match (d[k].as_f64(), p[k].as_f64()) {
+            (Some(a), Some(b)) => json!(b - a),
+            _ => json!(null),
+        };
+        let out = json!({"label": label, "rate_per_s": rate, "requests": n, "sessions": sessions,
+            "body_bytes": body.len(), "direct": d, "direct_failed": d_failed, "via_proxy": p,
+            "via_failed": p_failed, "added": {"p50_ms": added("p50_ms"), "p99_ms": added("p99_ms")}});
+        println!("{out}");
+        return;
     }
     let (mut d, mut p, mut added) = (Vec::new(), Vec::new(), Vec::new());
     for i in 0..n {

@@ -1,0 +1,80 @@
+#!/bin/sh
+# Added latency of Compact's proxy and of two peer proxies, LiteLLM and Headroom, in front of the same
+# provider (the simulator), under the same open-loop load: RATE requests/s of ~20 KB Chat Completions
+# bodies, first straight to the simulator then through each proxy, each request timed from the instant
+# it was scheduled (crates/proxy/examples/proxy_latency.rs --rate). Two traffic shapes per proxy:
+# "agent" (SESSIONS sessions in turn, each request its session's previous one plus a reply and a new
+# user message) and "fresh" (a new conversation per request). Every proxy passes the request through
+# (128k window for Compact, `--no-optimize` for Headroom, LiteLLM has no compaction); Compact keeps
+# its session log in memory. Prints one JSON line per run and each proxy's RSS idle and after.
+# The peers are installed from PyPI into ~/.cache/compact/bench-peers (offline once installed).
+# The "Proxy versus peers" table in BENCHMARKS.md comes from this script.
+#
+#   bench/peers.sh                               # RATE=300 REQUESTS=3000 SESSIONS=20
+#   RATE=1000 REQUESTS=10000 SESSIONS=100 bench/peers.sh
+#   PEERS="compact litellm" bench/peers.sh
+set -eu
+cd "$(dirname "$0")/.."
+RATE=${RATE:-300}
+REQUESTS=${REQUESTS:-3000}
+SESSIONS=${SESSIONS:-20}
+PEERS=${PEERS:-compact litellm headroom}
+VENV=${PEERS_VENV:-$HOME/.cache/compact/bench-peers}
+cargo build --release -q -p compactctl -p compact-sim
+cargo build --release -q -p compact-proxy --example proxy_latency
+BIN="${CARGO_TARGET_DIR:-target}/release"
+if [ ! -x "$VENV/bin/litellm" ] || [ ! -x "$VENV/bin/headroom" ]; then
+    python3 -m venv "$VENV"
+    "$VENV/bin/pip" install -q 'litellm[proxy]' 'headroom-ai[proxy]'
+fi
+DIR=$(mktemp -d)
+PIDS=""
+cleanup() { for p in $PIDS; do kill "$p" 2>/dev/null || true; done; rm -rf "$DIR"; }
+trap cleanup EXIT
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_port() { for _ in $(seq 600); do python3 -c "import socket; socket.create_connection(('127.0.0.1',$1)).close()" 2>/dev/null && return 0; sleep 0.1; done; echo "port $1 never opened" >&2; exit 1; }
+rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
+# RSS of a process and its children (uvicorn workers).
+tree_rss_kb() { total=0; for p in $1 $(pgrep -P "$1" || true); do total=$((total + $(rss_kb "$p"))); done; echo "$total"; }
+
+SIM_PORT=$(free_port)
+"$BIN/compact-sim" --port "$SIM_PORT" --window 128000 > "$DIR/sim.log" 2>&1 &
+PIDS="$PIDS $!"
+wait_port "$SIM_PORT"
+KEY=sk-bench-master-0123456789abcdef
+cat > "$DIR/litellm.yaml" <<YAML
+model_list:
+  - model_name: bench-model
+    litellm_params: {model: openai/bench-model, api_base: "http://127.0.0.1:$SIM_PORT/v1", api_key: sk-bench}
+litellm_settings: {set_verbose: false}
+YAML
+
+for peer in $PEERS; do
+    PORT=$(free_port)
+    case "$peer" in
+        compact)
+            "$BIN/compactctl" serve --listen "127.0.0.1:$PORT" --openai-base-url "http://127.0.0.1:$SIM_PORT" \
+                --store memory --window 128000 2> "$DIR/$peer.log" & ;;
+        litellm)
+            LITELLM_MASTER_KEY=$KEY LITELLM_LOCAL_MODEL_COST_MAP=True LITELLM_LOG=ERROR \
+                "$VENV/bin/litellm" --config "$DIR/litellm.yaml" --host 127.0.0.1 --port "$PORT" > "$DIR/$peer.log" 2>&1 & ;;
+        headroom)
+            HEADROOM_TELEMETRY=off "$VENV/bin/headroom" proxy --host 127.0.0.1 --port "$PORT" \
+                --openai-api-url "http://127.0.0.1:$SIM_PORT" --no-optimize --no-cache --no-rate-limit \
+                > "$DIR/$peer.log" 2>&1 & ;;
+        *) echo "unknown peer $peer" >&2; exit 2 ;;
+    esac
+    PID=$!
+    PIDS="$PIDS $PID"
+    wait_port "$PORT"
+    sleep 2
+    IDLE=$(tree_rss_kb "$PID")
+    for shape in agent fresh; do
+        if [ "$shape" = agent ]; then S=$SESSIONS; else S=0; fi
+        PROXY_LATENCY_TOKEN=$KEY "$BIN/examples/proxy_latency" "http://127.0.0.1:$SIM_PORT" "http://127.0.0.1:$PORT" \
+            "$REQUESTS" --rate "$RATE" --sessions "$S" --label "$peer-$shape"
+    done
+    echo "{\"label\": \"$peer\", \"rss_idle_kb\": $IDLE, \"rss_after_kb\": $(tree_rss_kb "$PID")}"
+    kill -TERM "$PID"
+    wait "$PID" 2>/dev/null || true
+done
