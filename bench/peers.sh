@@ -31,9 +31,7 @@ DIR=$(mktemp -d)
 PIDS=""
 cleanup() { for p in $PIDS; do kill "$p" 2>/dev/null || true; done; rm -rf "$DIR"; }
 trap cleanup EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_port() { for _ in $(seq 600); do python3 -c "import socket; socket.create_connection(('127.0.0.1',$1)).close()" 2>/dev/null && return 0; sleep 0.1; done; echo "port $1 never opened" >&2; exit 1; }
-rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
+. bench/lib.sh
 # RSS of a process and its children (uvicorn workers).
 tree_rss_kb() { total=0; for p in $1 $(pgrep -P "$1" || true); do total=$((total + $(rss_kb "$p"))); done; echo "$total"; }
 
@@ -66,7 +64,7 @@ for peer in $PEERS; do
     esac
     PID=$!
     PIDS="$PIDS $PID"
-    wait_port "$PORT"
+    wait_port "$PORT" 600
     sleep 2
     IDLE=$(tree_rss_kb "$PID")
     for shape in agent fresh; do

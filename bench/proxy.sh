@@ -19,10 +19,7 @@ PIDS=""
 cleanup() { for p in $PIDS; do kill "$p" 2>/dev/null || true; done; rm -rf "$DIR"; }
 trap cleanup EXIT
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_port() { for _ in $(seq 100); do python3 -c "import socket; socket.create_connection(('127.0.0.1',$1)).close()" 2>/dev/null && return 0; sleep 0.1; done; echo "port $1 never opened" >&2; exit 1; }
-rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
-hwm_kb() { awk '/^VmHWM/ {print $2}' "/proc/$1/status"; }
+. bench/lib.sh
 
 SIM_PORT=$(free_port)
 "$BIN/compact-sim" --port "$SIM_PORT" --window 128000 > "$DIR/sim.log" 2>&1 &

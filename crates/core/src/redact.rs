@@ -601,6 +601,18 @@ fn inside_placeholder(text: &str, range: &Range<usize>) -> bool {
     }
 }
 
+/// Whether a secret someone presented (a bearer token) equals the expected one, compared without
+/// stopping at the first difference, so the time taken does not tell how much of it was right (its
+/// length is not secret).
+pub fn same_secret(given: &[u8], expected: &[u8]) -> bool {
+    given.len() == expected.len()
+        && given
+            .iter()
+            .zip(expected)
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+            == 0
+}
+
 /// The placeholder of `secret` of `kind` in the session salted by `salt`.
 pub fn placeholder(salt: &str, kind: &str, secret: &str) -> String {
     // FNV-1a 64 over salt, a separator no UTF-8 text holds, and the secret.
@@ -618,6 +630,15 @@ mod tests {
     use super::*;
     use crate::model::{Role, ToolCall, ToolResult};
     use serde_json::json;
+
+    #[test]
+    fn same_secret_needs_every_byte_and_the_length() {
+        assert!(same_secret(b"abc", b"abc"));
+        assert!(!same_secret(b"abd", b"abc"));
+        assert!(!same_secret(b"xbc", b"abc"));
+        assert!(!same_secret(b"ab", b"abc"));
+        assert!(!same_secret(b"", b"abc"));
+    }
 
     /// One planted secret per built-in kind (all fake: right shape, random content).
     pub(crate) fn samples() -> Vec<(&'static str, String)> {

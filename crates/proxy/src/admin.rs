@@ -9,6 +9,7 @@
 
 use crate::reply::{json_response, ProxyBody};
 use crate::server::Shared;
+use compact_core::redact::same_secret;
 use compact_session::record::Record;
 use compact_session::{SessionError, StoreError};
 use hyper::body::Incoming;
@@ -18,16 +19,6 @@ use std::sync::Arc;
 
 fn error(status: StatusCode, message: &str) -> Response<ProxyBody> {
     json_response(status, &json!({"error": {"message": message}}))
-}
-
-/// Compares without stopping at the first difference (the token's length is not secret).
-fn same_token(given: &[u8], expected: &[u8]) -> bool {
-    given.len() == expected.len()
-        && given
-            .iter()
-            .zip(expected)
-            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
-            == 0
 }
 
 /// Handles a request under `/admin`.
@@ -44,7 +35,7 @@ pub(crate) async fn handle(shared: &Arc<Shared>, req: &Request<Incoming>) -> Res
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
         .unwrap_or("");
-    if !same_token(given.trim().as_bytes(), expected.as_bytes()) {
+    if !same_secret(given.trim().as_bytes(), expected.as_bytes()) {
         let mut r = error(
             StatusCode::UNAUTHORIZED,
             "a valid admin bearer token is required",
@@ -179,8 +170,5 @@ mod tests {
         assert_eq!(percent_decode("a%20b%2Fc").as_deref(), Some("a b/c"));
         assert_eq!(percent_decode("bad%2"), None);
         assert_eq!(percent_decode("%ff"), None);
-        assert!(same_token(b"abc", b"abc"));
-        assert!(!same_token(b"abd", b"abc"));
-        assert!(!same_token(b"ab", b"abc"));
     }
 }

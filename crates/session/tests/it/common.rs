@@ -45,6 +45,19 @@ pub fn manager(window: usize) -> CompactManager {
     manager_with(window, Arc::new(MemoryStore::new()))
 }
 
+/// Runs `steps` steps of the agent seeded with `seed` through `manager` (every preflight must
+/// succeed); returns the compactions seen.
+pub fn drive(manager: &CompactManager, session: &str, steps: usize, seed: u64) -> usize {
+    let mut agent = Agent::new(seed, Format::OpenAiChat);
+    let mut compactions = 0;
+    for _ in 0..steps {
+        agent.step();
+        let prepared = manager.preflight(session, &agent.history).unwrap();
+        compactions += usize::from(prepared.report.compaction.is_some());
+    }
+    compactions
+}
+
 /// Output text of about `lines` lines naming `topic`.
 pub fn output(rng: &mut Rng, topic: &str, lines: usize) -> String {
     (0..lines)

@@ -2,13 +2,11 @@
 //! holds, in seed 003's schema; a stuck exporter never holds up a call (its events are dropped and
 //! counted); a failing one is counted and the others still get every event; the JSONL file rotates.
 
-use crate::common::{counter, Agent};
+use crate::common::{self, manager_with, Agent};
 use compact_core::model::Format;
-use compact_core::policy::Policy;
 use compact_session::record::Record;
 use compact_session::{
-    CallbackExporter, CompactManager, ExportQueue, Exporter, JsonlExporter, MemoryStore,
-    SessionConfig, Store,
+    CallbackExporter, CompactManager, ExportQueue, Exporter, JsonlExporter, MemoryStore, Store,
 };
 use serde_json::Value;
 use std::path::PathBuf;
@@ -24,24 +22,11 @@ fn temp_dir(name: &str) -> PathBuf {
 }
 
 fn manager(store: Arc<dyn Store>, exports: Arc<ExportQueue>) -> CompactManager {
-    CompactManager::open(
-        SessionConfig::new(Policy::for_window(8_000), counter()),
-        store,
-    )
-    .unwrap()
-    .with_exports(exports)
+    manager_with(8_000, store).with_exports(exports)
 }
 
-/// Runs `steps` agent steps through `manager`; returns the compactions seen.
 fn drive(manager: &CompactManager, session: &str, steps: usize) -> usize {
-    let mut agent = Agent::new(7, Format::OpenAiChat);
-    let mut compactions = 0;
-    for _ in 0..steps {
-        agent.step();
-        let prepared = manager.preflight(session, &agent.history).unwrap();
-        compactions += usize::from(prepared.report.compaction.is_some());
-    }
-    compactions
+    common::drive(manager, session, steps, 7)
 }
 
 fn logged_events(store: &dyn Store, session: &str) -> Vec<String> {

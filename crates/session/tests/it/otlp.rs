@@ -5,15 +5,11 @@
 //! that is down or stuck never fails or holds up a preflight: its failures and the queue's drops
 //! are counted.
 
-use crate::common::{counter, Agent};
+use crate::common::{self, manager_with};
 use crate::services;
 use compact_config::{Config, ExporterSettings, OtlpSettings, Overrides};
-use compact_core::model::Format;
-use compact_core::policy::Policy;
 use compact_session::record::Record;
-use compact_session::{
-    CompactManager, ExportQueue, Exporter, MemoryStore, OtlpExporter, SessionConfig, Store,
-};
+use compact_session::{CompactManager, ExportQueue, Exporter, MemoryStore, OtlpExporter, Store};
 use serde_json::Value;
 use std::net::TcpListener;
 use std::sync::Arc;
@@ -42,25 +38,11 @@ fn settings(telemetry: &str) -> OtlpSettings {
 }
 
 fn manager(store: Arc<dyn Store>, exports: Arc<ExportQueue>) -> CompactManager {
-    CompactManager::open(
-        SessionConfig::new(Policy::for_window(8_000), counter()),
-        store,
-    )
-    .unwrap()
-    .with_exports(exports)
+    manager_with(8_000, store).with_exports(exports)
 }
 
-/// Runs `steps` agent steps through `manager` (every preflight must succeed); returns the
-/// compactions seen.
 fn drive(manager: &CompactManager, session: &str, steps: usize) -> usize {
-    let mut agent = Agent::new(11, Format::OpenAiChat);
-    let mut compactions = 0;
-    for _ in 0..steps {
-        agent.step();
-        let prepared = manager.preflight(session, &agent.history).unwrap();
-        compactions += usize::from(prepared.report.compaction.is_some());
-    }
-    compactions
+    common::drive(manager, session, steps, 11)
 }
 
 fn logged_events(store: &dyn Store, session: &str) -> u64 {
