@@ -111,7 +111,7 @@ pub(crate) async fn handle(
     let prepared = {
         let manager = Arc::clone(&manager);
         let session = session.clone();
-        tokio::task::spawn_blocking(move || {
+        run_blocking(move || {
             let prepared = manager.preflight(&session, &conversation);
             (conversation, prepared)
         })
@@ -165,6 +165,24 @@ pub(crate) async fn handle(
     let (response, recoveries) = turn.run(prepared.conversation, outgoing).await;
     detail["recoveries"] = json!(recoveries);
     (response, Some(detail))
+}
+
+/// Runs a preflight (store writes, maybe a compaction) for the request being handled. On a
+/// multi-thread runtime (`compactctl serve`) it runs in place: `block_in_place` hands this worker's
+/// other tasks to the other workers, which saves every request the trip to the blocking pool and
+/// back (two thread wake-ups); elsewhere (a current-thread runtime) it goes to the blocking pool. A
+/// panic is an error either way, as `spawn_blocking` reports it.
+async fn run_blocking<T: Send + 'static>(
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, ()> {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    if Handle::current().runtime_flavor() == RuntimeFlavor::MultiThread {
+        tokio::task::block_in_place(|| {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)).map_err(|_| ())
+        })
+    } else {
+        tokio::task::spawn_blocking(work).await.map_err(|_| ())
+    }
 }
 
 /// Why a request on a compacting route goes upstream as it came, if it does.
