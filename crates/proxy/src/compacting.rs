@@ -140,8 +140,7 @@ pub(crate) async fn handle(
         "compacted": report.compaction.is_some(),
         "tokens_before": report.compaction.as_ref().map(|c| c.tokens_before),
         "recoveries": 0});
-    let unchanged =
-        report.compaction.is_none() && prepared.conversation.items == conversation.items;
+    let unchanged = prepared.sends_request_as_is(&conversation);
     let outgoing = if unchanged {
         body
     } else {

@@ -47,8 +47,7 @@ fn main() {
         let cpu_start = thread_cpu_ns();
         let conversation = decode(Format::OpenAiChat, &value).unwrap();
         let prepared = manager.preflight(&session, &conversation).unwrap();
-        let unchanged = prepared.report.compaction.is_none()
-            && prepared.conversation.items == conversation.items;
+        let unchanged = prepared.sends_request_as_is(&conversation);
         let sent = if unchanged {
             None
         } else {

@@ -235,8 +235,7 @@ impl Manager {
             let started = Instant::now();
             let conversation = request.decode()?;
             let prepared = manager.preflight(session_id, &conversation)?;
-            let unchanged = prepared.report.compaction.is_none()
-                && prepared.conversation.items == conversation.items;
+            let unchanged = prepared.sends_request_as_is(&conversation);
             drop(conversation);
             let messages = if unchanged {
                 None

@@ -48,6 +48,14 @@ pub struct Prepared {
     pub events: Vec<Event>,
 }
 
+impl Prepared {
+    /// Whether the request goes out as the caller gave it (no compaction, and every item as it
+    /// came), so a host can send its own bytes or objects instead of encoding the conversation.
+    pub fn sends_request_as_is(&self, request: &Conversation) -> bool {
+        self.report.compaction.is_none() && self.conversation.items == request.items
+    }
+}
+
 /// What one preflight decided and did.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PreflightReport {

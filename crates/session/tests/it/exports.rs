@@ -41,18 +41,22 @@ fn logged_events(store: &dyn Store, session: &str) -> Vec<String> {
         .collect()
 }
 
+/// A callback exporter that keeps every event it gets, and what it kept.
+fn collecting() -> (CallbackExporter, Arc<Mutex<Vec<Value>>>) {
+    let seen: Arc<Mutex<Vec<Value>>> = Arc::default();
+    let keep = Arc::clone(&seen);
+    let callback = CallbackExporter::new("test", move |e| {
+        keep.lock().unwrap().push(e.clone());
+        Ok(())
+    });
+    (callback, seen)
+}
+
 #[test]
 fn exported_events_are_the_logged_ones_in_the_seed_schema() {
     let dir = temp_dir("schema");
     let path = dir.join("events.jsonl");
-    let seen: Arc<Mutex<Vec<Value>>> = Arc::default();
-    let callback = {
-        let seen = Arc::clone(&seen);
-        CallbackExporter::new("test", move |e| {
-            seen.lock().unwrap().push(e.clone());
-            Ok(())
-        })
-    };
+    let (callback, seen) = collecting();
     let exporters: Vec<Arc<dyn Exporter>> = vec![
         Arc::new(JsonlExporter::open(&path, 1 << 30, 1).unwrap()),
         Arc::new(callback),
@@ -226,14 +230,7 @@ fn the_jsonl_file_rotates_and_keeps_the_newest_files() {
 #[test]
 fn secrets_never_reach_an_exporter() {
     let secret = "sk-ant-api03-Zq8vN2kLx7RtY4mWc9HbJ6pSd3FgA1eUo5iK0nVbXcQwEr";
-    let seen: Arc<Mutex<Vec<Value>>> = Arc::default();
-    let callback = {
-        let seen = Arc::clone(&seen);
-        CallbackExporter::new("test", move |e| {
-            seen.lock().unwrap().push(e.clone());
-            Ok(())
-        })
-    };
+    let (callback, seen) = collecting();
     let exports = Arc::new(ExportQueue::start(vec![Arc::new(callback)], 1_024).unwrap());
     let m = manager(Arc::new(MemoryStore::new()), Arc::clone(&exports));
     let mut agent = Agent::new(3, Format::OpenAiChat);
