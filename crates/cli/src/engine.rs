@@ -41,6 +41,10 @@ pub struct EngineArgs {
     /// requirements_ledger, extractive_brief, checkpoint_handoff, plan.
     #[arg(long)]
     pub template: Option<String>,
+    /// Run only the reversible stage (superseded outputs, repeated blocks, densifiers), whatever
+    /// the window: policy `reversible: only`.
+    #[arg(long = "reversible-only")]
+    pub reversible_only: bool,
 }
 
 /// The configuration: the file (`--config` or `COMPACT_CONFIG`), then `COMPACT_*` variables, then
@@ -50,6 +54,7 @@ pub fn config(args: &EngineArgs) -> anyhow::Result<Config> {
         model: args.model.model.clone(),
         max_context_tokens: args.window,
         strategy: args.strategy.clone(),
+        reversible: args.reversible_only.then(|| "only".to_owned()),
         summary_max_tokens: args.summary_max_tokens,
         summarizer_kind: args.summarizer.clone(),
         summarizer_model: args.summarizer_model.clone(),

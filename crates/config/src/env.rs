@@ -18,6 +18,7 @@
 //! | `COMPACT_PROTECTED_FLAG` | `policy.protected_flag` |
 //! | `COMPACT_PROTECTED_TOOLS` | `policy.protected_tools` (comma-separated) |
 //! | `COMPACT_STRATEGY` | `policy.strategy` |
+//! | `COMPACT_REVERSIBLE` | `policy.reversible` |
 //! | `COMPACT_TOOL_OUTPUT_TRUNCATION` | `policy.tool_output.mode` |
 //! | `COMPACT_TOOL_OUTPUT_MAX_TOKENS` | `policy.tool_output.max_tokens` |
 //! | `COMPACT_TOOL_OUTPUT_SERIALIZATION_BUFFER` | `policy.tool_output.serialization_buffer` |
@@ -146,6 +147,7 @@ where
             "COMPACT_USER_MESSAGE_MAX_TOKENS" => o.user_message_max_tokens = num(var, value)?,
             "COMPACT_OVERFLOW_MAX_RETRIES" => o.overflow_max_retries = num(var, value)?,
             "COMPACT_TIER1_MIN_SAVINGS_TOKENS" => o.tier1_min_savings_tokens = num(var, value)?,
+            "COMPACT_REVERSIBLE" => o.reversible = s,
             "COMPACT_SUMMARY_MAX_TOKENS" => o.summary_max_tokens = num(var, value)?,
             "COMPACT_ON_SUMMARIZER_FAILURE" => o.on_summarizer_failure = s,
             "COMPACT_SUMMARIZER" => o.summarizer_kind = s,

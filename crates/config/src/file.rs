@@ -185,6 +185,7 @@ pub(crate) struct FilePolicy {
     pub overflow_max_retries: Option<u32>,
     pub manual_trigger_phrases: Option<Vec<String>>,
     pub tier1_min_savings_tokens: Option<usize>,
+    pub reversible: Option<String>,
     pub summary_max_tokens: Option<usize>,
     pub on_summarizer_failure: Option<String>,
 }
@@ -283,6 +284,7 @@ impl FileConfig {
             overflow_max_retries: p.overflow_max_retries,
             manual_trigger_phrases: p.manual_trigger_phrases,
             tier1_min_savings_tokens: p.tier1_min_savings_tokens,
+            reversible: p.reversible,
             summary_max_tokens: p.summary_max_tokens,
             on_summarizer_failure: p.on_summarizer_failure,
             summarizer_kind: s.kind,

@@ -52,6 +52,8 @@ pub struct Overrides {
     pub manual_trigger_phrases: Option<Vec<String>>,
     /// Tier-1 minimum savings.
     pub tier1_min_savings_tokens: Option<usize>,
+    /// `policy.reversible`: `on`, `off` or `only`.
+    pub reversible: Option<String>,
     /// Checkpoint size bound.
     pub summary_max_tokens: Option<usize>,
     /// `deterministic` or `fail`.
@@ -108,6 +110,7 @@ impl Overrides {
             overflow_max_retries,
             manual_trigger_phrases,
             tier1_min_savings_tokens,
+            reversible,
             summary_max_tokens,
             on_summarizer_failure,
             summarizer_kind,

@@ -31,6 +31,7 @@
 //!   tool_output: { mode: tokens, max_tokens: 5000, serialization_buffer: 1.2, head_fraction: 0.5 }
 //!   user_message_max_tokens: 20000
 //!   tier1_min_savings_tokens: 20000
+//!   reversible: on
 //!   summary_max_tokens: 6000
 //!   on_summarizer_failure: deterministic
 //!   overflow_max_retries: 3     # session runtime: recoveries per turn after a provider overflow (0-10)

@@ -11,7 +11,9 @@ use crate::session::{
     MAX_OVERFLOW_MAX_RETRIES,
 };
 use compact_core::model::Role;
-use compact_core::policy::{Mode, Policy, StrategyName, SummarizerFailure, TruncationMode};
+use compact_core::policy::{
+    Mode, Policy, ReversibleMode, StrategyName, SummarizerFailure, TruncationMode,
+};
 use compact_core::registry::{ModelInfo, ModelOverride, ModelRegistry, Pricing, Provider};
 use compact_core::tokens::{Encoding, TokenCounter};
 use std::path::Path;
@@ -606,6 +608,9 @@ impl Config {
         }
         if let Some(v) = field::<StrategyName>("policy.strategy", &o.strategy)? {
             p.strategy = v;
+        }
+        if let Some(v) = field::<ReversibleMode>("policy.reversible", &o.reversible)? {
+            p.reversible = v;
         }
         if let Some(v) = field::<TruncationMode>("policy.tool_output.mode", &o.tool_output_mode)? {
             p.tool_output.mode = v;

@@ -365,6 +365,36 @@ fn layers_apply_in_order() {
 }
 
 #[test]
+fn the_reversible_stage_mode_layers_and_bad_names_are_located() {
+    use compact_core::policy::ReversibleMode;
+    let c = Config::from_sources(None, &none(), &none()).unwrap();
+    assert_eq!(c.policy().reversible, ReversibleMode::On);
+    let file = "policy:\n  reversible: off\n";
+    let c = Config::from_sources(Some(("c.yaml", file)), &none(), &none()).unwrap();
+    assert_eq!(c.policy().reversible, ReversibleMode::Off);
+    let env = env::from_vars([("COMPACT_REVERSIBLE", "only")]).unwrap();
+    let c = Config::from_sources(Some(("c.yaml", file)), &env, &none()).unwrap();
+    assert_eq!(c.policy().reversible, ReversibleMode::Only);
+    let flags = Overrides {
+        reversible: Some("on".into()),
+        ..Overrides::default()
+    };
+    let c = Config::from_sources(Some(("c.yaml", file)), &env, &flags).unwrap();
+    assert_eq!(c.policy().reversible, ReversibleMode::On);
+    let err = Config::from_sources(
+        Some(("c.yaml", "policy:\n  reversible: maybe\n")),
+        &none(),
+        &none(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("policy.reversible") && err.contains("maybe"),
+        "{err}"
+    );
+}
+
+#[test]
 fn model_window_comes_from_the_registry_and_models_section() {
     let c = Config::from_sources(Some(("c.yaml", "model: gpt-4o\n")), &none(), &none()).unwrap();
     assert_eq!(c.policy().max_context_tokens, 128_000);

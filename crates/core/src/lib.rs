@@ -25,6 +25,7 @@ pub mod policy;
 pub mod provider;
 pub mod redact;
 pub mod registry;
+pub mod reversible;
 pub mod strategy;
 pub mod tokens;
 pub mod truncate;

@@ -40,7 +40,7 @@ fn apply_checks_its_inputs_and_never_mutates() {
         .collect();
     assert_eq!(checkpoints.len(), 1);
     assert_eq!(checkpoints[0].plain_text(), "earlier work");
-    let [_, _, _, summarized, _] = p.action_counts();
+    let [_, _, _, summarized, _, _] = p.action_counts();
     assert_eq!(out.items.len(), conv.items.len() - summarized + 1);
 }
 

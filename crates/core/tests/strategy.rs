@@ -305,7 +305,11 @@ fn a_folded_checkpoint_counts_in_the_new_checkpoint_budget() {
     let record_tokens = c.count_item(&conv.items[3]);
     // A window whose target lies some 700 tokens below the request (the target is about 0.515 of
     // the window): covering the long old message reaches it, the record comes along by folding.
-    let policy = Policy::for_window((c.total(&conv) - 700) * 1000 / 515);
+    // The reversible stage alone would reach it (the runs repeat one command): this test is about tier 2.
+    let policy = Policy {
+        reversible: compact_core::policy::ReversibleMode::Off,
+        ..Policy::for_window((c.total(&conv) - 700) * 1000 / 515)
+    };
     let budget = Budget::new(&policy);
     assert!(budget.limits.summary > record_tokens, "{budget:?}");
     let p = plan(StrategyName::Tiered, &conv, &budget, &policy, &c).unwrap();

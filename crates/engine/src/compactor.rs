@@ -13,7 +13,7 @@ use compact_core::normalize::{normalize, ProviderRules};
 use compact_core::partition::Survey;
 use compact_core::plan::Plan;
 use compact_core::plan::{Action, PlanBuilder, Tier};
-use compact_core::policy::{Policy, StrategyName, SummarizerFailure};
+use compact_core::policy::{Policy, ReversibleMode, StrategyName, SummarizerFailure};
 use compact_core::provider;
 use compact_core::strategy::{self, Request};
 use compact_core::tokens::TokenCounter;
@@ -241,7 +241,9 @@ impl Compactor {
             last_after = tokens_after;
             // A request that fits is only worth rewriting (and its prompt cache losing) when the
             // compaction frees enough to keep the next one away for a while.
+            // Under `reversible: only` nothing is lost, so any gain is worth it.
             let too_little = self.budget.fits(tokens_before)
+                && self.policy.reversible != ReversibleMode::Only
                 && tokens_before.saturating_sub(tokens_after) < self.budget.min_gain;
             if tokens_after >= tokens_before || too_little {
                 return Err(CompactError::NoProgress {
@@ -276,6 +278,7 @@ impl Compactor {
                 plans: attempt,
                 input_repairs: normalized.diagnostics.len(),
                 warnings,
+                reversible_saved: plan.reversible_saved(),
             };
             return Ok(Compaction {
                 conversation: out,
@@ -336,6 +339,7 @@ impl Compactor {
             plans: 1,
             input_repairs,
             warnings: plan.notes.clone(),
+            reversible_saved: plan.reversible_saved(),
         };
         Ok(Some(Compaction {
             conversation: out,

@@ -36,6 +36,8 @@ pub struct Report {
     pub input_repairs: usize,
     /// Non-fatal problems (summariser fallbacks, target not reached).
     pub warnings: Vec<String>,
+    /// Tokens the reversible stage removed on its own (estimated by the plan), before any lossy tier.
+    pub reversible_saved: usize,
 }
 
 impl Report {
@@ -65,6 +67,7 @@ impl Report {
             "plans": self.plans,
             "input_repairs": self.input_repairs,
             "warnings": self.warnings,
+            "reversible_saved": self.reversible_saved,
         })
     }
 }

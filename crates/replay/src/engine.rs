@@ -60,6 +60,9 @@ impl Preflighter for EnginePreflight {
                             .iter()
                             .map(|t| format!("tier{t}"))
                             .collect(),
+                        tokens_before: report.tokens_before,
+                        tokens_after: report.tokens_after,
+                        reversible_saved: report.reversible_saved.min(report.saved()),
                     }),
                     history: History::AsHeld,
                 }),

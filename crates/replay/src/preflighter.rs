@@ -8,6 +8,12 @@ use compact_core::model::Conversation;
 pub struct Compaction {
     /// The tiers (or steps) the strategy applied, in order, e.g. `["tier1", "tier2"]`.
     pub tiers: Vec<String>,
+    /// Request tokens before the compaction.
+    pub tokens_before: usize,
+    /// Request tokens after it.
+    pub tokens_after: usize,
+    /// Of the tokens removed, those the reversible stage removed on its own.
+    pub reversible_saved: usize,
 }
 
 /// What a preflight did to the history when it did not compact.

@@ -45,6 +45,12 @@ pub struct StrategyTotals {
     pub preflight_us_max: u64,
     /// Tiers applied, with how many compactions used each.
     pub tiers: Vec<(String, usize)>,
+    /// Request tokens before each compaction, summed over compactions.
+    pub compacted_input_tokens: u64,
+    /// Tokens compactions removed with the reversible stage alone, summed.
+    pub removed_reversible: u64,
+    /// Tokens compactions removed with the lossy tiers (the rest), summed.
+    pub removed_lossy: u64,
     /// The first few distinct reasons preflights failed, for diagnosis.
     pub refusal_reasons: Vec<String>,
     /// Continuation probes at the cuts, with the naive baselines.
@@ -215,6 +221,13 @@ impl StrategyTotals {
                         out.refusal_reasons.push(reason.clone());
                     }
                 }
+                if let Some(c) = &call.compaction {
+                    let removed = c.tokens_before.saturating_sub(c.tokens_after);
+                    let reversible = c.reversible_saved.min(removed);
+                    out.compacted_input_tokens += c.tokens_before as u64;
+                    out.removed_reversible += reversible as u64;
+                    out.removed_lossy += (removed - reversible) as u64;
+                }
                 for tier in call.compaction.iter().flat_map(|c| &c.tiers) {
                     match out.tiers.iter_mut().find(|(t, _)| t == tier) {
                         Some(entry) => entry.1 += 1,
@@ -271,6 +284,9 @@ impl StrategyTotals {
             "preflight_us_p99": self.preflight_us_p99,
             "preflight_us_max": self.preflight_us_max,
             "tiers": tiers,
+            "compacted_input_tokens": self.compacted_input_tokens,
+            "removed_reversible": self.removed_reversible,
+            "removed_lossy": self.removed_lossy,
             "refusal_reasons": self.refusal_reasons,
             "continuation": self.continuation.to_json(),
         })

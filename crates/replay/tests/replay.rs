@@ -173,6 +173,7 @@ impl Preflighter for DropOldest {
             conversation: held,
             compaction: Some(Compaction {
                 tiers: vec!["drop".into()],
+                ..Compaction::default()
             }),
             history: History::AsHeld,
         })
@@ -422,6 +423,7 @@ fn probes_in_a_checkpoint_count_as_present() {
                 conversation: held,
                 compaction: Some(Compaction {
                     tiers: vec!["summary".into()],
+                    ..Compaction::default()
                 }),
                 history: History::AsHeld,
             })
@@ -766,3 +768,49 @@ fn every_strategy_keeps_every_corpus_session_in_the_window_without_thrash() {
         assert!(failures.is_empty(), "{}", failures.join("\n"));
     }
 }
+
+/// `tiered`'s reversible stage alone (`reversible: only`, before every call whatever the window)
+/// over the corpus, per format family: the share of the tokens sent it removes, against the `none`
+/// baseline, with no call over the window and no refusal. The Claude Code sessions (file reads read
+/// again, edited, searched, with reminders repeated after each read) must lose at least
+/// [`CLAUDE_CODE_MIN_SHARE`] of their tokens.
+#[test]
+fn the_reversible_stage_alone_removes_a_share_of_every_family() {
+    const CLAUDE_CODE_MIN_SHARE: f64 = REVERSIBLE_MIN_SHARE;
+    let mut setup = setup(None, 1_000_000, Some("gpt-5")).unwrap();
+    setup.policy.reversible = compact_core::policy::ReversibleMode::Only;
+    let Some(jobs) = corpus_jobs(&setup.options) else {
+        return;
+    };
+    let strategies = [
+        strategy(NONE_STRATEGY, &setup.policy, setup.options.counter).unwrap(),
+        strategy("tiered", &setup.policy, setup.options.counter).unwrap(),
+    ];
+    let runs = run_matrix(&jobs, &strategies, &setup.options, 2, &());
+    let mut families: std::collections::BTreeMap<&str, (u64, u64)> = Default::default();
+    for (job, row) in jobs.iter().zip(&runs) {
+        let [none, tiered] = &row[..] else {
+            panic!("two strategies")
+        };
+        assert_eq!(tiered.overflows() + tiered.refusals(), 0, "{}", job.name);
+        let e = families.entry(job.format.as_str()).or_default();
+        e.0 += none.input_tokens();
+        e.1 += tiered.input_tokens();
+    }
+    let mut lines = Vec::new();
+    for (family, (none, tiered)) in &families {
+        assert!(tiered <= none, "{family}: the stage never adds tokens");
+        let share = 1.0 - *tiered as f64 / (*none).max(1) as f64;
+        lines.push(format!(
+            "{family}: {none} -> {tiered} tokens sent ({:.1}% removed)",
+            share * 100.0
+        ));
+    }
+    println!("{}", lines.join("\n"));
+    let (none, tiered) = families["claude-code"];
+    let share = 1.0 - tiered as f64 / none as f64;
+    assert!(share >= CLAUDE_CODE_MIN_SHARE, "{}", lines.join("\n"));
+}
+
+/// The share the reversible stage removes from the Claude Code sessions of the corpus, at the least.
+const REVERSIBLE_MIN_SHARE: f64 = 0.22;

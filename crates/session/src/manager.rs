@@ -977,6 +977,7 @@ pub(crate) fn seed_events(
                    "dropped": count(|a| matches!(a, Action::Drop)),
                    "referenced": count(|a| matches!(a, Action::Reference { .. })),
                    "truncated": count(|a| matches!(a, Action::Truncate { .. })),
+                   "densified": count(|a| matches!(a, Action::Densify { .. })),
                    "tokens_before": report.tokens_before, "tokens_after": report.tokens_after}),
         ),
     ];

@@ -10,7 +10,6 @@ use crate::manual::ManualCompaction;
 use crate::record::Record;
 use crate::state::view_record;
 use compact_core::model::{Conversation, ItemBody, CHECKPOINT_CLOSE, CHECKPOINT_OPEN};
-use compact_core::plan::Action;
 use compact_engine::Report;
 use serde_json::json;
 
@@ -33,16 +32,6 @@ pub struct Proposal {
     /// The compaction report (tokens before and after, tiers, summariser).
     pub report: Report,
     items_compressed: usize,
-}
-
-fn action_name(action: &Action) -> &'static str {
-    match action {
-        Action::Keep => "keep",
-        Action::Truncate { .. } => "truncate",
-        Action::Reference { .. } => "reference",
-        Action::SummarizeInto => "summarize",
-        Action::Drop => "drop",
-    }
 }
 
 /// Index of the checkpoint `view` holds that `before` does not (the one this compaction wrote).
@@ -68,7 +57,7 @@ impl CompactManager {
             .plan
             .items
             .iter()
-            .map(|p| (p.id.to_string(), action_name(&p.action)))
+            .map(|p| (p.id.to_string(), p.action.as_str()))
             .collect();
         Ok(Proposal {
             session: session.to_owned(),

@@ -46,6 +46,7 @@ fn style(action: &Action) -> (&'static str, &'static str) {
     match action {
         Action::Keep => ("=", ""),
         Action::Truncate { .. } => ("~", "\x1b[33m"),
+        Action::Densify { .. } => ("d", "\x1b[32m"),
         Action::Reference { .. } => ("&", "\x1b[36m"),
         Action::SummarizeInto => ("S", "\x1b[35m"),
         Action::Drop => ("-", "\x1b[31m"),

@@ -8,6 +8,7 @@
 use crate::exit::BadInput;
 use crate::input::read_input;
 use crate::output::write_output;
+use compact_core::policy::ReversibleMode;
 use compact_formats::import::ImportMode;
 use compact_replay::{
     load_job, prune_generic_jobs, render, run_matrix, score_boundaries, setup, strategy,
@@ -55,6 +56,10 @@ pub struct ReplayArgs {
     /// Skip malformed records with a warning instead of failing.
     #[arg(long)]
     pub lenient: bool,
+    /// Run only `tiered`'s reversible stage, before every call whatever the window (policy
+    /// `reversible: only`): what it removes without losing anything.
+    #[arg(long = "reversible-only")]
+    pub reversible_only: bool,
 }
 
 /// Replays shorter than this many (session, strategy) pairs finish too fast to need a progress bar.
@@ -62,12 +67,15 @@ const PROGRESS_MIN_REPLAYS: usize = 8;
 
 /// Runs `replay`.
 pub fn run(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
-    let setup = setup(
+    let mut setup = setup(
         args.config.as_deref().map(Path::new),
         args.window,
         args.model.as_deref(),
     )
     .map_err(|e| BadInput(e.to_string()))?;
+    if args.reversible_only {
+        setup.policy.reversible = ReversibleMode::Only;
+    }
     let names = strategy_list(args, setup.policy.strategy.as_str());
     let strategies = names
         .iter()

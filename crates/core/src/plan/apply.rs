@@ -70,7 +70,7 @@ impl Plan {
             }
             match &plan.action {
                 Action::Keep => items.push(item.clone()),
-                Action::Truncate { .. } | Action::Reference { .. } => {
+                Action::Truncate { .. } | Action::Densify { .. } | Action::Reference { .. } => {
                     items.push(plan.replacement.clone().unwrap_or_else(|| item.clone()));
                 }
                 Action::SummarizeInto | Action::Drop => {}

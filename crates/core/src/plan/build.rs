@@ -1,7 +1,7 @@
 //! [`PlanBuilder`]: the mutable helper strategies use to assign actions, keep running estimates and
 //! place the checkpoint, before freezing everything into a [`Plan`].
 
-use super::reference::{is_reference, reference_stub, with_stub};
+use super::reference::{is_reference, reference_stub, superseded_stub, with_stub, Supersession};
 use super::{
     Action, CheckpointSlot, ItemPlan, Placement, Plan, Tier, TierEstimate, CHECKPOINT_MARKER_TOKENS,
 };
@@ -147,7 +147,14 @@ impl<'a> PlanBuilder<'a> {
     /// Middle-truncates item `idx` to about `to_tokens`; returns the tokens saved (0 when the item is
     /// not text or already fits, in which case it is left unchanged).
     pub fn truncate(&mut self, idx: usize, to_tokens: usize, tier: Tier) -> usize {
-        let item = &self.conv.items[idx];
+        // A densified output is cut from its dense form.
+        let item = match (
+            &self.plan.items[idx].action,
+            &self.plan.items[idx].replacement,
+        ) {
+            (Action::Densify { .. }, Some(dense)) => dense,
+            _ => &self.conv.items[idx],
+        };
         let before = self.plan.items[idx].tokens_after;
         let Some(replacement) =
             super::shrink::shrink_item(item, to_tokens, self.head_fraction, self.counter)
@@ -169,6 +176,51 @@ impl<'a> PlanBuilder<'a> {
     /// Replaces the tool result `idx` by a reference stub; returns the tokens saved (0 and unchanged
     /// when it is not a tool result, is already a stub, or the stub would not be smaller).
     pub fn reference(&mut self, idx: usize, tier: Tier) -> usize {
+        self.reference_as(idx, tier, None)
+    }
+
+    /// Replaces the tool result `idx`, which `superseded` says a newer item supersedes, by a stub
+    /// naming that item; returns the tokens saved (see [`PlanBuilder::reference`]).
+    pub fn reference_superseded(
+        &mut self,
+        idx: usize,
+        tier: Tier,
+        superseded: Supersession<'_>,
+    ) -> usize {
+        self.reference_as(idx, tier, Some(superseded))
+    }
+
+    /// Replaces item `idx` (still sent as it is) by `replacement` with `action`, when that is
+    /// smaller; returns the tokens saved.
+    pub fn rewrite(
+        &mut self,
+        idx: usize,
+        replacement: crate::model::Item,
+        action: Action,
+        tier: Tier,
+    ) -> usize {
+        let before = self.plan.items[idx].tokens_after;
+        if self.plan.items[idx].action != Action::Keep {
+            return 0;
+        }
+        let after = self.counter.count_item(&replacement);
+        if after >= before {
+            return 0;
+        }
+        let p = &mut self.plan.items[idx];
+        p.action = action;
+        p.tier = Some(tier);
+        p.tokens_after = after;
+        p.replacement = Some(replacement);
+        before - after
+    }
+
+    fn reference_as(
+        &mut self,
+        idx: usize,
+        tier: Tier,
+        superseded: Option<Supersession<'_>>,
+    ) -> usize {
         let item = &self.conv.items[idx];
         if item.as_tool_result().is_none() || is_reference(item) {
             return 0;
@@ -194,7 +246,10 @@ impl<'a> PlanBuilder<'a> {
             .and_then(|at| at[..at.partition_point(|&i| i < idx)].last())
             .and_then(|&i| conv.items[i].as_tool_call());
         let before = self.plan.items[idx].tokens_before;
-        let stub = reference_stub(call, item, before);
+        let stub = match superseded {
+            Some(s) => superseded_stub(call, item, before, s),
+            None => reference_stub(call, item, before),
+        };
         let replacement = with_stub(item, &stub);
         let after = self.counter.count_item(&replacement);
         if after >= before {

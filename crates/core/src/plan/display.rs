@@ -20,6 +20,7 @@ impl ItemPlan {
             .unwrap_or_default();
         let detail = match &self.action {
             Action::Truncate { to_tokens } => format!(" to ~{to_tokens}"),
+            Action::Densify { how } => format!(" ({how})"),
             Action::Reference { stub } => {
                 let preview: String = stub.chars().take(STUB_PREVIEW_CHARS).collect();
                 format!(" \"{preview}…\"")
@@ -40,7 +41,7 @@ impl ItemPlan {
 
 impl fmt::Display for Plan {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let [keep, truncate, reference, summarize, drop] = self.action_counts();
+        let [keep, truncate, reference, summarize, drop, densify] = self.action_counts();
         writeln!(
             f,
             "strategy {}: {} -> ~{} tokens (target {}, usable {})",
@@ -52,8 +53,12 @@ impl fmt::Display for Plan {
         )?;
         writeln!(
             f,
-            "items: {} keep, {truncate} truncate, {reference} reference, {summarize} summarize, {drop} drop",
-            keep
+            "items: {keep} keep, {}{truncate} truncate, {reference} reference, {summarize} summarize, {drop} drop",
+            if densify > 0 {
+                format!("{densify} densify, ")
+            } else {
+                String::new()
+            }
         )?;
         for t in &self.tiers {
             writeln!(

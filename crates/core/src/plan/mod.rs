@@ -14,7 +14,9 @@ mod shrink;
 
 pub use apply::ApplyError;
 pub use build::PlanBuilder;
-pub use reference::{is_reference, reference_stub, REFERENCE_PREFIX};
+pub use reference::{
+    is_reference, reference_stub, superseded_stub, Supersession, REFERENCE_PREFIX,
+};
 
 use crate::model::{Checkpoint, Conversation, Item, ItemBody, ItemId, ItemKind};
 use crate::policy::StrategyName;
@@ -26,6 +28,9 @@ pub const CHECKPOINT_MARKER_TOKENS: usize = 16;
 /// The tiers of the `tiered` strategy (other strategies report the closest tier).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Tier {
+    /// The reversible stage (before tier 0): superseded outputs replaced by reference stubs naming
+    /// what supersedes them, repeated blocks marked, outputs densified without loss.
+    Reversible,
     /// Tier 0: oversized tool outputs truncated (head + tail with a marker).
     Truncate,
     /// Tier 1: old tool outputs replaced by restorable reference stubs.
@@ -42,7 +47,7 @@ impl Tier {
     /// The tier number (drop is reported as 2: it replaces summarisation).
     pub fn number(self) -> u8 {
         match self {
-            Tier::Truncate => 0,
+            Tier::Reversible | Tier::Truncate => 0,
             Tier::Reference => 1,
             Tier::Summarize | Tier::Drop => 2,
             Tier::ShrinkRecent => 3,
@@ -52,6 +57,7 @@ impl Tier {
     /// Short name.
     pub fn as_str(self) -> &'static str {
         match self {
+            Tier::Reversible => "reversible",
             Tier::Truncate => "truncate",
             Tier::Reference => "reference",
             Tier::Summarize => "summarize",
@@ -71,6 +77,12 @@ pub enum Action {
         /// Target size.
         to_tokens: usize,
     },
+    /// A tool output rewritten without loss (or with a marker naming what it moved out and where it
+    /// is restored from); the replacement is in [`ItemPlan::replacement`].
+    Densify {
+        /// The densifiers that changed it (`blocks`, `gutter`, `grep`, `columns`, `repeats`, `blob`).
+        how: String,
+    },
     /// A tool output replaced by a restorable reference stub.
     Reference {
         /// The stub text the model sees.
@@ -88,6 +100,7 @@ impl Action {
         match self {
             Action::Keep => "keep",
             Action::Truncate { .. } => "truncate",
+            Action::Densify { .. } => "densify",
             Action::Reference { .. } => "reference",
             Action::SummarizeInto => "summarize",
             Action::Drop => "drop",
@@ -98,7 +111,10 @@ impl Action {
     pub fn is_present(&self) -> bool {
         matches!(
             self,
-            Action::Keep | Action::Truncate { .. } | Action::Reference { .. }
+            Action::Keep
+                | Action::Truncate { .. }
+                | Action::Densify { .. }
+                | Action::Reference { .. }
         )
     }
 }
@@ -199,6 +215,15 @@ impl Plan {
             + self.checkpoint.as_ref().map_or(0, |c| c.estimated_tokens)
     }
 
+    /// Tokens the reversible stage removed on its own (its estimate against the input; 0 when it did
+    /// not run or changed nothing).
+    pub fn reversible_saved(&self) -> usize {
+        self.tiers
+            .iter()
+            .find(|t| t.tier == Tier::Reversible)
+            .map_or(0, |t| self.tokens_before.saturating_sub(t.tokens_after))
+    }
+
     /// True when applying the plan needs checkpoint text.
     pub fn needs_summary(&self) -> bool {
         self.checkpoint.is_some()
@@ -270,13 +295,14 @@ impl Plan {
         }
     }
 
-    /// Counts of actions: (keep, truncate, reference, summarize, drop).
-    pub fn action_counts(&self) -> [usize; 5] {
-        let mut c = [0usize; 5];
+    /// Counts of actions: (keep, truncate, reference, summarize, drop, densify).
+    pub fn action_counts(&self) -> [usize; 6] {
+        let mut c = [0usize; 6];
         for i in &self.items {
             let k = match i.action {
                 Action::Keep => 0,
                 Action::Truncate { .. } => 1,
+                Action::Densify { .. } => 5,
                 Action::Reference { .. } => 2,
                 Action::SummarizeInto => 3,
                 Action::Drop => 4,

@@ -47,8 +47,41 @@ fn read_path(call: &ToolCall) -> Option<String> {
     (reads.next().is_none() && !modifies).then_some(first)
 }
 
+/// Why an output was moved out although nothing was lost: a newer item shows it (or shows that it is
+/// out of date).
+#[derive(Debug, Clone, Copy)]
+pub struct Supersession<'a> {
+    /// The id of the item that supersedes it.
+    pub by: &'a crate::model::ItemId,
+    /// What that item did (`read again later`, ...).
+    pub reason: &'a str,
+    /// True when the newer item shows everything this one did (a covering re-read, a rewrite, a
+    /// re-run): the stub keeps no outline.
+    pub covered: bool,
+}
+
 /// The stub text for `result` (answering `call`, if known), which cost `tokens` tokens.
 pub fn reference_stub(call: Option<&ToolCall>, result: &Item, tokens: usize) -> String {
+    stub_text(call, result, tokens, None)
+}
+
+/// The stub text for a superseded `result`: it names what supersedes it, and keeps no outline when
+/// that item shows the same content.
+pub fn superseded_stub(
+    call: Option<&ToolCall>,
+    result: &Item,
+    tokens: usize,
+    superseded: Supersession<'_>,
+) -> String {
+    stub_text(call, result, tokens, Some(superseded))
+}
+
+fn stub_text(
+    call: Option<&ToolCall>,
+    result: &Item,
+    tokens: usize,
+    superseded: Option<Supersession<'_>>,
+) -> String {
     let (tool, lines) = match result.body() {
         ItemBody::ToolResult(r) => (
             r.tool_name
@@ -66,25 +99,39 @@ pub fn reference_stub(call: Option<&ToolCall>, result: &Item, tokens: usize) -> 
     let args = call
         .map(|c| brief(&c.arguments.to_text(), ARGUMENTS_BRIEF_CHARS))
         .unwrap_or_default();
-    let mut stub = format!(
-        "{REFERENCE_PREFIX}{id}] Output of `{tool}` {args} ({tokens} tokens, {lines} lines) moved out of the context, unchanged in the session log; recall `{id}` if needed.",
-        id = result.meta.id,
-    );
+    let id = &result.meta.id;
+    let mut stub = match superseded {
+        None => format!(
+            "{REFERENCE_PREFIX}{id}] Output of `{tool}` {args} ({tokens} tokens, {lines} lines) moved out of the context, unchanged in the session log; recall `{id}` if needed."
+        ),
+        Some(s) => format!(
+            "{REFERENCE_PREFIX}{id}] Output of `{tool}` {args} ({tokens} tokens, {lines} lines) superseded: {reason} (`{by}`); unchanged in the session log, recall `{id}` if needed.",
+            reason = s.reason,
+            by = s.by,
+        ),
+    };
     // A file read keeps its outline: the names it defines, so the agent still knows where things are.
     // Any other output keeps the files it mentions (a search's matches, a listing, a build's error
     // locations), and every output the code names it uses most: what the agent is likely to open or
     // name next. Together they take at most about a quarter of the output's tokens.
     let text = result.plain_text();
-    let mut room = (tokens / OUTPUT_TOKENS_PER_MENTION_CHAR).min(MAX_MENTION_CHARS);
-    if let Some(path) = call.and_then(read_path) {
-        let defined = crate::facts::symbols::definitions(&path, &text, OUTLINE_SYMBOLS);
-        push_list(&mut stub, "Defines", &defined, &mut room);
+    // A superseded output whose newer copy shows the same keeps no outline.
+    let mut room = if superseded.is_some_and(|s| s.covered) {
+        0
     } else {
-        let paths = crate::facts::symbols::mentioned_paths(&text, MENTIONED_PATHS);
-        push_list(&mut stub, "Files", &paths, &mut room);
+        (tokens / OUTPUT_TOKENS_PER_MENTION_CHAR).min(MAX_MENTION_CHARS)
+    };
+    if room > 0 {
+        if let Some(path) = call.and_then(read_path) {
+            let defined = crate::facts::symbols::definitions(&path, &text, OUTLINE_SYMBOLS);
+            push_list(&mut stub, "Defines", &defined, &mut room);
+        } else {
+            let paths = crate::facts::symbols::mentioned_paths(&text, MENTIONED_PATHS);
+            push_list(&mut stub, "Files", &paths, &mut room);
+        }
+        let names = crate::facts::symbols::code_names(&text, MENTIONED_NAMES);
+        push_list(&mut stub, "Names", &names, &mut room);
     }
-    let names = crate::facts::symbols::code_names(&text, MENTIONED_NAMES);
-    push_list(&mut stub, "Names", &names, &mut room);
     // A failure keeps its status and the line that says why: what failed must stay known.
     match crate::facts::failure_of(result) {
         Some((Some(code), line)) => {

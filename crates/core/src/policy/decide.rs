@@ -1,7 +1,7 @@
 //! The trigger decision: given a token count, a [`Budget`] and a [`Policy`], do nothing, remind, or
 //! compact (and why).
 
-use super::{Mode, Policy};
+use super::{Mode, Policy, ReversibleMode};
 use crate::budget::Budget;
 use std::fmt;
 
@@ -31,6 +31,8 @@ pub enum TriggerReason {
     },
     /// Asked for explicitly (`/compact`, `compactctl compact`).
     Manual,
+    /// `reversible: only`: the reversible stage runs before every call, whatever the window.
+    ReversibleOnly,
 }
 
 impl fmt::Display for TriggerReason {
@@ -46,6 +48,7 @@ impl fmt::Display for TriggerReason {
                 write!(f, "{count} tokens exceed the usable budget of {usable}")
             }
             TriggerReason::Manual => f.write_str("manual compaction"),
+            TriggerReason::ReversibleOnly => f.write_str("reversible stage before every call"),
         }
     }
 }
@@ -101,6 +104,9 @@ pub fn decide(count: usize, budget: &Budget, policy: &Policy) -> Decision {
         (Mode::Off, _) => Decision::None,
         (Mode::Remind, Some(reason)) => Decision::Remind(RemindReason::WouldCompact(reason)),
         (Mode::Auto, Some(reason)) => Decision::Compact(reason),
+        (Mode::Auto, None) if policy.reversible == ReversibleMode::Only => {
+            Decision::Compact(TriggerReason::ReversibleOnly)
+        }
         (_, None) => match budget.soft {
             Some(soft) if count >= soft => {
                 Decision::Remind(RemindReason::SoftThreshold { count, soft })

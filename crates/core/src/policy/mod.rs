@@ -27,6 +27,7 @@
 //! | `tool_output.head_fraction` | 0.5 | share of a truncated output kept from its head |
 //! | `user_message_max_tokens` | 20,000 | user messages kept verbatim, newest first |
 //! | `tier1_min_savings_tokens` | 20,000 | tier 1 runs only if it frees this much (cache invalidation cost) |
+//! | `reversible` | `on` | `tiered`'s reversible stage before the lossy tiers: `on`, `off`, or `only` (that stage alone, whatever the window) |
 //! | `summary_max_tokens` | 6,000 | upper bound of the checkpoint (also at most 15% of the usable budget; `--summary-max-tokens`, `COMPACT_SUMMARY_MAX_TOKENS`) |
 //! | `on_summarizer_failure` | `deterministic` | fall back to the deterministic checkpoint, or `fail` |
 //!
@@ -38,7 +39,9 @@ mod names;
 mod validate;
 
 pub use decide::{decide, Decision, RemindReason, TriggerReason};
-pub use names::{Mode, StrategyName, SummarizerFailure, TruncationMode, UnknownName};
+pub use names::{
+    Mode, ReversibleMode, StrategyName, SummarizerFailure, TruncationMode, UnknownName,
+};
 pub use validate::{FieldError, PolicyError};
 
 use crate::model::Role;
@@ -178,6 +181,8 @@ pub struct Policy {
     pub user_message_max_tokens: usize,
     /// Minimum tokens tier 1 must free to run at all.
     pub tier1_min_savings_tokens: usize,
+    /// Whether `tiered` runs its reversible stage first (`on`), never (`off`) or alone (`only`).
+    pub reversible: ReversibleMode,
     /// Upper bound of the checkpoint, in tokens.
     pub summary_max_tokens: usize,
     /// What happens when the summariser fails.
@@ -206,6 +211,7 @@ impl Default for Policy {
             tool_output: ToolOutputPolicy::default(),
             user_message_max_tokens: DEFAULT_USER_MESSAGE_MAX_TOKENS,
             tier1_min_savings_tokens: DEFAULT_TIER1_MIN_SAVINGS_TOKENS,
+            reversible: ReversibleMode::On,
             summary_max_tokens: DEFAULT_SUMMARY_MAX_TOKENS,
             on_summarizer_failure: SummarizerFailure::Deterministic,
         }

@@ -105,6 +105,19 @@ named_enum!(
 );
 
 named_enum!(
+    /// Whether `tiered` runs its reversible stage (superseded outputs, repeated blocks, densifiers)
+    /// before the lossy tiers.
+    ReversibleMode, "reversible stage mode", {
+        /// Run it first, then the lossy tiers as far as the target needs.
+        On => "on",
+        /// Never run it.
+        Off => "off",
+        /// Run only it, whatever the window (to measure it, or to shrink without any loss).
+        Only => "only",
+    }
+);
+
+named_enum!(
     /// What the compactor does when the summariser fails.
     SummarizerFailure, "summariser failure policy", {
         /// Use the deterministic checkpoint instead, with a warning.

@@ -23,6 +23,7 @@ mod deletion;
 mod error;
 mod fit;
 mod masking;
+mod reversible;
 mod segmented;
 mod sliding;
 mod stale;
@@ -30,7 +31,8 @@ mod tiered;
 
 pub use cfpm::memory_block;
 pub use error::{Breakdown, StrategyError};
-pub use stale::Staleness;
+pub use reversible::{StageCounts, MIN_BLOCK_CHARS};
+pub use stale::{Reason, Staleness};
 
 use crate::budget::Budget;
 use crate::model::Conversation;

@@ -1,10 +1,11 @@
 //! Which tool outputs the agent no longer needs to see whole, read from the conversation alone.
 //!
-//! An output is **superseded** when a later call shows the same thing again: the same file read again
-//! (the whole file, or the same range), the file rewritten whole (`Write`), or the same command run
-//! again. Replacing a superseded output by a reference stub loses nothing the context does not hold
-//! in a newer copy. An output is the **latest view** when it is the newest read of its file or the
-//! newest run of its command: the agent's working set, given up last.
+//! An output is **superseded** when a later call shows the same thing again or shows that it is out
+//! of date: a later read of the same file whose lines cover this one's, the file rewritten whole
+//! (`Write`) or changed (an edit, a patch) later, or the same command run again. Replacing a
+//! superseded output by a reference stub loses nothing the context does not hold in a newer form
+//! (the session log keeps the old copy). An output is the **latest view** when it is the newest read
+//! of its file or the newest run of its command: the agent's working set, given up last.
 //!
 //! Tier 1 and the fit pass reference outputs in [`Staleness::reference_order`]: superseded outputs
 //! first, then the others oldest first, the latest views last.
@@ -12,7 +13,7 @@
 use crate::facts::{classify, command_key, Action};
 use crate::model::{Conversation, ItemBody, ToolCall};
 use serde_json::Value;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 /// Argument keys that narrow a read to part of a file.
 const RANGE_KEYS: &[&str] = &[
@@ -24,33 +25,157 @@ const RANGE_KEYS: &[&str] = &[
     "lines",
 ];
 
+/// Why a result is superseded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reason {
+    /// A later read shows the same lines (or more) of the same file.
+    Reread,
+    /// The file was rewritten whole later.
+    Rewritten,
+    /// The file was changed later: this copy is out of date (the change, and any later read, show
+    /// what it is now).
+    Modified,
+    /// The same command was run again.
+    Rerun,
+}
+
+impl Reason {
+    /// Short phrase for stubs and reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::Reread => "read again later",
+            Reason::Rewritten => "file rewritten later",
+            Reason::Modified => "file changed later",
+            Reason::Rerun => "command run again later",
+        }
+    }
+}
+
 /// How each tool result of a conversation stands against the later ones.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Staleness {
-    /// For each item: the index of the later result that supersedes it (tool results only).
+    /// For each item: the index of the later item that supersedes it (tool results only).
     pub superseded_by: Vec<Option<usize>>,
+    /// For each item: why it is superseded (set with `superseded_by`).
+    pub reasons: Vec<Option<Reason>>,
     /// For each item: true for the newest read of a file or the newest run of a command.
     pub latest_view: Vec<bool>,
+    /// For each item: the lines a file read covers, when its arguments name them (`(first, last)`,
+    /// 1-based and inclusive; `u64::MAX` for "to the end").
+    pub lines: Vec<Option<(u64, u64)>>,
 }
 
-/// What one result shows.
+/// The part of a file one read shows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Span {
+    /// The whole file.
+    Whole,
+    /// Lines `first..=last` (1-based; `last == u64::MAX` reads to the end).
+    Lines(u64, u64),
+    /// A range only known by its spelling (an unparsed command or argument set): covers only itself.
+    Opaque(String),
+}
+
+impl Span {
+    fn covers(&self, other: &Span) -> bool {
+        match (self, other) {
+            (Span::Whole, _) => true,
+            (Span::Lines(a, b), Span::Lines(c, d)) => a <= c && d <= b,
+            (Span::Opaque(a), Span::Opaque(b)) => a == b,
+            _ => false,
+        }
+    }
+
+    fn lines(&self) -> Option<(u64, u64)> {
+        match self {
+            Span::Lines(a, b) => Some((*a, *b)),
+            _ => None,
+        }
+    }
+}
+
+/// What one result shows or does.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum View {
-    /// A file, whole (`None`) or a range named by its arguments.
-    Read(String, Option<String>),
+    /// A file, whole or in part.
+    Read(String, Span),
     /// A file rewritten whole.
     Rewrite(String),
+    /// A file changed in part.
+    Modify(String),
     /// A command's output.
     Command(String),
 }
 
-fn range_of(call: &ToolCall) -> Option<String> {
-    let args = call.arguments.to_value()?;
+fn as_line(v: &Value) -> Option<u64> {
+    v.as_u64()
+        .or_else(|| v.as_str().and_then(|s| s.trim().parse().ok()))
+}
+
+/// The span a read tool's arguments name: `offset`/`limit` (Claude Code: first line and count),
+/// `view_range: [first, last]` (`-1` to the end), `start_line`/`end_line`.
+fn span_of(call: &ToolCall) -> Span {
+    let Some(args) = call.arguments.to_value() else {
+        return Span::Whole;
+    };
+    if !RANGE_KEYS.iter().any(|k| args.get(*k).is_some()) {
+        return Span::Whole;
+    }
+    let offset = args.get("offset").and_then(as_line);
+    let limit = args.get("limit").and_then(as_line);
+    if let Some(range) = args.get("view_range").and_then(Value::as_array) {
+        let first = range.first().and_then(as_line);
+        let last = range.get(1).and_then(|v| {
+            if v.as_i64() == Some(-1) {
+                Some(u64::MAX)
+            } else {
+                as_line(v)
+            }
+        });
+        if let (Some(a), Some(b), 2) = (first, last, range.len()) {
+            return Span::Lines(a.max(1), b);
+        }
+    } else if let (Some(a), Some(b)) = (
+        args.get("start_line").and_then(as_line),
+        args.get("end_line").and_then(as_line),
+    ) {
+        return Span::Lines(a.max(1), b);
+    } else if offset.is_some() || limit.is_some() {
+        let first = offset.unwrap_or(1).max(1);
+        let last = limit.map_or(u64::MAX, |l| first.saturating_add(l.saturating_sub(1)));
+        if args.get("lines").is_none() {
+            return Span::Lines(first, last);
+        }
+    }
     let parts: Vec<String> = RANGE_KEYS
         .iter()
         .filter_map(|k| args.get(*k).map(|v| format!("{k}={v}")))
         .collect();
-    (!parts.is_empty()).then(|| parts.join(","))
+    Span::Opaque(parts.join(","))
+}
+
+/// The span a shell read shows: `cat f` / `nl f` whole, `sed -n 'A,Bp' f`, `head -n N f`; any other
+/// spelling only covers itself.
+fn shell_span(command: &str) -> Span {
+    let key = command_key(command);
+    let words: Vec<&str> = key.split_whitespace().collect();
+    match words.first().copied() {
+        Some("cat") | Some("nl") if words.len() == 2 => Span::Whole,
+        Some("cat") if words.len() == 3 && words[1] == "-n" => Span::Whole,
+        Some("sed") if words.len() == 4 && words[1] == "-n" => {
+            let range = words[2].trim_matches(|c| c == '\'' || c == '"');
+            range
+                .strip_suffix('p')
+                .and_then(|r| r.split_once(','))
+                .and_then(|(a, b)| Some(Span::Lines(a.parse().ok()?, b.parse().ok()?)))
+                .filter(|s| matches!(s, Span::Lines(a, b) if a <= b))
+                .unwrap_or(Span::Opaque(key.clone()))
+        }
+        Some("head") if words.len() == 4 && words[1] == "-n" => words[2]
+            .parse::<u64>()
+            .map_or(Span::Opaque(key.clone()), |n| Span::Lines(1, n.max(1))),
+        _ => Span::Opaque(key.clone()),
+    }
 }
 
 fn writes_whole(call: &ToolCall) -> bool {
@@ -63,10 +188,29 @@ fn writes_whole(call: &ToolCall) -> bool {
             .is_some_and(Value::is_string)
 }
 
-/// What `call`'s result shows, when it is one thing the agent may see again.
-fn view_of(call: &ToolCall) -> Option<View> {
+/// What `call`'s result shows or does, when that is something the agent may see again.
+fn views_of(call: &ToolCall) -> Vec<View> {
     let actions = classify(call);
-    let modifies = actions.iter().any(|a| matches!(a, Action::Modify(_)));
+    let modified: Vec<&String> = actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::Modify(p) => Some(p),
+            _ => None,
+        })
+        .collect();
+    if !modified.is_empty() {
+        let whole = writes_whole(call);
+        return modified
+            .into_iter()
+            .map(|p| {
+                if whole {
+                    View::Rewrite(p.clone())
+                } else {
+                    View::Modify(p.clone())
+                }
+            })
+            .collect();
+    }
     let reads: Vec<&String> = actions
         .iter()
         .filter_map(|a| match a {
@@ -78,24 +222,12 @@ fn view_of(call: &ToolCall) -> Option<View> {
         Action::Command(c) => Some(c),
         _ => None,
     });
-    if modifies {
-        if writes_whole(call) {
-            return actions.iter().find_map(|a| match a {
-                Action::Modify(p) => Some(View::Rewrite(p.clone())),
-                _ => None,
-            });
-        }
-        return None;
-    }
     match (command, reads.as_slice()) {
-        // A shell read of one file (`cat f`, `sed -n 1,80p f`): the command itself is its range.
-        (Some(c), [path]) => Some(View::Read(
-            (*path).clone(),
-            (!c.trim_start().starts_with("cat ")).then(|| command_key(c)),
-        )),
-        (Some(c), _) => Some(View::Command(command_key(c))),
-        (None, [path]) => Some(View::Read((*path).clone(), range_of(call))),
-        _ => None,
+        // A shell read of one file (`cat f`, `sed -n 1,80p f`).
+        (Some(c), [path]) => vec![View::Read((*path).clone(), shell_span(c))],
+        (Some(c), _) => vec![View::Command(command_key(c))],
+        (None, [path]) => vec![View::Read((*path).clone(), span_of(call))],
+        _ => Vec::new(),
     }
 }
 
@@ -105,7 +237,9 @@ impl Staleness {
         let n = conv.items.len();
         let mut out = Staleness {
             superseded_by: vec![None; n],
+            reasons: vec![None; n],
             latest_view: vec![false; n],
+            lines: vec![None; n],
         };
         let pairing = conv.pairing();
         let mut views: Vec<(usize, View)> = pairing
@@ -115,44 +249,58 @@ impl Staleness {
                 conv.items[r].meta.visibility.model
                     && matches!(conv.items[r].body(), ItemBody::ToolResult(_))
             })
-            .filter_map(|&(c, r)| Some((r, view_of(conv.items[c].as_tool_call()?)?)))
+            .filter_map(|&(c, r)| Some((r, views_of(conv.items[c].as_tool_call()?))))
+            .flat_map(|(r, vs)| vs.into_iter().map(move |v| (r, v)))
             .collect();
         views.sort_by_key(|(r, _)| *r);
-        // Newest first: remember the newest whole read / rewrite / same range / run of each key.
-        let mut whole: HashMap<&str, usize> = HashMap::new();
-        let mut ranged: HashMap<(&str, &str), usize> = HashMap::new();
+        // Newest first: per file, the later reads (newest first) and the earliest later change.
+        let mut later_reads: HashMap<&str, Vec<(usize, &Span)>> = HashMap::new();
+        let mut rewrite: HashMap<&str, usize> = HashMap::new();
+        let mut change: HashMap<&str, usize> = HashMap::new();
         let mut commands: HashMap<&str, usize> = HashMap::new();
-        let mut seen_file: HashSet<&str> = HashSet::new();
         for (r, view) in views.iter().rev() {
+            let r = *r;
             match view {
-                View::Read(path, range) => {
-                    let by_whole = whole.get(path.as_str()).copied();
-                    let by_range = range
-                        .as_deref()
-                        .and_then(|g| ranged.get(&(path.as_str(), g)).copied());
-                    out.superseded_by[*r] = by_whole.or(by_range);
-                    if seen_file.insert(path.as_str()) {
-                        out.latest_view[*r] = true;
+                View::Read(path, span) => {
+                    let path = path.as_str();
+                    out.lines[r] = span.lines();
+                    let reads = later_reads.entry(path).or_default();
+                    let covering = reads
+                        .iter()
+                        .filter(|(_, s)| s.covers(span))
+                        .map(|(i, _)| *i)
+                        .max();
+                    let verdict = match (covering, rewrite.get(path), change.get(path)) {
+                        (Some(by), _, _) => Some((by, Reason::Reread)),
+                        (None, Some(&w), _) => Some((w, Reason::Rewritten)),
+                        (None, None, Some(&m)) => Some((m, Reason::Modified)),
+                        _ => None,
+                    };
+                    if let Some((by, why)) = verdict {
+                        out.superseded_by[r] = Some(by);
+                        out.reasons[r] = Some(why);
                     }
-                    match range {
-                        None => {
-                            whole.insert(path.as_str(), *r);
-                        }
-                        Some(g) => {
-                            ranged.insert((path.as_str(), g.as_str()), *r);
-                        }
+                    if reads.is_empty() && !rewrite.contains_key(path) {
+                        out.latest_view[r] = true;
                     }
+                    reads.push((r, span));
                 }
                 View::Rewrite(path) => {
-                    whole.insert(path.as_str(), *r);
-                    seen_file.insert(path.as_str());
+                    rewrite.insert(path.as_str(), r);
+                    change.insert(path.as_str(), r);
+                }
+                View::Modify(path) => {
+                    change.insert(path.as_str(), r);
                 }
                 View::Command(key) => {
                     match commands.get(key.as_str()) {
-                        Some(&later) => out.superseded_by[*r] = Some(later),
-                        None => out.latest_view[*r] = true,
+                        Some(&later) => {
+                            out.superseded_by[r] = Some(later);
+                            out.reasons[r] = Some(Reason::Rerun);
+                        }
+                        None => out.latest_view[r] = true,
                     }
-                    commands.insert(key.as_str(), *r);
+                    commands.insert(key.as_str(), r);
                 }
             }
         }
@@ -160,14 +308,15 @@ impl Staleness {
     }
 
     /// The tool results among `candidates` (item indices, any order) in the order they should be
-    /// referenced: superseded first, then the others, then the latest views; oldest first in each.
+    /// referenced: superseded first, then the others, then the latest views (even edited since: the
+    /// agent's working set); oldest first in each.
     pub fn reference_order(&self, candidates: impl IntoIterator<Item = usize>) -> Vec<usize> {
         let mut out: Vec<usize> = candidates.into_iter().collect();
         out.sort_by_key(|&i| {
-            let rank = if self.superseded_by.get(i).copied().flatten().is_some() {
-                0
-            } else if self.latest_view.get(i).copied().unwrap_or(false) {
+            let rank = if self.latest_view.get(i).copied().unwrap_or(false) {
                 2
+            } else if self.superseded_by.get(i).copied().flatten().is_some() {
+                0
             } else {
                 1
             };
@@ -244,8 +393,9 @@ mod tests {
         assert_eq!(s.superseded_by[5], Some(11), "the same command run again");
         assert_eq!(s.superseded_by[15], Some(17), "the file rewritten whole");
         assert_eq!(
-            s.superseded_by[7], None,
-            "an edit does not supersede the latest read"
+            (s.superseded_by[7], s.reasons[7]),
+            (Some(19), Some(Reason::Modified)),
+            "an edit makes the latest read out of date"
         );
         assert!(s.latest_view[7] && s.latest_view[9] && s.latest_view[11]);
         assert!(!s.latest_view[1] && !s.latest_view[3] && !s.latest_view[5]);
@@ -280,5 +430,103 @@ mod tests {
         assert_eq!(s.superseded_by[1], Some(5));
         assert_eq!(s.superseded_by[3], Some(5), "a whole read covers a range");
         assert!(s.latest_view[5]);
+    }
+
+    #[test]
+    fn a_read_is_superseded_only_by_a_read_that_covers_it() {
+        let mut c = Conversation::default();
+        let read = |c: &mut Conversation, id: &str, args: Value| pair(c, id, "Read", args);
+        read(
+            &mut c,
+            "a",
+            json!({"file_path": "f.rs", "offset": 20, "limit": 30}),
+        ); // 1: 20-49
+        read(
+            &mut c,
+            "b",
+            json!({"file_path": "f.rs", "offset": 1, "limit": 100}),
+        ); // 3: 1-100
+        read(
+            &mut c,
+            "c",
+            json!({"file_path": "f.rs", "offset": 40, "limit": 100}),
+        ); // 5: 40-139
+        pair(
+            &mut c,
+            "d",
+            "str_replace_editor",
+            json!({"command": "view", "path": "g.py", "view_range": [10, 20]}),
+        ); // 7
+        pair(
+            &mut c,
+            "e",
+            "str_replace_editor",
+            json!({"command": "view", "path": "g.py", "view_range": [1, -1]}),
+        ); // 9
+        pair(
+            &mut c,
+            "f",
+            "shell",
+            json!({"command": ["bash", "-lc", "sed -n '10,20p' h.c"]}),
+        ); // 11
+        pair(
+            &mut c,
+            "g",
+            "shell",
+            json!({"command": ["bash", "-lc", "sed -n '5,30p' h.c"]}),
+        ); // 13
+        let s = Staleness::of(&c);
+        assert_eq!(s.superseded_by[1], Some(3), "lines 1-100 cover 20-49");
+        assert_eq!(s.reasons[1], Some(Reason::Reread));
+        assert_eq!(s.superseded_by[3], None, "40-139 does not cover 1-100");
+        assert!(s.latest_view[5] && !s.latest_view[3]);
+        assert_eq!(s.lines[5], Some((40, 139)));
+        assert_eq!(
+            s.superseded_by[7],
+            Some(9),
+            "view_range [1, -1] is the whole file"
+        );
+        assert_eq!(s.superseded_by[11], Some(13), "sed 5,30 covers sed 10,20");
+        assert_eq!(s.lines[11], Some((10, 20)));
+    }
+
+    #[test]
+    fn a_change_supersedes_every_earlier_read_of_the_file() {
+        let mut c = Conversation::default();
+        pair(&mut c, "a", "Read", json!({"file_path": "f.rs"})); // 1
+        pair(
+            &mut c,
+            "b",
+            "Edit",
+            json!({"file_path": "f.rs", "old_string": "x", "new_string": "y"}),
+        ); // 3
+        pair(
+            &mut c,
+            "c",
+            "Read",
+            json!({"file_path": "f.rs", "offset": 50, "limit": 10}),
+        ); // 5
+        pair(&mut c, "d", "Read", json!({"file_path": "g.rs"})); // 7
+        pair(
+            &mut c,
+            "e",
+            "Edit",
+            json!({"file_path": "g.rs", "old_string": "x", "new_string": "y"}),
+        ); // 9
+        pair(
+            &mut c,
+            "f",
+            "apply_patch",
+            json!({"input": "*** Begin Patch\n*** Update File: h.rs\n@@\n-a\n+b\n*** End Patch"}),
+        ); // 11
+        let s = Staleness::of(&c);
+        assert_eq!(s.superseded_by[1], Some(3), "out of date: changed since");
+        assert_eq!(s.reasons[1], Some(Reason::Modified));
+        assert_eq!(
+            s.superseded_by[5], None,
+            "the latest copy, read after the change, stays"
+        );
+        assert_eq!(s.superseded_by[7], Some(9), "edited after it was read");
+        assert!(s.latest_view[7] && s.latest_view[5]);
     }
 }

@@ -1,4 +1,5 @@
-//! The `tiered` strategy (default): tier 0 truncates oversized tool outputs, tier 1 replaces old tool
+//! The `tiered` strategy (default): the reversible stage (`reversible.rs`: superseded outputs, repeated
+//! blocks, densifiers; nothing the session log cannot give back) runs first, then tier 0 truncates oversized tool outputs, tier 1 replaces old tool
 //! outputs by reference stubs (only when that frees the configured minimum, so a prompt-cache
 //! invalidation is worth it), tier 2 summarises the oldest eligible items into one checkpoint until the
 //! target is reached, tier 3 shrinks the
@@ -18,12 +19,32 @@ use crate::partition::{is_checkpoint, Class, Partition, Recency, Survey};
 use crate::plan::{
     is_reference, Action, Placement, Plan, PlanBuilder, Tier, CHECKPOINT_MARKER_TOKENS,
 };
-use crate::policy::StrategyName;
+use crate::policy::{ReversibleMode, StrategyName};
+
+/// Runs the reversible stage and records what it did.
+fn reversible_stage(b: &mut PlanBuilder<'_>, req: &Request<'_>, staleness: &Staleness) {
+    let counts = super::reversible::run(b, req, staleness);
+    if counts.superseded + counts.rewritten > 0 {
+        b.record(
+            Tier::Reversible,
+            counts.superseded + counts.rewritten,
+            format!(
+                "reversible: {} superseded outputs referenced, {} outputs densified",
+                counts.superseded, counts.rewritten
+            ),
+        );
+    }
+}
 
 /// Plans `request` with the tiered pipeline.
 pub fn plan(req: &Request<'_>) -> Result<Plan, StrategyError> {
     let survey = Survey::of(req.conversation, req.policy, req.counter);
     let target = req.budget.target;
+    if req.policy.reversible == ReversibleMode::Only {
+        let mut b = builder(req, StrategyName::Tiered, &survey);
+        reversible_stage(&mut b, req, &Staleness::of(req.conversation));
+        return Ok(b.finish());
+    }
     if survey.total() <= target {
         let mut b = builder(req, StrategyName::Tiered, &survey);
         b.note("already below the target: nothing to do");
@@ -96,6 +117,14 @@ fn attempt<'a>(
                 start.turns, recency.turns, start.tool_pairs, recency.tool_pairs
             ),
         );
+    }
+
+    // The reversible stage.
+    if req.policy.reversible == ReversibleMode::On {
+        reversible_stage(&mut b, req, staleness);
+        if b.estimate() <= target {
+            return b;
+        }
     }
 
     // Tier 0.

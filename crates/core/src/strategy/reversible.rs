@@ -1,0 +1,148 @@
+//! The reversible stage of `tiered`, run before any lossy tier: what it removes the context still
+//! shows elsewhere, or the session log gives back by id.
+//!
+//! 1. **Superseded outputs** ([`Staleness`]) become stubs naming the item that supersedes them: a file
+//!    read whose lines a later read shows again, a read of a file rewritten or changed later, a
+//!    command run again. The latest copy of a file (read after its last change) or of a command is
+//!    never superseded.
+//! 2. **Repeated blocks**: a paragraph (text between blank lines) of at least [`MIN_BLOCK_CHARS`]
+//!    that a later tool output still sent repeats word for word becomes a one-line marker naming
+//!    that output (boilerplate reminders agents append to every read, overlapping reads).
+//! 3. **Densifiers** ([`crate::reversible`]): gutters, search output, JSON records, repeated lines,
+//!    blobs.
+//!
+//! Pinned items and failed outputs (flagged, or a command that exited non-zero) are never touched:
+//! what failed is what the agent must not repeat, word for word.
+
+use super::{Request, Staleness};
+use crate::model::{Item, ItemBody, Part};
+use crate::plan::{is_reference, Action, PlanBuilder, Supersession, Tier};
+use crate::reversible::densify_output;
+use std::collections::HashMap;
+
+/// Paragraphs shorter than this (in bytes) are never replaced by a marker.
+pub const MIN_BLOCK_CHARS: usize = 240;
+
+/// What the stage did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StageCounts {
+    /// Superseded outputs replaced by stubs.
+    pub superseded: usize,
+    /// Outputs rewritten (repeated blocks marked and/or densified).
+    pub rewritten: usize,
+}
+
+/// True when `item` is a tool result that failed (flagged, an exit code other than 0 in its text,
+/// or a command the facts module reads as failed).
+fn failed(item: &Item) -> bool {
+    let Some(r) = item.as_tool_result() else {
+        return false;
+    };
+    r.is_error
+        || r.parts
+            .iter()
+            .filter_map(Part::as_text)
+            .any(|t| crate::truncate::exit_code(t).is_some_and(|c| c != 0))
+        || crate::facts::failure_of(item).is_some()
+}
+
+/// The text of a tool result made only of text parts.
+fn text_only(item: &Item) -> Option<String> {
+    let ItemBody::ToolResult(r) = item.body() else {
+        return None;
+    };
+    let mut texts = Vec::with_capacity(r.parts.len());
+    for p in &r.parts {
+        texts.push(p.as_text()?);
+    }
+    (!texts.is_empty()).then(|| texts.join("\n"))
+}
+
+/// Runs the stage on `b` (see the module documentation).
+pub fn run(b: &mut PlanBuilder<'_>, req: &Request<'_>, staleness: &Staleness) -> StageCounts {
+    let conv = req.conversation;
+    let survey = b.survey();
+    let mut counts = StageCounts::default();
+    // Failed outputs stay byte for byte: what failed is what the agent must not repeat.
+    let failures: Vec<bool> = conv.items.iter().map(failed).collect();
+    let candidate = |b: &PlanBuilder<'_>, i: usize| {
+        survey.pins[i].is_none()
+            && *b.action(i) == Action::Keep
+            && matches!(conv.items[i].body(), ItemBody::ToolResult(_))
+            && !is_reference(&conv.items[i])
+            && !failures[i]
+    };
+    for i in 0..conv.items.len() {
+        let (Some(by), Some(reason)) = (staleness.superseded_by[i], staleness.reasons[i]) else {
+            continue;
+        };
+        if !candidate(b, i) {
+            continue;
+        }
+        let covered = !matches!(reason, super::stale::Reason::Modified);
+        let s = Supersession {
+            by: &conv.items[by].meta.id,
+            reason: reason.as_str(),
+            covered,
+        };
+        if b.reference_superseded(i, Tier::Reversible, s) > 0 {
+            counts.superseded += 1;
+        }
+    }
+    // Newest first: a block is replaced when a later output still sent holds it.
+    let mut later: HashMap<&str, usize> = HashMap::new();
+    let texts: Vec<Option<String>> = (0..conv.items.len())
+        .map(|i| candidate(b, i).then(|| text_only(&conv.items[i])).flatten())
+        .collect();
+    for i in (0..conv.items.len()).rev() {
+        let Some(text) = texts[i].as_deref() else {
+            continue;
+        };
+        let mut out = String::new();
+        let mut repeated = false;
+        for (k, block) in text.split("\n\n").enumerate() {
+            if k > 0 {
+                out.push_str("\n\n");
+            }
+            match later.get(block.trim()) {
+                Some(&at) if block.trim().len() >= MIN_BLOCK_CHARS => {
+                    repeated = true;
+                    out.push_str(&format!(
+                        "[compact: a {}-character block repeated word for word in `{}`]",
+                        block.len(),
+                        conv.items[at].meta.id
+                    ));
+                }
+                _ => out.push_str(block),
+            }
+        }
+        for block in text.split("\n\n") {
+            if block.trim().len() >= MIN_BLOCK_CHARS {
+                later.entry(block.trim()).or_insert(i);
+            }
+        }
+        let base = if repeated { out.as_str() } else { text };
+        let dense = densify_output(base, &conv.items[i].meta.id);
+        let mut how: Vec<&str> = Vec::new();
+        if repeated {
+            how.push("blocks");
+        }
+        let new_text = match dense {
+            Some(d) => {
+                how.extend(d.how);
+                d.text
+            }
+            None if repeated => out,
+            None => continue,
+        };
+        let mut replacement = conv.items[i].clone();
+        if let ItemBody::ToolResult(r) = replacement.body_mut() {
+            r.parts = vec![Part::text(new_text)];
+        }
+        let action = Action::Densify { how: how.join(",") };
+        if b.rewrite(i, replacement, action, Tier::Reversible) > 0 {
+            counts.rewritten += 1;
+        }
+    }
+    counts
+}

@@ -1,0 +1,287 @@
+//! The reversible stage of `tiered`: superseded outputs, repeated blocks and densifiers, each checked
+//! on the compacted conversation (what the model would see) and against what the session log gives
+//! back.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+#[path = "fixtures/strategy/parse.rs"]
+mod fixture;
+
+use compact_core::budget::Budget;
+use compact_core::model::{Conversation, Item, ItemBody, Role};
+use compact_core::plan::{Action, Plan, Tier};
+use compact_core::policy::{Policy, ReversibleMode, StrategyName};
+use compact_core::reversible::{expand_repeats, pad_gutter, ungroup};
+use compact_core::strategy::plan;
+use compact_core::tokens::{Encoding, TokenCounter};
+
+fn counter() -> TokenCounter {
+    TokenCounter::new(Encoding::O200kBase)
+}
+
+fn only(conv: &Conversation) -> Plan {
+    let policy = Policy {
+        reversible: ReversibleMode::Only,
+        ..Policy::for_window(1_000_000)
+    };
+    plan(
+        StrategyName::Tiered,
+        conv,
+        &Budget::new(&policy),
+        &policy,
+        &counter(),
+    )
+    .unwrap()
+}
+
+/// A Claude Code style read of `lines` numbered lines starting at `first`, with the reminder it appends.
+fn read_output(first: usize, lines: &[&str]) -> String {
+    let body: Vec<String> = lines
+        .iter()
+        .enumerate()
+        .map(|(k, l)| format!("{:>6}→{l}", first + k))
+        .collect();
+    format!("{}\n\n{REMINDER}", body.join("\n"))
+}
+
+const REMINDER: &str = "<system-reminder>\nWhenever you read a file, consider whether it is part of the task at hand. You may analyse any code, but keep every change within the scope the user asked for, and say so when something falls outside it. This reminder repeats after every read.\n</system-reminder>";
+
+fn pair(conv: &mut Conversation, id: &str, name: &str, args: &str, output: &str) {
+    conv.push(fixture::call(id, name, args));
+    conv.push(fixture::result(id, name, output, false));
+}
+
+fn code(n: usize) -> Vec<String> {
+    (0..n)
+        .map(|k| format!("    let value_{k} = compute_{k}(input, {k});"))
+        .collect()
+}
+
+fn text_of(item: &Item) -> String {
+    item.plain_text()
+}
+
+fn session() -> Conversation {
+    let mut c = Conversation::default();
+    c.push(Item::text(Role::System, "You are a coding agent."));
+    c.push(Item::text(Role::User, "Fix the parser."));
+    let lines = code(60);
+    let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+    // 2/3: the whole file; 4/5: a range of another; 6/7: an edit; 8/9: part of the file again.
+    pair(
+        &mut c,
+        "r1",
+        "Read",
+        r#"{"file_path": "src/parse.rs"}"#,
+        &read_output(1, &refs),
+    );
+    pair(
+        &mut c,
+        "r2",
+        "Read",
+        r#"{"file_path": "src/lex.rs", "offset": 10, "limit": 40}"#,
+        &read_output(10, &refs[..40]),
+    );
+    pair(
+        &mut c,
+        "e1",
+        "Edit",
+        r#"{"file_path": "src/parse.rs", "old_string": "compute_3", "new_string": "compute_three"}"#,
+        "The file src/parse.rs has been updated.",
+    );
+    pair(
+        &mut c,
+        "r3",
+        "Read",
+        r#"{"file_path": "src/parse.rs", "offset": 1, "limit": 30}"#,
+        &read_output(1, &refs[..30]),
+    );
+    // 10/11: a search; 12/13: a failing test run; 14/15: the same run, passing.
+    let grep: Vec<String> = (0..12)
+        .map(|k| {
+            format!(
+                "src/parse.rs:{}:    let value_{k} = compute_{k}(input, {k});",
+                k + 1
+            )
+        })
+        .collect();
+    pair(
+        &mut c,
+        "g1",
+        "Grep",
+        r#"{"pattern": "compute_", "output_mode": "content"}"#,
+        &grep.join("\n"),
+    );
+    pair(
+        &mut c,
+        "b1",
+        "Bash",
+        r#"{"command": "cargo test -p parser"}"#,
+        &format!(
+            "running 40 tests\n{}error[E0425]: cannot find function `compute_three` in this scope\nExit code: 101",
+            "test parse::case ... ok\n".repeat(30)
+        ),
+    );
+    pair(
+        &mut c,
+        "b2",
+        "Bash",
+        r#"{"command": "cargo test -p parser"}"#,
+        &format!(
+            "running 40 tests\n{}test result: ok. 40 passed",
+            "test parse::case ... ok\n".repeat(40)
+        ),
+    );
+    c.push(Item::text(Role::Assistant, "Fixed."));
+    c
+}
+
+#[test]
+fn superseded_outputs_become_stubs_naming_what_supersedes_them() {
+    let conv = session();
+    let p = only(&conv);
+    // The first read of src/parse.rs: the file was edited and read again (in part).
+    let first = &p.items[3];
+    let Action::Reference { stub } = &first.action else {
+        panic!("{p}")
+    };
+    assert_eq!(first.tier, Some(Tier::Reversible));
+    assert!(stub.starts_with("[compact:ref "), "{stub}");
+    assert!(stub.contains("superseded: file changed later"), "{stub}");
+    assert!(stub.contains(conv.items[7].meta.id.as_str()), "{stub}");
+    // The failing run stays whole although the same command ran again: what failed must stay known.
+    assert!(
+        matches!(p.items[13].action, Action::Keep | Action::Densify { .. }),
+        "{p}"
+    );
+    let text = p.apply(&conv, None).unwrap().items[13].plain_text();
+    assert!(
+        text.contains("error[E0425]: cannot find function"),
+        "{text}"
+    );
+    // The latest copies stay (densified at most).
+    for i in [5, 9, 15] {
+        assert!(
+            matches!(p.items[i].action, Action::Keep | Action::Densify { .. }),
+            "item {i}: {p}"
+        );
+    }
+}
+
+#[test]
+fn densified_outputs_come_back_exactly() {
+    let conv = session();
+    let p = only(&conv);
+    let out = p.apply(&conv, None).unwrap();
+    let by_id = |id: &str| {
+        out.items
+            .iter()
+            .find(|i| i.meta.id.as_str() == id)
+            .map(text_of)
+            .unwrap()
+    };
+    // The latest read: gutter padding dropped, every line number and line kept.
+    let read = &conv.items[9];
+    let dense = by_id(read.meta.id.as_str());
+    assert!(dense.starts_with("1→    let value_0"), "{dense}");
+    assert_eq!(pad_gutter(&dense), text_of(read));
+    // The search: one header for the file, and back exactly.
+    let grep = &conv.items[11];
+    let grouped = by_id(grep.meta.id.as_str());
+    assert!(grouped.starts_with("src/parse.rs:\n\t:1:"), "{grouped}");
+    assert_eq!(ungroup(&grouped), text_of(grep));
+    // The passing run: its identical lines counted, every other line kept in order.
+    let run = &conv.items[15];
+    let collapsed = by_id(run.meta.id.as_str());
+    assert!(
+        collapsed.contains("[compact: the line above repeats 39 more times]"),
+        "{collapsed}"
+    );
+    assert_eq!(expand_repeats(&collapsed), text_of(run));
+    assert!(matches!(
+        &p.items[15].action,
+        Action::Densify { how } if how == "repeats"
+    ));
+}
+
+#[test]
+fn a_repeated_block_is_kept_once_in_its_latest_copy() {
+    let conv = session();
+    let p = only(&conv);
+    let out = p.apply(&conv, None).unwrap();
+    let with_reminder: Vec<&Item> = out
+        .items
+        .iter()
+        .filter(|i| matches!(i.body(), ItemBody::ToolResult(_)) && text_of(i).contains(REMINDER))
+        .collect();
+    assert_eq!(with_reminder.len(), 1, "{p}");
+    assert_eq!(with_reminder[0].meta.id, conv.items[9].meta.id);
+    // The range read of src/lex.rs names where the block is.
+    let lex = out
+        .items
+        .iter()
+        .find(|i| i.meta.id == conv.items[5].meta.id)
+        .map(text_of)
+        .unwrap();
+    assert!(
+        lex.contains(&format!(
+            "[compact: a {}-character block repeated word for word in `{}`]",
+            REMINDER.len(),
+            conv.items[9].meta.id
+        )),
+        "{lex}"
+    );
+    assert!(
+        matches!(&p.items[5].action, Action::Densify { how } if how == "blocks,gutter"),
+        "{p}"
+    );
+}
+
+#[test]
+fn the_mode_decides_whether_the_stage_runs() {
+    let conv = session();
+    let c = counter();
+    let total = c.total(&conv);
+    // `only`: whatever the window, the stage alone, never a lossy tier.
+    let p = only(&conv);
+    assert!(p.estimated_after() < total * 3 / 4, "{p}");
+    assert!(p.checkpoint.is_none());
+    assert!(p
+        .items
+        .iter()
+        .all(|i| i.tier.is_none() || i.tier == Some(Tier::Reversible)));
+    assert_eq!(p.reversible_saved(), total - p.estimated_after());
+    // `off`: a window the stage alone would satisfy is reached by the lossy tiers instead.
+    let window = |mode| Policy {
+        reversible: mode,
+        ..Policy::for_window(total * 100 / 85 * 100 / 95 - total / 10)
+    };
+    for (mode, stage) in [(ReversibleMode::On, true), (ReversibleMode::Off, false)] {
+        let policy = window(mode);
+        let p = plan(
+            StrategyName::Tiered,
+            &conv,
+            &Budget::new(&policy),
+            &policy,
+            &c,
+        )
+        .unwrap();
+        assert_eq!(
+            p.items.iter().any(|i| i.tier == Some(Tier::Reversible)),
+            stage,
+            "{mode:?}: {p}"
+        );
+        assert_eq!(p.reversible_saved() > 0, stage);
+    }
+}
+
+#[test]
+fn pinned_items_are_never_touched() {
+    let mut conv = session();
+    // Flag the first read (superseded) and the passing run (densifiable) as protected.
+    for i in [3, 15] {
+        conv.items[i].meta.protected = true;
+    }
+    let p = only(&conv);
+    assert_eq!(p.items[3].action, Action::Keep, "{p}");
+    assert_eq!(p.items[15].action, Action::Keep, "{p}");
+}
