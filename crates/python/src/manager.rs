@@ -247,10 +247,11 @@ impl Manager {
             let format = request.format;
             let report = report_json(&prepared.report);
             let events = events_json(session_id, &prepared.events);
+            let rust_ns = elapsed_ns(started);
             drop(prepared);
             let outcome = Outcome {
                 messages,
-                rust_ns: elapsed_ns(started),
+                rust_ns,
                 format,
                 report,
                 events,
