@@ -48,6 +48,13 @@ class Prepared:
     """True when ``messages`` is the request as given (nothing was compacted or repaired)."""
     rust_seconds: float = 0.0
     """Wall time of the call's Rust work (decode, the runtime, encode), run with the GIL released."""
+    converted_messages: int = 0
+    """Messages of the call converted from Python objects. The leading messages that convert to
+    the same JSON as at the same place in the session's last call are not converted again, nor
+    decoded (a message changed in place is converted again, as is everything after it)."""
+    decoded_messages: int = 0
+    """Messages of the request decoded by the call (the others' decoded items were reused; with
+    ``system`` in Chat format, the system message made from it counts)."""
 
     @property
     def compacted(self) -> bool:
@@ -127,7 +134,16 @@ class CompactManager:
         unchanged = returned is None
         result = list(messages) if unchanged else from_wire(returned, as_messages)
         self._emit(out["events"])
-        return Prepared(result, out["report"], out["events"], out["format"], unchanged, out["rust_ns"] / 1e9)
+        return Prepared(
+            result,
+            out["report"],
+            out["events"],
+            out["format"],
+            unchanged,
+            out["rust_ns"] / 1e9,
+            out["converted"],
+            out["decoded"],
+        )
 
     def manual_compact(
         self,
@@ -165,7 +181,14 @@ class CompactManager:
         self._remember(session_id, out["format"], system, as_messages)
         self._emit(out["events"])
         return Prepared(
-            from_wire(out["messages"], as_messages), out["report"], out["events"], out["format"], False, out["rust_ns"] / 1e9
+            from_wire(out["messages"], as_messages),
+            out["report"],
+            out["events"],
+            out["format"],
+            False,
+            out["rust_ns"] / 1e9,
+            out["converted"],
+            out["decoded"],
         )
 
     def record_usage(

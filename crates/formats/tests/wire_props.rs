@@ -1,10 +1,11 @@
 //! Property tests: randomly generated requests of each wire format (with random unknown fields at every
 //! level) decode and re-encode to an equal value, and convert to the other formats into requests that
-//! decode and keep their client tool pairs.
+//! decode and keep their client tool pairs; decoding them again from any message on
+//! (`IncrementalDecode`) gives what a full decode gives.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use compact_core::model::{Format, ToolCallKind};
-use compact_formats::wire::{decode, encode};
+use compact_formats::wire::{decode, encode, IncrementalDecode};
 use proptest::prelude::*;
 use serde_json::{json, Map, Value};
 
@@ -344,6 +345,40 @@ fn check_conversions(from: Format, v: &Value) -> Result<(), TestCaseError> {
     Ok(())
 }
 
+/// For every split of the request's message list: after decoding the request cut at the split,
+/// decoding the whole one from there on gives the full decode (ids, turns and fingerprints too).
+fn check_incremental(format: Format, v: &Value) -> Result<(), TestCaseError> {
+    let key = if format == Format::OpenAiResponses {
+        "input"
+    } else {
+        "messages"
+    };
+    let Some(Value::Array(list)) = v.get(key) else {
+        return Ok(());
+    };
+    let full = decode(format, v).unwrap();
+    for k in 0..=list.len() {
+        let mut cut = v.clone();
+        cut[key] = Value::Array(list[..k].to_vec());
+        let mut inc = IncrementalDecode::new();
+        if inc.decode(format, &cut, 0).is_err() {
+            continue; // an Anthropic request needs a message
+        }
+        let got = inc
+            .decode(format, v, k)
+            .map_err(|e| TestCaseError::fail(format!("from {k}: {e}")))?
+            .clone();
+        prop_assert_eq!(&got, &full);
+        for (a, b) in got.items.iter().zip(&full.items) {
+            prop_assert_eq!(&a.meta.id, &b.meta.id);
+            prop_assert_eq!(a.meta.turn, b.meta.turn);
+            prop_assert_eq!(a.wire_digest(), b.wire_digest());
+        }
+        prop_assert_eq!(inc.decoded(), list.len() - k);
+    }
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: CASES, ..ProptestConfig::default() })]
 
@@ -351,18 +386,21 @@ proptest! {
     fn anthropic_requests_round_trip(v in anthropic_request()) {
         check_round_trip(Format::Anthropic, &v)?;
         check_conversions(Format::Anthropic, &v)?;
+        check_incremental(Format::Anthropic, &v)?;
     }
 
     #[test]
     fn chat_requests_round_trip(v in chat_request()) {
         check_round_trip(Format::OpenAiChat, &v)?;
         check_conversions(Format::OpenAiChat, &v)?;
+        check_incremental(Format::OpenAiChat, &v)?;
     }
 
     #[test]
     fn responses_requests_round_trip(v in responses_request()) {
         check_round_trip(Format::OpenAiResponses, &v)?;
         check_conversions(Format::OpenAiResponses, &v)?;
+        check_incremental(Format::OpenAiResponses, &v)?;
     }
 
     /// Arbitrary JSON never panics a decoder (it decodes or names a path) or the validator.

@@ -16,6 +16,76 @@ pub fn py_to_value(obj: &Bound<'_, PyAny>, path: &mut String) -> Result<Value, F
     to_value(obj, path, 0)
 }
 
+/// [`py_to_value`] for an element of a top-level list (a message of the caller's list): nesting
+/// is counted from the list, as when the whole list is converted.
+pub fn element_to_value(obj: &Bound<'_, PyAny>, path: &mut String) -> Result<Value, Failure> {
+    to_value(obj, path, 1)
+}
+
+/// Whether `obj`, an element of a top-level list, converts ([`element_to_value`]) to exactly
+/// `value`: same JSON, key order and number kinds included (a float compares by its bits, so
+/// `-0.0` is not `0.0`). Checked without converting or allocating: type checks, dict, list and
+/// tuple iteration (the C API's, as the conversion does) and reading text; no Python code runs.
+/// False for whatever the conversion would refuse or must call Python code for (an object with
+/// `model_dump`): such an element is always converted again.
+pub fn element_is(obj: &Bound<'_, PyAny>, value: &Value) -> bool {
+    same(obj, value, 1)
+}
+
+/// The check of [`element_is`], branch for branch the conversion's ([`to_value`]).
+fn same(obj: &Bound<'_, PyAny>, value: &Value, depth: usize) -> bool {
+    if depth > MAX_DEPTH {
+        return false;
+    }
+    if obj.is_none() {
+        return value.is_null();
+    }
+    if let Ok(s) = obj.cast::<PyString>() {
+        return matches!(value, Value::String(v) if s.to_str().is_ok_and(|s| s == v.as_str()));
+    }
+    if let Ok(d) = obj.cast::<PyDict>() {
+        let Value::Object(map) = value else {
+            return false;
+        };
+        return d.len() == map.len()
+            && d.iter().zip(map).all(|((k, v), (key, val))| {
+                k.cast::<PyString>()
+                    .is_ok_and(|k| k.to_str().is_ok_and(|k| k == key.as_str()))
+                    && same(&v, val, depth + 1)
+            });
+    }
+    if let Ok(l) = obj.cast::<PyList>() {
+        return matches!(value, Value::Array(items) if items.len() == l.len()
+            && l.iter().zip(items).all(|(o, v)| same(&o, v, depth + 1)));
+    }
+    if let Ok(t) = obj.cast::<PyTuple>() {
+        return matches!(value, Value::Array(items) if items.len() == t.len()
+            && t.iter().zip(items).all(|(o, v)| same(&o, v, depth + 1)));
+    }
+    if obj.is_instance_of::<PyBool>() {
+        return matches!(value, Value::Bool(b) if obj.extract::<bool>().is_ok_and(|o| o == *b));
+    }
+    if obj.is_instance_of::<PyInt>() {
+        let Value::Number(n) = value else {
+            return false;
+        };
+        if let Ok(i) = obj.extract::<i64>() {
+            return Number::from(i) == *n;
+        }
+        if let Ok(u) = obj.extract::<u64>() {
+            return Number::from(u) == *n;
+        }
+        return false;
+    }
+    if let Ok(f) = obj.cast::<PyFloat>() {
+        let f = f.value();
+        return matches!(value, Value::Number(n) if n.is_f64()
+            && !f.is_nan() && !f.is_infinite()
+            && n.as_f64().is_some_and(|v| v.to_bits() == f.to_bits()));
+    }
+    false
+}
+
 fn refuse(path: &str, message: impl std::fmt::Display) -> Failure {
     Failure::input("bad_value", format!("{path}: {message}"))
         .with(serde_json::json!({"path": path}))

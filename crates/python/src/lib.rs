@@ -10,6 +10,8 @@
 //! - [`manager`] — `Manager`: preflight, manual compaction, usage, recovery, recall, history.
 //! - [`convert`] — Python objects to JSON values and back, with the path of anything refused.
 //! - [`messages`] — a message list (with its system prompt and tools) to a wire request and back.
+//! - [`reuse`] — per session, the last call's converted messages and decoded items, reused for the
+//!   unchanged leading messages of the next call.
 //! - [`summarizer`] — a Python summariser (sync or async) behind the engine's `Summarizer`.
 //! - [`errors`] — the exception hierarchy (`CompactError` and one subclass per error kind).
 //! - [`tokens`] — token counting.
@@ -21,6 +23,7 @@ pub mod convert;
 pub mod errors;
 pub mod manager;
 pub mod messages;
+pub mod reuse;
 pub mod summarizer;
 pub mod tokens;
 

@@ -1,11 +1,14 @@
 //! `Manager`: the session runtime ([`CompactManager`]) for Python. Every method converts its
 //! arguments while holding the GIL, releases it for the Rust work (decode, preflight or another
-//! manager call, encode), and takes it back to build the result.
+//! manager call, encode), and takes it back to build the result. A preflight (and a manual
+//! compaction) converts and decodes only the messages that changed since the session's last call
+//! ([`crate::reuse`]).
 
 use crate::config::{llm_summarizer, resolve, session_config, template};
 use crate::convert::value_to_py;
 use crate::errors::{raise, Failure};
-use crate::messages::{messages_from_py, resolve_format, Parts, Request};
+use crate::messages::{Parts, Request};
+use crate::reuse::{Held, Incoming, Reuse};
 use crate::summarizer::PySummarizer;
 use compact_core::model::{Conversation, Format};
 use compact_core::policy::Decision;
@@ -25,6 +28,8 @@ use std::time::Instant;
 pub struct Manager {
     inner: Arc<CompactManager>,
     store: Arc<dyn Store>,
+    /// Per session, the last preflight's converted messages and decoded items.
+    reuse: Reuse,
 }
 
 /// What a preflight-like call returns before it becomes Python objects.
@@ -35,6 +40,10 @@ struct Outcome {
     format: Format,
     report: Value,
     events: Vec<Value>,
+    /// The caller's messages converted from Python objects by this call (the others were reused).
+    converted: usize,
+    /// Messages of the request decoded by this call (the others' items were reused).
+    decoded: usize,
 }
 
 fn elapsed_ns(started: Instant) -> u64 {
@@ -93,21 +102,9 @@ fn outcome_to_py<'py>(py: Python<'py>, o: &Outcome) -> PyResult<Bound<'py, PyDic
     d.set_item("report", value_to_py(py, &o.report)?)?;
     d.set_item("events", list(py, &o.events)?)?;
     d.set_item("rust_ns", o.rust_ns)?;
+    d.set_item("converted", o.converted)?;
+    d.set_item("decoded", o.decoded)?;
     Ok(d)
-}
-
-/// The request a Python call describes.
-fn request_of(
-    messages: &Bound<'_, PyAny>,
-    format: Option<&str>,
-    system: Option<&Bound<'_, PyAny>>,
-    tools: Option<&Bound<'_, PyAny>>,
-    model: Option<&str>,
-) -> Result<Request, Failure> {
-    let values = messages_from_py(messages)?;
-    let format = resolve_format(format, &values)?;
-    let parts = Parts::from_py(system, tools, model)?;
-    Ok(Request::build(format, values, &parts))
 }
 
 /// A request with no messages of its own, to encode `conversation` in its format with `system`
@@ -192,6 +189,7 @@ impl Manager {
         if let Some(n) = max_cached_sessions {
             session.max_cached_sessions = n.max(1);
         }
+        let reuse = Reuse::new(session.max_cached_sessions);
         let opened = py.detach(|| -> Result<(CompactManager, Arc<dyn Store>), Failure> {
             let store: Arc<dyn Store> = match open_store(&resolved) {
                 Some(store) => store?,
@@ -211,6 +209,7 @@ impl Manager {
         Ok(Manager {
             inner: Arc::new(manager),
             store,
+            reuse,
         })
     }
 
@@ -229,28 +228,40 @@ impl Manager {
         model: Option<&str>,
     ) -> PyResult<Bound<'py, PyDict>> {
         raise(py, check_session(session_id))?;
-        let request = raise(py, request_of(messages, format, system, tools, model))?;
+        let held = self.reuse.take(session_id);
+        let mut incoming = raise(
+            py,
+            Incoming::convert(held, messages, format, system, tools, model),
+        )?;
         let manager = &self.inner;
-        let outcome = py.detach(|| -> Result<Outcome, Failure> {
+        let outcome = py.detach(|| -> Result<(Outcome, Held), Failure> {
             let started = Instant::now();
-            let conversation = request.decode()?;
-            let prepared = manager.preflight(session_id, &conversation)?;
-            let unchanged = prepared.sends_request_as_is(&conversation);
-            drop(conversation);
+            let (request, conversation) = incoming.decode()?;
+            let prepared = manager.preflight(session_id, conversation)?;
+            let unchanged = prepared.sends_request_as_is(conversation);
             let messages = if unchanged {
                 None
             } else {
                 Some(request.messages_of(&prepared.conversation)?)
             };
-            Ok(Outcome {
+            let format = request.format;
+            let report = report_json(&prepared.report);
+            let events = events_json(session_id, &prepared.events);
+            let rust_ns = elapsed_ns(started);
+            drop(prepared);
+            let outcome = Outcome {
                 messages,
-                rust_ns: elapsed_ns(started),
-                format: request.format,
-                report: report_json(&prepared.report),
-                events: events_json(session_id, &prepared.events),
-            })
+                rust_ns,
+                format,
+                report,
+                events,
+                converted: incoming.converted,
+                decoded: incoming.decoded(),
+            };
+            Ok((outcome, incoming.into_held()))
         });
-        let outcome = raise(py, outcome)?;
+        let (outcome, held) = raise(py, outcome)?;
+        self.reuse.put(session_id, held);
         outcome_to_py(py, &outcome)
     }
 
@@ -270,26 +281,37 @@ impl Manager {
         model: Option<&str>,
     ) -> PyResult<Bound<'py, PyDict>> {
         raise(py, check_session(session_id))?;
-        let request = raise(py, request_of(messages, format, system, tools, model))?;
+        let held = self.reuse.take(session_id);
+        let mut incoming = raise(
+            py,
+            Incoming::convert(held, messages, format, system, tools, model),
+        )?;
         let manager = &self.inner;
-        let outcome = py.detach(|| -> Result<Outcome, Failure> {
+        let outcome = py.detach(|| -> Result<(Outcome, Held), Failure> {
             let started = Instant::now();
-            let conversation = request.decode()?;
-            let prepared = manager.preflight(session_id, &conversation)?;
+            let (request, conversation) = incoming.decode()?;
+            let prepared = manager.preflight(session_id, conversation)?;
             let mut events = events_json(session_id, &prepared.events);
             drop(prepared);
             let done = manager.manual_compact(session_id, note)?;
             events.extend(events_json(session_id, &done.events));
             let messages = Some(request.messages_of(&done.conversation)?);
-            Ok(Outcome {
+            let format = request.format;
+            let report = done.report.to_json();
+            drop(done);
+            let outcome = Outcome {
                 messages,
                 rust_ns: elapsed_ns(started),
-                format: request.format,
-                report: done.report.to_json(),
+                format,
+                report,
                 events,
-            })
+                converted: incoming.converted,
+                decoded: incoming.decoded(),
+            };
+            Ok((outcome, incoming.into_held()))
         });
-        let outcome = raise(py, outcome)?;
+        let (outcome, held) = raise(py, outcome)?;
+        self.reuse.put(session_id, held);
         outcome_to_py(py, &outcome)
     }
 
@@ -349,6 +371,8 @@ impl Manager {
                 format: shape.format,
                 report: json!({}),
                 events: Vec::new(),
+                converted: 0,
+                decoded: 0,
             })
         });
         let outcome = raise(py, outcome)?;
@@ -436,8 +460,16 @@ impl Manager {
         list(py, &values)
     }
 
+    /// Drops what the session's last call converted and decoded, and nothing else: its next call
+    /// converts and decodes every message, as without reuse (a reference for tests and
+    /// benchmarks).
+    fn forget_converted(&self, session_id: &str) {
+        self.reuse.forget(session_id);
+    }
+
     /// Drops the in-memory state of a session (its next call reloads it from the store).
     fn evict(&self, session_id: &str) {
+        self.reuse.forget(session_id);
         let _ = self.inner.evict(session_id);
     }
 }

@@ -8,7 +8,8 @@
 use crate::convert::{py_to_value, value_to_py};
 use crate::errors::{raise, Failure};
 use compact_core::model::{Conversation, Format};
-use compact_formats::wire::{decode, encode};
+use compact_formats::wire::{decode, encode, IncrementalDecode};
+use compact_formats::DecodeError;
 use pyo3::prelude::*;
 use pyo3::types::PyList;
 use serde_json::{json, Map, Value};
@@ -129,14 +130,42 @@ impl Request {
 
     /// Decodes the request, naming the caller's message in errors (`messages[3].content[1]`).
     pub fn decode(&self) -> Result<Conversation, Failure> {
-        decode(self.format, &self.value).map_err(|e| {
-            let place = pointer_to_path(&e.path, list_key(self.format), self.leading);
-            Failure::input(
-                "undecodable",
-                format!("{place}: {} (as {})", e.message, self.format),
-            )
-            .with(json!({"path": place, "format": self.format.name()}))
-        })
+        decode(self.format, &self.value).map_err(|e| self.decode_failure(&e))
+    }
+
+    /// Decodes the request with `decoder`, which holds the items of the last request it decoded
+    /// and reuses those of the first `keep` messages (see [`IncrementalDecode::decode`]).
+    pub fn decode_with<'d>(
+        &self,
+        decoder: &'d mut IncrementalDecode,
+        keep: usize,
+    ) -> Result<&'d Conversation, Failure> {
+        decoder
+            .decode(self.format, &self.value, keep)
+            .map_err(|e| self.decode_failure(&e))
+    }
+
+    fn decode_failure(&self, e: &DecodeError) -> Failure {
+        let place = pointer_to_path(&e.path, list_key(self.format), self.leading);
+        Failure::input(
+            "undecodable",
+            format!("{place}: {} (as {})", e.message, self.format),
+        )
+        .with(json!({"path": place, "format": self.format.name()}))
+    }
+
+    /// The caller's messages back out of the request (without the leading ones it added).
+    pub fn into_messages(self) -> Vec<Value> {
+        let Value::Object(mut map) = self.value else {
+            return Vec::new();
+        };
+        match map.remove(list_key(self.format)) {
+            Some(Value::Array(mut messages)) => {
+                messages.drain(..self.leading.min(messages.len()));
+                messages
+            }
+            _ => Vec::new(),
+        }
     }
 
     /// Encodes `conversation` in this request's format and returns its messages, without the

@@ -64,6 +64,7 @@
 pub mod anthropic;
 mod common;
 mod digest;
+mod incremental;
 mod json;
 mod loss;
 pub mod openai_chat;
@@ -76,6 +77,7 @@ use compact_core::model::{Conversation, Format, ItemBody};
 use serde_json::Value;
 use std::collections::HashMap;
 
+pub use incremental::IncrementalDecode;
 pub(crate) use json::type_name;
 pub use loss::{Loss, LossKind};
 pub(crate) use request::decode_tools;
@@ -91,19 +93,26 @@ pub struct Encoded {
 
 /// Decodes a whole request of a wire `format` into a conversation (tool result names resolved).
 pub fn decode(format: Format, request: &Value) -> Result<Conversation, DecodeError> {
-    let mut conv = match format {
-        Format::OpenAiChat => openai_chat::decode_request(request)?,
-        Format::OpenAiResponses => openai_responses::decode_request(request)?,
-        Format::Anthropic => anthropic::decode_request(request)?,
-        other => {
-            return Err(DecodeError::new(
-                "",
-                format!("`{other}` is not a wire format (expected openai-chat, openai-responses or anthropic)"),
-            ))
-        }
-    };
+    let mut conv = decode_from(format, request, 0)?.into_conversation();
     resolve_tool_names(&mut conv);
     Ok(conv)
+}
+
+/// Decodes a request's own fields and its messages from the `from`-th on.
+fn decode_from(
+    format: Format,
+    request: &Value,
+    from: usize,
+) -> Result<request::Decoded, DecodeError> {
+    match format {
+        Format::OpenAiChat => openai_chat::decode_request(request, from),
+        Format::OpenAiResponses => openai_responses::decode_request(request, from),
+        Format::Anthropic => anthropic::decode_request(request, from),
+        other => Err(DecodeError::new(
+            "",
+            format!("`{other}` is not a wire format (expected openai-chat, openai-responses or anthropic)"),
+        )),
+    }
 }
 
 /// Encodes a conversation as a request of a wire `format`, reporting every loss.

@@ -274,12 +274,48 @@ pub(crate) fn decode_tools(tools: &[Value]) -> Vec<ToolSpec> {
         .collect()
 }
 
-/// Decodes the required `messages` array of a request (Chat, Anthropic) with the format's
-/// `decode_message(message, index, path, out)`, appending the items to `out`.
+/// A request decoded from one of its messages on (from the first: all of it), before its items are
+/// put together into a conversation.
+#[derive(Debug, Default)]
+pub(crate) struct Decoded {
+    /// The request's format, declared tools and other fields; no items.
+    pub(crate) head: Conversation,
+    /// The items of the request's own fields (Anthropic `system`, Responses `instructions` or
+    /// string `input`), then those of the messages decoded, in order, ids and turns not assigned.
+    pub(crate) items: Vec<Item>,
+    /// How many of `items` the request's own fields gave.
+    pub(crate) leading: usize,
+    /// Per message decoded, how many of `items` there are up to its last one.
+    pub(crate) ends: Vec<usize>,
+}
+
+impl Decoded {
+    /// Notes that the request's own fields are decoded (the items so far are theirs).
+    pub(crate) fn lead(&mut self) {
+        self.leading = self.items.len();
+    }
+
+    /// Notes the end of a message's items.
+    pub(crate) fn end_message(&mut self) {
+        self.ends.push(self.items.len());
+    }
+
+    /// The conversation: the head with every item appended (ids made unique, turns assigned).
+    pub(crate) fn into_conversation(self) -> Conversation {
+        let mut conv = self.head;
+        conv.extend_unique(self.items);
+        conv
+    }
+}
+
+/// Decodes the required `messages` array of a request (Chat, Anthropic) from its `from`-th message
+/// on with the format's `decode_message(message, index, path, out)`, appending the items to
+/// `out.items` (messages before `from` are not read).
 pub(crate) fn decode_messages(
     format: Format,
     f: &mut Fields,
-    out: &mut Vec<Item>,
+    from: usize,
+    out: &mut Decoded,
     decode_message: impl Fn(&Value, u32, &str, &mut Vec<Item>) -> Result<(), DecodeError>,
 ) -> Result<(), DecodeError> {
     let path = f.at("messages");
@@ -287,19 +323,20 @@ pub(crate) fn decode_messages(
     let Value::Array(messages) = messages else {
         return Err(unexpected(path, "an array", &messages));
     };
-    for (i, m) in messages.iter().enumerate() {
+    for (i, m) in messages.iter().enumerate().skip(from) {
         let index = u32::try_from(i).unwrap_or(u32::MAX);
-        let start = out.len();
-        decode_message(m, index, &elem(&path, i), out)?;
+        let start = out.items.len();
+        decode_message(m, index, &elem(&path, i), &mut out.items)?;
         let digest = super::digest::value_digest(format, &index.to_string(), m);
-        super::digest::stamp(&mut out[start..], digest);
+        super::digest::stamp(&mut out.items[start..], digest);
+        out.end_message();
     }
     Ok(())
 }
 
-/// The conversation of a decoded request of `format`: its `items` in order, the declared tools (a
-/// non-empty `tools` array; any other value stays a plain field) and the fields not taken as extra.
-pub(crate) fn decoded_request(format: Format, mut f: Fields, items: Vec<Item>) -> Conversation {
+/// The head of a decoded request of `format`: the declared tools (a non-empty `tools` array; any
+/// other value stays a plain field) and the fields not taken as extra; no items.
+pub(crate) fn decoded_head(format: Format, mut f: Fields) -> Conversation {
     let mut conv = Conversation {
         format: Some(format),
         ..Conversation::default()
@@ -310,6 +347,5 @@ pub(crate) fn decoded_request(format: Format, mut f: Fields, items: Vec<Item>) -
         None => {}
     }
     conv.extra = f.rest();
-    conv.extend_unique(items);
     conv
 }

@@ -5,17 +5,19 @@ use crate::error::DecodeError;
 use crate::wire::common::{envelope, new_item, push_parts};
 use crate::wire::digest::{stamp, value_digest};
 use crate::wire::json::{elem, unexpected, Fields};
-use crate::wire::request::{decode_messages, decoded_request};
-use compact_core::model::{Conversation, Envelope, Format, Item, ItemBody, Message, Part, Role};
+use crate::wire::request::{decode_messages, decoded_head, Decoded};
+use compact_core::model::{Envelope, Format, Item, ItemBody, Message, Part, Role};
 use serde_json::Value;
 use std::sync::Arc;
 
 const FORMAT: Format = Format::Anthropic;
 
-/// Decodes a whole request.
-pub(crate) fn decode_request(req: &Value) -> Result<Conversation, DecodeError> {
+/// Decodes a request from its `from`-th message on (0: the whole request; `system` is decoded
+/// every time).
+pub(crate) fn decode_request(req: &Value, from: usize) -> Result<Decoded, DecodeError> {
     let mut f = Fields::of(req, "")?;
-    let mut items = Vec::new();
+    let mut out = Decoded::default();
+    let items = &mut out.items;
     if let Some(system) = f.take_non_null("system") {
         let mut item = decode_system(&system, &f.at("system"))?;
         stamp(
@@ -24,6 +26,7 @@ pub(crate) fn decode_request(req: &Value) -> Result<Conversation, DecodeError> {
         );
         items.push(item);
     }
+    out.lead();
     // The Messages API requires a message; the encoder writes a placeholder one for a conversation
     // without any, so an empty list could not be written back as it was.
     if matches!(f.peek("messages"), Some(Value::Array(m)) if m.is_empty()) {
@@ -32,8 +35,9 @@ pub(crate) fn decode_request(req: &Value) -> Result<Conversation, DecodeError> {
             "no messages (a Messages request needs at least one)",
         ));
     }
-    decode_messages(FORMAT, &mut f, &mut items, decode_message)?;
-    Ok(decoded_request(FORMAT, f, items))
+    decode_messages(FORMAT, &mut f, from, &mut out, decode_message)?;
+    out.head = decoded_head(FORMAT, f);
+    Ok(out)
 }
 
 /// Decodes the `system` field (a string or text blocks) into one system item with slot `"system"`.

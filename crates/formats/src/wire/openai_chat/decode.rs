@@ -4,21 +4,21 @@ use super::parts::decode_content;
 use crate::error::DecodeError;
 use crate::wire::common::{envelope, new_item, push_parts};
 use crate::wire::json::{elem, nest, unexpected, Fields};
-use crate::wire::request::{decode_messages, decoded_request};
+use crate::wire::request::{decode_messages, decoded_head, Decoded};
 use compact_core::model::{
-    Arguments, Conversation, Format, Item, ItemBody, Message, Role, ToolCall, ToolCallKind,
-    ToolResult,
+    Arguments, Format, Item, ItemBody, Message, Role, ToolCall, ToolCallKind, ToolResult,
 };
 use serde_json::Value;
 
 const FORMAT: Format = Format::OpenAiChat;
 
-/// Decodes a whole request.
-pub(crate) fn decode_request(req: &Value) -> Result<Conversation, DecodeError> {
+/// Decodes a request from its `from`-th message on (0: the whole request).
+pub(crate) fn decode_request(req: &Value, from: usize) -> Result<Decoded, DecodeError> {
     let mut f = Fields::of(req, "")?;
-    let mut items = Vec::new();
-    decode_messages(FORMAT, &mut f, &mut items, decode_message)?;
-    Ok(decoded_request(FORMAT, f, items))
+    let mut out = Decoded::default();
+    decode_messages(FORMAT, &mut f, from, &mut out, decode_message)?;
+    out.head = decoded_head(FORMAT, f);
+    Ok(out)
 }
 
 /// Decodes one Chat message (the `index`-th of its request, found at `path`) into items appended to

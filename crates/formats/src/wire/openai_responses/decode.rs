@@ -5,10 +5,10 @@ use crate::error::DecodeError;
 use crate::wire::common::{checkpoint_of, envelope, new_item, Recognised};
 use crate::wire::digest::{stamp, value_digest};
 use crate::wire::json::{elem, unexpected, Fields};
-use crate::wire::request::decoded_request;
+use crate::wire::request::{decoded_head, Decoded};
 use compact_core::model::{
-    Arguments, CompactionWire, Conversation, Envelope, Extra, Format, Item, ItemBody, ItemId,
-    Message, Opaque, Part, ProviderCompaction, Reasoning, Role, ToolCall, ToolCallKind, ToolResult,
+    Arguments, CompactionWire, Envelope, Extra, Format, Item, ItemBody, ItemId, Message, Opaque,
+    Part, ProviderCompaction, Reasoning, Role, ToolCall, ToolCallKind, ToolResult,
 };
 use serde_json::Value;
 use std::sync::Arc;
@@ -22,34 +22,41 @@ pub(crate) const INPUT: &str = "input";
 /// `ToolCall::name` of a `local_shell_call` (the wire item has no name).
 pub(crate) const LOCAL_SHELL: &str = "local_shell";
 
-/// Decodes a whole request.
-pub(crate) fn decode_request(req: &Value) -> Result<Conversation, DecodeError> {
+/// Decodes a request from its `from`-th input item on (0: the whole request; `instructions` and a
+/// string `input` are decoded every time).
+pub(crate) fn decode_request(req: &Value, from: usize) -> Result<Decoded, DecodeError> {
     let mut f = Fields::of(req, "")?;
-    let mut items = Vec::new();
+    let mut out = Decoded::default();
     match f.take_non_null(INSTRUCTIONS) {
-        Some(v @ Value::String(_)) => items.push(slot_item(Role::System, v, INSTRUCTIONS)),
+        Some(v @ Value::String(_)) => out.items.push(slot_item(Role::System, v, INSTRUCTIONS)),
         Some(other) => f.put(INSTRUCTIONS, other),
         None => {}
     }
     let input_path = f.at(INPUT);
     match f.take_non_null(INPUT) {
-        Some(v @ Value::String(_)) => items.push(slot_item(Role::User, v, INPUT)),
+        Some(v @ Value::String(_)) => out.items.push(slot_item(Role::User, v, INPUT)),
         Some(Value::Array(input)) if input.is_empty() => f.put(INPUT, Value::Array(input)),
         Some(Value::Array(input)) => {
-            for (i, v) in input.iter().enumerate() {
+            out.lead();
+            for (i, v) in input.iter().enumerate().skip(from) {
                 let index = u32::try_from(i).unwrap_or(u32::MAX);
                 let mut item = decode_item(v, index, &elem(&input_path, i))?;
                 stamp(
                     std::slice::from_mut(&mut item),
                     value_digest(FORMAT, &index.to_string(), v),
                 );
-                items.push(item);
+                out.items.push(item);
+                out.end_message();
             }
         }
         Some(other) => return Err(unexpected(input_path, "a string or an array", &other)),
         None => {}
     }
-    Ok(decoded_request(FORMAT, f, items))
+    if out.ends.is_empty() {
+        out.lead();
+    }
+    out.head = decoded_head(FORMAT, f);
+    Ok(out)
 }
 
 /// The item of a top-level string field (`instructions`, string `input`): `value` is the string.

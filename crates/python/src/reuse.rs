@@ -1,0 +1,267 @@
+//! What a session's last preflight converted and decoded, kept for its next one.
+//!
+//! A host resends its whole history on every model call, and almost all of it is what it sent
+//! last time. Converting every message dict into JSON and decoding it again costs more than the
+//! session runtime's own work, so a session keeps its last call's messages as converted (JSON
+//! values) and the decoder holding their items ([`IncrementalDecode`]). On the next call, each
+//! message is compared with the JSON kept at its place ([`element_is`]); the leading messages
+//! that convert to the same JSON are neither converted nor decoded again, from the first one that
+//! does not on everything is.
+//!
+//! What the check guarantees: a message is reused only when what it converts to now is exactly
+//! the JSON it was decoded from (same keys in the same order, same strings, same number kinds and
+//! values), so the request decoded is the one a full conversion and decode would give. It does
+//! not rely on object identity, so a dict changed in place (a content string replaced, a tool
+//! call's arguments changed, a part appended to a content list, a key added, removed or moved)
+//! is seen, and an equal dict built anew is reused. A message holding an object that needs Python
+//! code to convert (a pydantic model) is always converted again, as is everything after it.
+//!
+//! Memory: per session, the caller's messages as JSON and their decoded items, about twice the
+//! history's text; the least recently used sessions beyond the manager's `max_cached_sessions`
+//! are dropped, as is a session that is evicted or whose call failed.
+
+use crate::convert::{element_is, element_to_value};
+use crate::errors::Failure;
+use crate::messages::{messages_from_py, resolve_format, Parts, Request};
+use compact_core::model::{Conversation, Format};
+use compact_formats::wire::IncrementalDecode;
+use pyo3::prelude::*;
+use pyo3::types::{PyList, PyTuple};
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+/// One session's last request: the caller's messages as converted, the format and system prompt
+/// they were decoded with, and the decoder holding their items.
+pub struct Held {
+    messages: Vec<Value>,
+    format: Format,
+    system: Option<Value>,
+    decoder: IncrementalDecode,
+}
+
+/// A call's request, converted, with what it reuses of the session's last one.
+pub struct Incoming {
+    /// The request.
+    pub request: Request,
+    /// Messages of the request (a leading system message it added included) whose items the
+    /// decoder keeps from the last call.
+    keep: usize,
+    /// The caller's messages converted by this call (the others were reused).
+    pub converted: usize,
+    system: Option<Value>,
+    decoder: IncrementalDecode,
+}
+
+impl Incoming {
+    /// Converts a call's arguments as [`Request::build`] wants them, reusing what `held` (the
+    /// session's last call) converted for the leading messages that are unchanged. Errors are
+    /// those of a full conversion, in the same order (messages, format, other parts).
+    pub fn convert(
+        held: Option<Held>,
+        messages: &Bound<'_, PyAny>,
+        format: Option<&str>,
+        system: Option<&Bound<'_, PyAny>>,
+        tools: Option<&Bound<'_, PyAny>>,
+        model: Option<&str>,
+    ) -> Result<Incoming, Failure> {
+        let (kept, prior, decoder) = match held {
+            Some(h) => (h.messages, Some((h.format, h.system)), h.decoder),
+            None => (Vec::new(), None, IncrementalDecode::new()),
+        };
+        let (values, reused) = convert_messages(messages, kept)?;
+        let format = resolve_format(format, &values)?;
+        let parts = Parts::from_py(system, tools, model)?;
+        let leading = usize::from(format == Format::OpenAiChat && parts.system.is_some());
+        let keep = match prior {
+            Some((f, s)) if f == format && s == parts.system => leading + reused,
+            _ => 0,
+        };
+        let converted = values.len() - reused;
+        Ok(Incoming {
+            request: Request::build(format, values, &parts),
+            keep,
+            converted,
+            system: parts.system,
+            decoder,
+        })
+    }
+
+    /// Decodes the request (only its messages after those kept): the request and its conversation.
+    pub fn decode(&mut self) -> Result<(&Request, &Conversation), Failure> {
+        let conversation = self.request.decode_with(&mut self.decoder, self.keep)?;
+        Ok((&self.request, conversation))
+    }
+
+    /// Messages of the request the last [`Incoming::decode`] decoded (the others were kept).
+    pub fn decoded(&self) -> usize {
+        self.decoder.decoded()
+    }
+
+    /// What the session keeps for its next call (after this one succeeded).
+    pub fn into_held(self) -> Held {
+        let format = self.request.format;
+        Held {
+            messages: self.request.into_messages(),
+            format,
+            system: self.system,
+            decoder: self.decoder,
+        }
+    }
+}
+
+/// The caller's messages as JSON values, and how many leading ones were taken from `kept` (the
+/// last call's) because they still convert to the same JSON.
+fn convert_messages(
+    messages: &Bound<'_, PyAny>,
+    kept: Vec<Value>,
+) -> Result<(Vec<Value>, usize), Failure> {
+    if let Ok(list) = messages.cast::<PyList>() {
+        return convert_elements(list.iter(), kept);
+    }
+    if let Ok(tuple) = messages.cast::<PyTuple>() {
+        return convert_elements(tuple.iter(), kept);
+    }
+    Ok((messages_from_py(messages)?, 0))
+}
+
+fn convert_elements<'py>(
+    elements: impl Iterator<Item = Bound<'py, PyAny>>,
+    mut values: Vec<Value>,
+) -> Result<(Vec<Value>, usize), Failure> {
+    let mut reused = 0;
+    let mut count = 0;
+    let mut path = String::from("messages");
+    for (i, element) in elements.enumerate() {
+        count = i + 1;
+        if reused == i && i < values.len() {
+            if element_is(&element, &values[i]) {
+                reused += 1;
+                continue;
+            }
+            values.truncate(i);
+        }
+        path.truncate("messages".len());
+        path.push('[');
+        path.push_str(&i.to_string());
+        path.push(']');
+        values.push(element_to_value(&element, &mut path)?);
+    }
+    values.truncate(count);
+    Ok((values, reused))
+}
+
+/// The sessions' held requests, the least recently used dropped beyond a capacity.
+pub struct Reuse {
+    capacity: usize,
+    sessions: Mutex<Sessions>,
+}
+
+#[derive(Default)]
+struct Sessions {
+    clock: u64,
+    held: HashMap<String, (u64, Held)>,
+}
+
+impl Reuse {
+    /// Keeps at most `capacity` sessions (at least one).
+    pub fn new(capacity: usize) -> Reuse {
+        Reuse {
+            capacity: capacity.max(1),
+            sessions: Mutex::new(Sessions::default()),
+        }
+    }
+
+    fn sessions(&self) -> std::sync::MutexGuard<'_, Sessions> {
+        self.sessions
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Takes a session's held request out (a concurrent call on the session finds none and
+    /// converts everything; the last call to finish puts its own back).
+    pub fn take(&self, session: &str) -> Option<Held> {
+        self.sessions().held.remove(session).map(|(_, h)| h)
+    }
+
+    /// Puts a session's held request back, dropping the least recently used beyond capacity
+    /// (down to seven eighths of it, so that the sort is paid once per many calls).
+    pub fn put(&self, session: &str, held: Held) {
+        let dropped = {
+            let mut s = self.sessions();
+            s.clock += 1;
+            let now = s.clock;
+            s.held.insert(session.to_owned(), (now, held));
+            if s.held.len() <= self.capacity {
+                Vec::new()
+            } else {
+                let keep = (self.capacity - self.capacity / 8).max(1);
+                let mut ages: Vec<(u64, String)> =
+                    s.held.iter().map(|(k, (t, _))| (*t, k.clone())).collect();
+                ages.sort_unstable();
+                let excess = s.held.len() - keep;
+                ages.into_iter()
+                    .take(excess)
+                    .filter_map(|(_, k)| s.held.remove(&k))
+                    .collect()
+            }
+        };
+        // Freed outside the lock.
+        drop(dropped);
+    }
+
+    /// Drops a session's held request.
+    pub fn forget(&self, session: &str) {
+        let held = self.sessions().held.remove(session);
+        drop(held);
+    }
+
+    /// Sessions held.
+    pub fn len(&self) -> usize {
+        self.sessions().held.len()
+    }
+
+    /// True when no session is held.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn held(n: usize) -> Held {
+        Held {
+            messages: vec![Value::Null; n],
+            format: Format::OpenAiChat,
+            system: None,
+            decoder: IncrementalDecode::new(),
+        }
+    }
+
+    #[test]
+    fn the_least_recently_used_sessions_are_dropped() {
+        let reuse = Reuse::new(8);
+        for i in 0..8 {
+            reuse.put(&format!("s{i}"), held(i));
+        }
+        assert_eq!(reuse.len(), 8);
+        // s0 used again: the oldest are now s1, s2.
+        let h = reuse.take("s0").unwrap();
+        reuse.put("s0", h);
+        reuse.put("s8", held(8));
+        assert_eq!(reuse.len(), 7);
+        assert!(reuse.take("s1").is_none());
+        assert!(reuse.take("s2").is_none());
+        assert_eq!(reuse.take("s0").unwrap().messages.len(), 0);
+        reuse.forget("s8");
+        assert!(reuse.take("s8").is_none());
+        let one = Reuse::new(0);
+        one.put("a", held(1));
+        one.put("b", held(2));
+        assert_eq!(one.len(), 1);
+        assert_eq!(one.take("b").unwrap().messages.len(), 2);
+    }
+}

@@ -1,0 +1,289 @@
+"""Reuse of the last call's conversion (crates/python/src/reuse.rs): a session converts and decodes
+only the messages that are not, at their place, the same JSON as in its last call. Every result is
+checked against a reference manager that is made to convert and decode everything on every call
+(``forget_converted``), so reuse must never change what is sent, the report or the events."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any, Callable
+
+import pytest
+from helpers import chat_history
+
+from compact import CompactConfig, CompactManager, CompactPolicy, Message, Prepared
+
+WINDOW = 8192
+
+
+def manager() -> CompactManager:
+    return CompactManager(CompactConfig(max_context_tokens=WINDOW, policy=CompactPolicy(reserved_output_tokens=1024)))
+
+
+class Pair:
+    """A manager under test and a reference that converts everything on every call."""
+
+    def __init__(self) -> None:
+        self.m = manager()
+        self.ref = manager()
+
+    def prepare(self, session: str, messages: list[Any], **kwargs: Any) -> Prepared:
+        # The reference gets its own copy, so that nothing is shared with the list under test.
+        self.ref._native.forget_converted(session)
+        expected = self.ref.prepare(session, copy.deepcopy(messages), **kwargs)
+        assert expected.converted_messages == len(messages), "the reference converts everything"
+        got = self.m.prepare(session, messages, **kwargs)
+        assert got.messages == expected.messages
+        assert got.report == expected.report
+        assert strip_times(got.events) == strip_times(expected.events)
+        assert got.unchanged == expected.unchanged
+        assert self.m.history(session) == self.ref.history(session)
+        return got
+
+
+def strip_times(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Events without their clock readings (two managers do not run at the same instant)."""
+    timeless = ("ts", "ts_ms", "time", "timestamp", "duration_ms", "elapsed_ms")
+
+    def strip(v: Any) -> Any:
+        if isinstance(v, dict):
+            return {k: strip(x) for k, x in v.items() if k not in timeless}
+        if isinstance(v, list):
+            return [strip(x) for x in v]
+        return v
+
+    return [strip(e) for e in events]
+
+
+def test_an_append_only_history_converts_only_the_new_messages() -> None:
+    pair = Pair()
+    history: list[dict[str, Any]] = []
+    compactions = 0
+    for step in range(40):
+        grown = chat_history(step + 1)
+        added = len(grown) - len(history)
+        history.extend(grown[len(history) :])
+        prepared = pair.prepare("grow", history)
+        if step == 0:
+            assert prepared.converted_messages == len(history)
+        else:
+            assert prepared.converted_messages == added == 3
+            assert prepared.decoded_messages == added
+        compactions += prepared.compacted
+    assert compactions >= 2, "the session compacted (the results differed from the request)"
+    # The same list again: nothing converted or decoded.
+    again = pair.prepare("grow", history)
+    assert (again.converted_messages, again.decoded_messages) == (0, 0)
+
+
+def change_content(h: list[Any]) -> None:
+    h[3]["content"] = "changed"
+
+
+def change_arguments(h: list[Any]) -> None:
+    h[3]["tool_calls"][0]["function"]["arguments"] = json.dumps({"path": "src/other.rs"})
+
+
+def append_a_part(h: list[Any]) -> None:
+    h[5]["content"].append({"type": "text", "text": "one more part"})
+
+
+def change_a_part(h: list[Any]) -> None:
+    h[5]["content"][0]["text"] += "!"
+
+
+def add_a_key(h: list[Any]) -> None:
+    h[4]["name"] = "read_file"
+
+
+def remove_a_key(h: list[Any]) -> None:
+    del h[1]["protected"]
+
+
+def reorder_keys(h: list[Any]) -> None:
+    h[2]["role"] = h[2].pop("role")
+
+
+def int_to_float(h: list[Any]) -> None:
+    h[2]["n"] = 1.0
+
+
+def float_to_negative_zero(h: list[Any]) -> None:
+    h[2]["x"] = -0.0
+
+
+def bool_to_int(h: list[Any]) -> None:
+    h[1]["protected"] = 1
+
+
+def replace_an_equal_string(h: list[Any]) -> None:
+    # The same text in a new object: the same JSON, so reuse is right; nothing else changes.
+    h[4]["content"] = "".join(list(h[4]["content"]))
+
+
+MUTATIONS: dict[str, tuple[Callable[[list[Any]], None], int | None]] = {
+    # name: (mutation, first message converted again; None: nothing)
+    "content": (change_content, 3),
+    "tool call arguments": (change_arguments, 3),
+    "a part appended to a content list": (append_a_part, 5),
+    "a part's text": (change_a_part, 5),
+    "a key added": (add_a_key, 4),
+    "a key removed": (remove_a_key, 1),
+    "keys reordered": (reorder_keys, 2),
+    "int to float": (int_to_float, 2),
+    "0.0 to -0.0": (float_to_negative_zero, 2),
+    "True to 1": (bool_to_int, 1),
+    "an equal string": (replace_an_equal_string, None),
+}
+
+
+def mutable_history() -> list[dict[str, Any]]:
+    h = chat_history(4)
+    h[2]["n"] = 1
+    h[2]["x"] = 0.0
+    h[5]["content"] = [{"type": "text", "text": "Step 0: two parts."}, {"type": "text", "text": "Second."}]
+    return h
+
+
+@pytest.mark.parametrize("name", MUTATIONS)
+def test_a_message_changed_in_place_is_converted_again(name: str) -> None:
+    mutate, first = MUTATIONS[name]
+    pair = Pair()
+    history = mutable_history()
+    pair.prepare("s", history)
+    history.append({"role": "user", "content": "Go on."})
+    pair.prepare("s", history)
+    mutate(history)
+    prepared = pair.prepare("s", history)
+    expected = 0 if first is None else len(history) - first
+    assert prepared.converted_messages == expected
+    assert prepared.decoded_messages == expected
+    # And the history logged is the changed one.
+    assert pair.m.history("s")[-len(history) :] == history
+
+
+def test_an_equal_new_dict_is_reused_and_a_new_list_too() -> None:
+    pair = Pair()
+    history = chat_history(5)
+    pair.prepare("s", history)
+    history[4] = copy.deepcopy(history[4])
+    prepared = pair.prepare("s", history)
+    assert (prepared.converted_messages, prepared.decoded_messages) == (0, 0)
+    rebuilt = [dict(m) for m in history] + [{"role": "user", "content": "Next."}]
+    prepared = pair.prepare("s", rebuilt)
+    assert (prepared.converted_messages, prepared.decoded_messages) == (1, 1)
+    # Message objects become new dicts on every call: reused all the same, up to the first tool
+    # message, whose keys `Message.to_dict` writes in another order (`content` before
+    # `tool_call_id`): another JSON object, so converted again.
+    as_messages = [Message.from_dict(m) for m in rebuilt]
+    assert list(rebuilt[4]) == ["role", "tool_call_id", "content"]
+    prepared = pair.prepare("s", as_messages)
+    assert prepared.converted_messages == len(rebuilt) - 4
+    prepared = pair.prepare("s", as_messages)
+    assert prepared.converted_messages == 0
+
+
+def test_inserted_removed_and_truncated_messages() -> None:
+    pair = Pair()
+    history = chat_history(6)
+    pair.prepare("s", history)
+    # A branch: the list cut short, then a different message.
+    branch = history[:7] + [{"role": "user", "content": "Try another way."}]
+    prepared = pair.prepare("s", branch)
+    assert prepared.converted_messages == 1
+    # A message inserted in the middle: everything from it on is converted again.
+    inserted = branch[:4] + [{"role": "user", "content": "Wait."}] + branch[4:]
+    prepared = pair.prepare("s", inserted)
+    assert prepared.converted_messages == len(inserted) - 4
+    # One removed.
+    removed = inserted[:2] + inserted[3:]
+    prepared = pair.prepare("s", removed)
+    assert prepared.converted_messages == len(removed) - 2
+    # Shorter with nothing new: nothing converted, the held items cut at the end.
+    prepared = pair.prepare("s", removed[:5])
+    assert (prepared.converted_messages, prepared.decoded_messages) == (0, 0)
+    prepared = pair.prepare("s", removed[:5] + [{"role": "user", "content": "Again."}])
+    assert prepared.converted_messages == 1
+
+
+def test_sessions_do_not_share_what_they_converted() -> None:
+    pair = Pair()
+    a = chat_history(4)
+    b = chat_history(4)
+    b[2] = {"role": "user", "content": "Another task."}
+    pair.prepare("a", a)
+    prepared = pair.prepare("b", a[:3])
+    assert prepared.converted_messages == 3, "b's first call converts everything, even what a has"
+    prepared = pair.prepare("b", b)
+    assert prepared.converted_messages == len(b) - 2
+    a.append({"role": "user", "content": "Next."})
+    prepared = pair.prepare("a", a)
+    assert prepared.converted_messages == 1
+    # Forgetting one session's conversion leaves the other's.
+    pair.m._native.forget_converted("a")
+    assert pair.prepare("a", a).converted_messages == len(a)
+    assert pair.prepare("b", b).converted_messages == 0
+    # Evicting a session drops its conversion too.
+    pair.m.evict("b")
+    pair.ref.evict("b")
+    assert pair.prepare("b", b).converted_messages == len(b)
+
+
+def test_a_new_system_prompt_or_format_decodes_everything_again() -> None:
+    pair = Pair()
+    history = chat_history(3)[1:]
+    pair.prepare("s", history, system="Be brief.")
+    prepared = pair.prepare("s", history, system="Be brief.")
+    assert (prepared.converted_messages, prepared.decoded_messages) == (0, 0)
+    history.append({"role": "user", "content": "Next."})
+    prepared = pair.prepare("s", history, system="Be brief.")
+    assert (prepared.converted_messages, prepared.decoded_messages) == (1, 1)
+    prepared = pair.prepare("s", history, system="Be thorough.")
+    assert prepared.converted_messages == 0
+    assert prepared.decoded_messages == len(history) + 1, "the system message and every message"
+    # Plain messages read as Anthropic ones: decoded again in that format.
+    plain = [{"role": "user", "content": "Hi."}, {"role": "assistant", "content": "Hello."}]
+    pair.prepare("t", plain)
+    prepared = pair.prepare("t", plain, format="anthropic")
+    assert (prepared.converted_messages, prepared.decoded_messages) == (0, 2)
+    assert prepared.format == "anthropic"
+
+
+def test_a_failed_call_drops_the_session_conversion() -> None:
+    pair = Pair()
+    history = chat_history(3)
+    pair.prepare("s", history)
+    bad = [*history, {"role": "user", "content": {1, 2}}]
+    with pytest.raises(Exception, match=r"messages\[12\]\.content"):
+        pair.m.prepare("s", bad)
+    undecodable = [*history, {"role": "nobody", "content": "x"}]
+    with pytest.raises(Exception, match=r"messages\[12\]\.role"):
+        pair.m.prepare("s", undecodable)
+    history.append({"role": "user", "content": "Fixed."})
+    assert pair.prepare("s", history).converted_messages == len(history)
+
+
+def test_responses_and_anthropic_histories_reuse_too() -> None:
+    pair = Pair()
+    responses: list[dict[str, Any]] = [
+        {"role": "user", "content": "Read a file."},
+        {"type": "function_call", "call_id": "c1", "name": "read_file", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c1", "output": "fn main() {}"},
+    ]
+    pair.prepare("r", responses, system="Be brief.")
+    responses.append({"type": "function_call", "call_id": "c2", "name": "read_file", "arguments": "{}"})
+    prepared = pair.prepare("r", responses, system="Be brief.")
+    assert (prepared.converted_messages, prepared.decoded_messages) == (1, 1)
+    responses[1]["arguments"] = '{"path": "x"}'
+    prepared = pair.prepare("r", responses, system="Be brief.")
+    assert (prepared.converted_messages, prepared.decoded_messages) == (3, 3)
+    anthropic: list[dict[str, Any]] = [
+        {"role": "user", "content": "Read a file."},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "read_file", "input": {"path": "a"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]},
+    ]
+    pair.prepare("a", anthropic, system="Be brief.", format="anthropic")
+    anthropic[1]["content"][0]["input"]["path"] = "b"
+    prepared = pair.prepare("a", anthropic, system="Be brief.", format="anthropic")
+    assert (prepared.converted_messages, prepared.decoded_messages) == (2, 2)
