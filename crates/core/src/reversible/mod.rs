@@ -8,6 +8,7 @@
 //! | `gutter` | line-number gutters of file reads (`     12→code`, `cat -n`'s `    12\tcode`): the padding goes | none (round trip) |
 //! | `grep` | search output (`path:line:text`): consecutive lines of one file under one `path:` header | none (round trip) |
 //! | `columns` | JSON arrays of objects with the same keys: one key list and rows of values | none (round trip of the JSON value) |
+//! | `tables` | markdown tables padded to their column widths: the padding goes (the prose around stays) | none (round trip) |
 //! | `repeats` | runs of identical lines (logs, test output): the first line and a count | none (round trip) |
 //! | `blob` | base64 or minified runs of thousands of characters without a space | a marker with the id |
 //!
@@ -19,12 +20,14 @@ mod columns;
 mod grep;
 mod gutter;
 mod lines;
+mod tables;
 
 pub use blob::{strip_blobs, BLOB_MIN_CHARS};
 pub use columns::{columnar, expand_columns, COLUMNS_KEY, ROWS_KEY};
 pub use grep::{group_by_file, ungroup};
 pub use gutter::{pad_gutter, unpad_gutter};
 pub use lines::{collapse_repeats, expand_repeats};
+pub use tables::{pad_tables, unpad_tables};
 
 use crate::model::ItemId;
 
@@ -33,7 +36,7 @@ use crate::model::ItemId;
 pub struct Densified {
     /// The new text.
     pub text: String,
-    /// Names of the rewriters that changed it (`gutter`, `grep`, `columns`, `repeats`, `blob`).
+    /// Names of the rewriters that changed it (`gutter`, `grep`, `columns`, `tables`, `repeats`, `blob`).
     pub how: Vec<&'static str>,
 }
 
@@ -53,6 +56,10 @@ pub fn densify_output(text: &str, reference: &ItemId) -> Option<Densified> {
         if let Some(grouped) = group_by_file(text) {
             how.push("grep");
             current = Some(grouped);
+        }
+        if let Some(unpadded) = unpad_tables(current.as_deref().unwrap_or(text)) {
+            how.push("tables");
+            current = Some(unpadded);
         }
         if let Some(collapsed) = collapse_repeats(current.as_deref().unwrap_or(text)) {
             how.push("repeats");
