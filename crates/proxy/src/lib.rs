@@ -50,6 +50,7 @@ pub mod headers;
 pub mod log;
 pub mod managers;
 pub mod metrics;
+pub mod recall;
 pub mod reply;
 pub mod route;
 mod server;
@@ -59,7 +60,7 @@ pub mod stream;
 pub mod upstream;
 pub mod usage;
 
-pub use config::{ModelRoute, ProxyConfig, Upstream};
+pub use config::{ModelRoute, ProxyConfig, RecallConfig, Upstream};
 pub use log::{LogSink, MemoryLog, StderrLog};
 pub use metrics::Metrics;
 pub use route::{Family, Route};
