@@ -14,6 +14,11 @@
 //! gets the upstream's error unchanged. Every other path is forwarded untouched
 //! (`/v1/messages/count_tokens` included: the upstream counts what it is given).
 //!
+//! When a request sent upstream names a reference (a compaction's stub, a truncation marker), the
+//! proxy offers the model a `compact_recall` tool and answers recall-only replies itself from the
+//! session log, sending the request again with the originals, so the client sees one ordinary
+//! reply ([`recall`]).
+//!
 //! A session is named by the `x-compact-session` header, or else fingerprinted from the
 //! conversation's opening (system prompt and first user message, text only: [`session_id`]).
 //!
