@@ -29,7 +29,7 @@ pub use reply::{RecallCall, RecallTurn};
 pub const TOOL_NAME: &str = "compact_recall";
 
 /// Texts that show an item names a reference: a compaction's stub, a truncation marker
-/// (`compactctl recall <id>`) and the `recall `<id>`` a stub or a densifier's marker ends with.
+/// (`compactctl recall <id>`) and the ``recall `<id>` `` a stub or a densifier's marker ends with.
 pub const REFERENCE_MARKERS: [&str; 3] = [REFERENCE_PREFIX, "compactctl recall ", "recall `"];
 
 /// Whether some item of `conversation` names a reference the model could recall.
