@@ -350,3 +350,34 @@ async fn a_reply_mixing_recall_and_a_client_tool_is_forwarded_untouched() {
         assert!(recall_events(&h).is_empty());
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_detour_that_overflows_goes_out_again_as_prepared_without_the_tool() {
+    let h = Harness::start().await;
+    let wire = Wire::Responses;
+    let request = drive_to_stub(&h, wire, false, wire.first_request("m", "Go.", false)).await;
+    h.sim.push_reply(ScriptedReply::recall_stub());
+    h.sim
+        .push_reply(ScriptedReply::text("Going on without the original."));
+    // The first request goes through (a slow fault of no delay); the detour overflows.
+    h.sim.push_fault(compact_sim::Fault::Slow {
+        delay: std::time::Duration::ZERO,
+    });
+    h.sim.push_fault(compact_sim::Fault::Overflow);
+    let before = h.sim.requests().len();
+    let reply = h.post(wire.path(), &HEADERS, &request).await;
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    let upstream = h.sim.requests()[before..].to_vec();
+    assert_eq!(upstream.len(), 3);
+    assert_eq!(upstream[1].status, 400, "the detour overflowed");
+    let len = |r: &RecordedRequest| r.body["input"].as_array().unwrap().len();
+    assert_eq!(len(&upstream[2]), len(&upstream[0]));
+    assert_eq!(tool_names(&upstream[2].body), ["read_file"]);
+    let turn = wire.read(false, &reply.body);
+    assert_eq!(turn.text, "Going on without the original.");
+    assert!(h
+        .log
+        .lines()
+        .iter()
+        .any(|l| l.contains("recall_detour_overflowed")));
+}
