@@ -147,16 +147,22 @@ pub(crate) async fn handle(
         "recoveries": 0});
     let offer = offers_recall(shared, route, &session, &value, &prepared.conversation);
     let unchanged = prepared.sends_request_as_is(&conversation);
-    let (outgoing, request) = if unchanged {
-        (body, offer.then_some(value))
-    } else {
-        match encode(&prepared.conversation, format) {
-            Ok(encoded) => (
-                Bytes::from(encoded.value.to_string()),
-                offer.then_some(encoded.value),
-            ),
+    // With the tool offered, the request is written out once, with it (the bytes without it are
+    // made only if a detour needs them).
+    let outgoing = match (unchanged, offer) {
+        (true, false) => Outgoing::Bytes(body),
+        (true, true) => Outgoing::Offered {
+            request: value,
+            bytes: Some(body),
+        },
+        (false, _) => match encode(&prepared.conversation, format) {
+            Ok(encoded) if offer => Outgoing::Offered {
+                request: encoded.value,
+                bytes: None,
+            },
+            Ok(encoded) => Outgoing::Bytes(Bytes::from(encoded.value.to_string())),
             Err(_) => return call.untouched(body, &session, "encode_failed").await,
-        }
+        },
     };
     drop(conversation);
     let turn = Turn {
@@ -170,7 +176,7 @@ pub(crate) async fn handle(
         session,
     };
     shared.metrics.added_latency(started.elapsed());
-    let (response, recoveries, detours) = turn.run(prepared.conversation, outgoing, request).await;
+    let (response, recoveries, detours) = turn.run(prepared.conversation, outgoing).await;
     detail["recoveries"] = json!(recoveries);
     if detours.offered {
         detail["recall"] = detours.to_json();
@@ -201,6 +207,17 @@ fn offers_recall(
         return false;
     }
     true
+}
+
+/// The prepared request as it is about to be sent.
+enum Outgoing {
+    /// Its bytes (recall not offered).
+    Bytes(Bytes),
+    /// Its JSON, which gets the `compact_recall` tool, and its bytes without the tool when known.
+    Offered {
+        request: Value,
+        bytes: Option<Bytes>,
+    },
 }
 
 /// What the recall detours of one client request did (its log line's `recall` field).
@@ -359,30 +376,48 @@ enum Fallback {
 }
 
 impl Turn<'_> {
-    /// Sends `outgoing` (the prepared request) and answers the client. With `request` (the same
-    /// request as JSON, when it gets the `compact_recall` tool) recall-only replies are answered
-    /// and sent again, at most `RecallConfig::max_detours` times; past that, or when a detour
-    /// overflows, the prepared request goes out again without the tool.
+    /// Sends `outgoing` (the prepared request) and answers the client. When it gets the
+    /// `compact_recall` tool, recall-only replies are answered and sent again, at most
+    /// `RecallConfig::max_detours` times; past that, or when a detour overflows, the prepared
+    /// request goes out again without the tool.
     async fn run(
         &self,
         mut sent: Arc<Conversation>,
-        mut outgoing: Bytes,
-        request: Option<Value>,
+        outgoing: Outgoing,
     ) -> (Response<ProxyBody>, u32, Detours) {
         let max = self.manager.config().overflow_max_retries;
         let mut recoveries = 0;
         let mut detours = Detours::default();
-        // The request with the tool (and any detour turns) while recall is offered.
-        let mut current = request.and_then(|v| self.offer(v, &mut detours));
+        // The prepared request without the tool (`None` until needed while the tool is offered),
+        // and the request with the tool (and any detour turns) while it is.
+        let (mut outgoing, mut current) = match outgoing {
+            Outgoing::Bytes(bytes) => (Some(bytes), None),
+            Outgoing::Offered { request, bytes } => (bytes, Some(request)),
+        };
+        let mut created_tools = false;
+        if let Some(request) = current.take() {
+            match self.offer(request, &mut detours) {
+                Ok((request, created)) => (current, created_tools) = (Some(request), created),
+                Err(request) => {
+                    outgoing = outgoing.or_else(|| Some(Bytes::from(request.to_string())));
+                }
+            }
+        }
         let mut in_detour = false;
         loop {
             let pass = Pass {
                 sniff: current.is_some(),
                 prepared: !in_detour,
             };
-            let body = match &current {
-                Some(v) => Bytes::from(v.to_string()),
-                None => outgoing.clone(),
+            let body = match (&current, &outgoing) {
+                (Some(v), _) => Bytes::from(v.to_string()),
+                (None, Some(bytes)) => bytes.clone(),
+                // Not reached: the bytes are made whenever the tool is dropped.
+                (None, None) => {
+                    let message = "the proxy lost the request it was about to send";
+                    let response = error_response(self.family, ErrorKind::BadGateway, message);
+                    return (response, recoveries, detours);
+                }
             };
             let (status, body, fallback) = match self.send_once(body, pass).await {
                 Outcome::Done(response) => return (response, recoveries, detours),
@@ -390,6 +425,10 @@ impl Turn<'_> {
                     let Some(request) = current.take() else {
                         return (self.fallback(fallback), recoveries, detours);
                     };
+                    if outgoing.is_none() {
+                        // The first detour: the request without the tool, kept for a fallback.
+                        outgoing = Some(without_tool(&request, created_tools));
+                    }
                     if let Some((input, output)) = turn.usage {
                         detours.input_tokens += input;
                         detours.output_tokens += output;
@@ -460,27 +499,38 @@ impl Turn<'_> {
             };
             recoveries += 1;
             self.shared.metrics.recovery();
-            outgoing = Bytes::from(encoded.value.to_string());
             // Recall stays offered after a recovery while it was (the bound still counts).
             if current.is_some() && recall::holds_reference(&next) {
-                current = self.offer(encoded.value, &mut detours);
+                match self.offer(encoded.value, &mut detours) {
+                    Ok((request, created)) => {
+                        (current, created_tools) = (Some(request), created);
+                        outgoing = None;
+                    }
+                    Err(request) => {
+                        current = None;
+                        outgoing = Some(Bytes::from(request.to_string()));
+                    }
+                }
             } else {
+                outgoing = Some(Bytes::from(encoded.value.to_string()));
                 current = None;
             }
             sent = Arc::new(next);
         }
     }
 
-    /// `request` with the tool added, when it could be.
-    fn offer(&self, mut request: Value, detours: &mut Detours) -> Option<Value> {
+    /// `request` with the tool added and whether `tools` was added with it; the request as it
+    /// was when the tool cannot be added (its `tools` is not a list).
+    fn offer(&self, mut request: Value, detours: &mut Detours) -> Result<(Value, bool), Value> {
+        let created = request.get("tools").is_none();
         if !recall::tool::inject(self.route, &mut request) {
-            return None;
+            return Err(request);
         }
         if !detours.offered {
             detours.offered = true;
             self.shared.metrics.recall_offered();
         }
-        Some(request)
+        Ok((request, created))
     }
 
     /// The detour request: `request`, the model's turn, and the answers to its calls (`None`
@@ -871,6 +921,14 @@ async fn peek_responses(incoming: &mut Incoming, idle: std::time::Duration) -> P
             return peeked;
         }
     }
+}
+
+/// The bytes of `request` without the `compact_recall` tool (and without `tools` when the tool
+/// created it).
+fn without_tool(request: &Value, created_tools: bool) -> Bytes {
+    let mut request = request.clone();
+    recall::tool::remove(&mut request, created_tools);
+    Bytes::from(request.to_string())
 }
 
 /// Reads a held stream (the chunks of `head` first, then more of `incoming`, kept in `head`) until

@@ -86,6 +86,20 @@ pub fn inject(route: Route, request: &mut Value) -> bool {
     }
 }
 
+/// Takes the tool out of `request` again (every entry of that name: the proxy adds it only when
+/// the client has none), and `tools` too when `created` (the client sent none).
+pub fn remove(request: &mut Value, created: bool) {
+    let Some(object) = request.as_object_mut() else {
+        return;
+    };
+    if let Some(tools) = object.get_mut("tools").and_then(Value::as_array_mut) {
+        tools.retain(|t| tool_name(t) != Some(TOOL_NAME));
+    }
+    if created {
+        object.remove("tools");
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -121,6 +135,13 @@ mod tests {
             "string"
         );
         assert!(!inject(Route::Other, &mut json!({})));
+        let before = json!({"messages": [], "tools": [{"name": "read"}]});
+        let mut after = before.clone();
+        assert!(inject(Route::Messages, &mut after));
+        remove(&mut after, false);
+        assert_eq!(after, before);
+        remove(&mut messages, true);
+        assert_eq!(messages, json!({"messages": []}));
         assert!(!inject(Route::Messages, &mut json!({"tools": "odd"})));
     }
 }
