@@ -112,16 +112,20 @@ fn responses_turn(reply: &Value) -> Option<Turn> {
     for item in reply["output"].as_array()? {
         match item["type"].as_str()? {
             "function_call" if item["name"].as_str() == Some(TOOL_NAME) => {
+                let call_id = item["call_id"].as_str()?;
                 calls.push(RecallCall {
-                    call_id: item["call_id"].as_str()?.to_owned(),
+                    call_id: call_id.to_owned(),
                     id: id_argument(&item["arguments"]),
                 });
+                // Without its output item id and status: an input call needs neither, and an
+                // unstored response's item ids cannot be referred to.
+                history.push(json!({"type": "function_call", "call_id": call_id,
+                                    "name": TOOL_NAME, "arguments": item["arguments"].clone()}));
             }
             // Reasoning goes back with the calls it led to, as the client would send it.
-            "reasoning" => {}
+            "reasoning" => history.push(item.clone()),
             _ => return None,
         }
-        history.push(item.clone());
     }
     Some((history, calls))
 }
@@ -244,6 +248,9 @@ mod tests {
             {"type": "function_call", "call_id": "call_1", "name": TOOL_NAME, "arguments": "{\"id\":\"i2\"}"}]});
         let turn = recall_turn(Route::Responses, &responses).unwrap();
         assert_eq!(turn.history.len(), 2);
+        assert_eq!(turn.history[0]["id"], "rs_1");
+        assert!(turn.history[1].get("id").is_none());
+        assert_eq!(turn.history[1]["call_id"], "call_1");
         assert_eq!(turn.calls[0].id.as_deref(), Some("i2"));
         let message = json!({"status": "completed", "output": [
             {"type": "function_call", "call_id": "call_1", "name": TOOL_NAME, "arguments": "{}"},
