@@ -381,3 +381,39 @@ async fn a_detour_that_overflows_goes_out_again_as_prepared_without_the_tool() {
         .iter()
         .any(|l| l.contains("recall_detour_overflowed")));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn several_calls_in_one_turn_are_answered_in_order() {
+    let h = Harness::start().await;
+    let wire = Wire::Responses;
+    let request = drive_to_stub(&h, wire, true, wire.first_request("m", "Go.", true)).await;
+    h.sim.push_reply(
+        ScriptedReply::recall_stub().with_tool_call(RECALL_TOOL, json!({"id": "i_missing"})),
+    );
+    h.sim.push_reply(ScriptedReply::text("Both read."));
+    let before = h.sim.requests().len();
+    let reply = h.post(wire.path(), &HEADERS, &request).await;
+    let upstream = h.sim.requests()[before..].to_vec();
+    assert_eq!(upstream.len(), 2);
+    let id = compact_sim::script::first_stub_id(&String::from_utf8_lossy(&upstream[0].raw))
+        .unwrap()
+        .to_owned();
+    // `results` reads from the end: the last answer first.
+    let answers = results(wire, &upstream[1].body);
+    assert_eq!(answers.len(), 2);
+    assert_eq!(answers[1].1, original(&h, &id));
+    assert!(answers[0].1.contains("i_missing"), "{}", answers[0].1);
+    let calls: Vec<&Value> = upstream[1].body["input"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["type"] == "function_call" && i["name"] == RECALL_TOOL)
+        .collect();
+    assert_eq!(calls.len(), 2);
+    assert_eq!(calls[0]["call_id"].as_str(), Some(answers[1].0.as_str()));
+    assert_eq!(calls[1]["call_id"].as_str(), Some(answers[0].0.as_str()));
+    let turn = wire.read(true, &reply.body);
+    assert!(turn.complete);
+    assert_eq!(turn.text, "Both read.");
+    assert_eq!(recall_events(&h).len(), 2);
+}
