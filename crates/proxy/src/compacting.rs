@@ -17,8 +17,9 @@
 use crate::handler::{forward_untouched, url_for};
 use crate::headers;
 use crate::log::{emit, Level};
-use crate::recall::sniff::{Sniffer, Verdict};
-use crate::recall::{self, Answer, RecallTurn};
+use crate::recall::detour::{self, hold, without_tool, Detours};
+use crate::recall::sniff::Verdict;
+use crate::recall::{self, RecallTurn};
 use crate::reply::{error_response, full, stream_error_event, ErrorKind, ProxyBody};
 use crate::route::{Family, Route};
 use crate::server::Shared;
@@ -49,9 +50,6 @@ const MAX_REPLY_BYTES: usize = 256 * 1024 * 1024;
 const RESPONSES_PREAMBLE: [&str; 2] = ["response.created", "response.in_progress"];
 /// Most bytes held back while looking past the preamble.
 const MAX_PEEK_BYTES: usize = 256 * 1024;
-/// Bytes a recall answer takes besides its text (the tool result's JSON around it), counted
-/// generously so a detour request stays within the proxy's request limit.
-const ANSWER_FRAMING_BYTES: usize = 256;
 
 /// Handles a request on a compacting route; the response and log fields.
 pub(crate) async fn handle(
@@ -218,30 +216,6 @@ enum Outgoing {
         request: Value,
         bytes: Option<Bytes>,
     },
-}
-
-/// What the recall detours of one client request did (its log line's `recall` field).
-#[derive(Debug, Default)]
-struct Detours {
-    /// The tool was added to the request.
-    offered: bool,
-    /// Recall-only replies answered and sent again.
-    detours: u32,
-    /// Calls answered.
-    calls: u32,
-    /// The bound was reached, or a detour overflowed: the request went out again without the tool.
-    gave_up: Option<&'static str>,
-    /// Usage of the replies the client never saw.
-    input_tokens: u64,
-    output_tokens: u64,
-}
-
-impl Detours {
-    fn to_json(&self) -> Value {
-        json!({"detours": self.detours, "calls": self.calls, "gave_up": self.gave_up,
-               "detour_input_tokens": self.input_tokens,
-               "detour_output_tokens": self.output_tokens})
-    }
 }
 
 /// Runs a preflight (store writes, maybe a compaction) for the request being handled. On a
@@ -533,75 +507,26 @@ impl Turn<'_> {
         Ok((request, created))
     }
 
-    /// The detour request: `request`, the model's turn, and the answers to its calls (`None`
-    /// when the request has no list to append them to).
-    async fn detour(&self, mut request: Value, turn: &RecallTurn) -> Option<Value> {
-        let limit = self.shared.config.max_body_bytes;
-        // What the turn and the results' framing take besides the originals themselves.
-        let framing: usize = turn
-            .history
-            .iter()
-            .map(|v| v.to_string().len())
-            .sum::<usize>()
-            + turn.calls.len() * ANSWER_FRAMING_BYTES;
-        let mut room = limit.saturating_sub(request.to_string().len() + framing);
-        let mut answers = Vec::with_capacity(turn.calls.len());
-        for call in &turn.calls {
-            let (answer, outcome) = self.answer(call, &mut room).await;
+    /// The detour request: `request`, the model's turn, and the answers to its calls from the
+    /// session log (`None` when the request has no list to append them to).
+    async fn detour(&self, request: Value, turn: &RecallTurn) -> Option<Value> {
+        let answered = detour::answer_turn(
+            &self.manager,
+            &self.session,
+            turn,
+            &request,
+            self.shared.config.max_body_bytes,
+        )
+        .await;
+        let mut answers = Vec::with_capacity(answered.len());
+        for (answer, outcome, failure) in answered {
             self.shared.metrics.recall_call(outcome);
+            if let Some(error) = failure {
+                self.note("recall_failed", json!({"error": error}));
+            }
             answers.push(answer);
         }
-        recall::reply::append(self.route, &mut request, turn, &answers).then_some(request)
-    }
-
-    /// Answers one call from the session log, taking its text out of `room` (bytes the request
-    /// may still grow by).
-    async fn answer(
-        &self,
-        call: &recall::RecallCall,
-        room: &mut usize,
-    ) -> (Answer, recall::Outcome) {
-        use recall::Outcome;
-        let Some(id) = call.id.clone() else {
-            let answer = Answer::failed(&call.call_id, None, Outcome::Invalid, "");
-            return (answer, Outcome::Invalid);
-        };
-        let recalled = {
-            let manager = Arc::clone(&self.manager);
-            let session = self.session.clone();
-            let id = id.clone();
-            tokio::task::spawn_blocking(move || manager.recall_for_model(&session, &id)).await
-        };
-        match recalled {
-            Ok(Ok(found)) => match found.item {
-                Some(item) => {
-                    let text = item.plain_text();
-                    // A JSON string can take up to six bytes per byte of text (`\u0001`).
-                    let size = serde_json::to_string(&text).map_or(usize::MAX, |t| t.len());
-                    if size > *room {
-                        let detail = format!("{} bytes, {} tokens", text.len(), found.tokens);
-                        let answer =
-                            Answer::failed(&call.call_id, Some(&id), Outcome::TooLarge, &detail);
-                        return (answer, Outcome::TooLarge);
-                    }
-                    *room -= size;
-                    (Answer::found(&call.call_id, text), Outcome::Found)
-                }
-                None => (
-                    Answer::failed(&call.call_id, Some(&id), Outcome::NotFound, ""),
-                    Outcome::NotFound,
-                ),
-            },
-            Ok(Err(e)) => {
-                self.note("recall_failed", json!({"error": e.to_string()}));
-                let answer = Answer::failed(&call.call_id, Some(&id), Outcome::Error, "");
-                (answer, Outcome::Error)
-            }
-            Err(_) => {
-                let answer = Answer::failed(&call.call_id, Some(&id), Outcome::Error, "");
-                (answer, Outcome::Error)
-            }
-        }
+        detour::append(self.route, request, turn, &answers)
     }
 
     fn fallback(&self, fallback: Fallback) -> Response<ProxyBody> {
@@ -806,7 +731,7 @@ impl Turn<'_> {
             head = peeked.head;
         }
         if pass.sniff {
-            let (verdict, broken) = sniff(&mut incoming, &mut head, self.route, idle).await;
+            let (verdict, broken) = hold(&mut incoming, &mut head, self.route, idle).await;
             if broken {
                 return self.broken_stream(&reply_parts, head, pass);
             }
@@ -919,48 +844,6 @@ async fn peek_responses(incoming: &mut Incoming, idle: std::time::Duration) -> P
         }
         if held > MAX_PEEK_BYTES {
             return peeked;
-        }
-    }
-}
-
-/// The bytes of `request` without the `compact_recall` tool (and without `tools` when the tool
-/// created it).
-fn without_tool(request: &Value, created_tools: bool) -> Bytes {
-    let mut request = request.clone();
-    recall::tool::remove(&mut request, created_tools);
-    Bytes::from(request.to_string())
-}
-
-/// Reads a held stream (the chunks of `head` first, then more of `incoming`, kept in `head`) until
-/// it is known whether it is a recall-only turn. Returns the verdict, and whether the stream broke.
-/// A silent upstream ends the wait with [`Verdict::Forward`]: the forwarded body times it out.
-async fn sniff(
-    incoming: &mut Incoming,
-    head: &mut Vec<Bytes>,
-    route: Route,
-    idle: std::time::Duration,
-) -> (Verdict, bool) {
-    let mut sniffer = Sniffer::new(route);
-    for chunk in head.iter() {
-        match sniffer.push(chunk) {
-            Verdict::Undecided => {}
-            decided => return (decided, false),
-        }
-    }
-    loop {
-        let frame = match tokio::time::timeout(idle, incoming.frame()).await {
-            Err(_) => return (Verdict::Forward, false),
-            Ok(None) => return (sniffer.end(), false),
-            Ok(Some(Err(_))) => return (Verdict::Forward, true),
-            Ok(Some(Ok(frame))) => frame,
-        };
-        let Ok(data) = frame.into_data() else {
-            continue;
-        };
-        let verdict = sniffer.push(&data);
-        head.push(data);
-        if verdict != Verdict::Undecided {
-            return (verdict, false);
         }
     }
 }

@@ -16,6 +16,7 @@
 //! - a detour request is never larger than the proxy's own request limit: an original that would
 //!   take it past is answered with an error result saying so.
 
+pub mod detour;
 pub mod reply;
 pub mod sniff;
 pub mod tool;
