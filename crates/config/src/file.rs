@@ -93,6 +93,36 @@ pub(crate) struct FileProxy {
     #[serde(default)]
     pub models: Vec<FileProxyModel>,
     pub admin_token_env: Option<String>,
+    /// `on` or `off` (`true`/`false` too): in-band recall (the `compact_recall` tool).
+    pub recall: Option<OnOff>,
+    pub recall_max_detours: Option<u32>,
+}
+
+/// A switch written `on`/`off` (or `true`/`false`); anything else is an error at its line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct OnOff(pub bool);
+
+impl<'de> Deserialize<'de> for OnOff {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = OnOff;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("`on` or `off`")
+            }
+            fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<OnOff, E> {
+                Ok(OnOff(v))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<OnOff, E> {
+                match v {
+                    "on" => Ok(OnOff(true)),
+                    "off" => Ok(OnOff(false)),
+                    other => Err(E::invalid_value(serde::de::Unexpected::Str(other), &self)),
+                }
+            }
+        }
+        deserializer.deserialize_any(Visitor)
+    }
 }
 
 /// `proxy.openai` / `proxy.anthropic`.

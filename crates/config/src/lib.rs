@@ -49,6 +49,8 @@
 //!   anthropic: { base_url: "https://api.anthropic.com", context_window: 200000 }
 //!   models: [ { name: my-local-model, base_url: "http://127.0.0.1:8000", context_window: 32768 } ]
 //!   admin_token_env: COMPACT_ADMIN_TOKEN   # the admin API is off unless this variable is set
+//!   recall: on                  # offer the model `compact_recall` when a request holds stubs
+//!   recall_max_detours: 3       # recall round trips per client request
 //! ```
 //!
 //! `storage: { kind: postgres, url: postgres://USER@HOST:PORT/DB }` keeps session logs in a

@@ -44,6 +44,12 @@ pub struct ProxySettings {
     /// `proxy.admin_token_env`: the variable holding the admin API's bearer token (the token
     /// itself is never in the file).
     pub admin_token_env: Option<String>,
+    /// `proxy.recall` (`on`/`off`): whether the proxy offers the model its `compact_recall` tool
+    /// when a request holds reference stubs.
+    pub recall: Option<bool>,
+    /// `proxy.recall_max_detours`: the most recall round trips per client request (0: the tool is
+    /// offered but every recall-only reply ends the detours at once).
+    pub recall_max_detours: Option<u32>,
 }
 
 /// Checks that `url` is an `http://` or `https://` URL with a host.

@@ -839,6 +839,8 @@ fn proxy_settings(file: &FileConfig, o: &Overrides) -> Result<ProxySettings, Con
         anthropic,
         models,
         admin_token_env: section.admin_token_env.clone(),
+        recall: section.recall.map(|s| s.0),
+        recall_max_detours: section.recall_max_detours,
     })
 }
 

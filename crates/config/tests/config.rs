@@ -538,9 +538,11 @@ fn a_config_file_that_is_not_utf8_names_the_line_and_column() {
 
 #[test]
 fn proxy_settings_layer_and_are_validated() {
-    let yaml = "proxy:\n  listen: 127.0.0.1:9000\n  max_body_bytes: 1024\n  upstream_timeout_secs: 5\n  openai: { base_url: \"https://api.openai.com/v1/\", context_window: 64000 }\n  models:\n    - { name: local, base_url: \"http://127.0.0.1:8000\", context_window: 32768 }\n  admin_token_env: MY_TOKEN\n";
+    let yaml = "proxy:\n  listen: 127.0.0.1:9000\n  max_body_bytes: 1024\n  upstream_timeout_secs: 5\n  openai: { base_url: \"https://api.openai.com/v1/\", context_window: 64000 }\n  models:\n    - { name: local, base_url: \"http://127.0.0.1:8000\", context_window: 32768 }\n  admin_token_env: MY_TOKEN\n  recall: off\n  recall_max_detours: 2\n";
     let c = Config::from_sources(Some(("p.yaml", yaml)), &none(), &none()).unwrap();
     let p = c.proxy();
+    assert_eq!(p.recall, Some(false));
+    assert_eq!(p.recall_max_detours, Some(2));
     assert_eq!(p.listen, Some("127.0.0.1:9000".parse().unwrap()));
     assert_eq!(p.max_body_bytes, Some(1024));
     assert_eq!(p.upstream_timeout_secs, Some(5));
@@ -550,6 +552,8 @@ fn proxy_settings_layer_and_are_validated() {
     assert!(p.anthropic.is_none());
     assert_eq!(p.models[0].context_window, Some(32_768));
     assert_eq!(p.admin_token_env.as_deref(), Some("MY_TOKEN"));
+    let on = Config::from_sources(Some(("p.yaml", "proxy:\n  recall: on\n")), &none(), &none());
+    assert_eq!(on.unwrap().proxy().recall, Some(true));
 
     // The environment wins over the file.
     let env = env::from_vars([
@@ -576,6 +580,11 @@ fn proxy_settings_layer_and_are_validated() {
         ),
         ("proxy:\n  max_body_bytes: 0\n", "proxy.max_body_bytes"),
         ("proxy:\n  lisen: 127.0.0.1:1\n", "lisen"),
+        (
+            "proxy:\n  listen: 127.0.0.1:1\n  recall: maybe\n",
+            "p.yaml:3:",
+        ),
+        ("proxy:\n  recal: on\n", "recal"),
     ] {
         let err = Config::from_sources(Some(("p.yaml", bad)), &none(), &none()).unwrap_err();
         assert!(err.to_string().contains(names), "{bad}: {err}");

@@ -17,6 +17,9 @@
 use crate::handler::{forward_untouched, url_for};
 use crate::headers;
 use crate::log::{emit, Level};
+use crate::recall::detour::{self, hold, without_tool, Detours};
+use crate::recall::sniff::Verdict;
+use crate::recall::{self, RecallTurn};
 use crate::reply::{error_response, full, stream_error_event, ErrorKind, ProxyBody};
 use crate::route::{Family, Route};
 use crate::server::Shared;
@@ -140,14 +143,24 @@ pub(crate) async fn handle(
         "compacted": report.compaction.is_some(),
         "tokens_before": report.compaction.as_ref().map(|c| c.tokens_before),
         "recoveries": 0});
+    let offer = offers_recall(shared, route, &session, &value, &prepared.conversation);
     let unchanged = prepared.sends_request_as_is(&conversation);
-    let outgoing = if unchanged {
-        body
-    } else {
-        match encode(&prepared.conversation, format) {
-            Ok(encoded) => Bytes::from(encoded.value.to_string()),
+    // With the tool offered, the request is written out once, with it (the bytes without it are
+    // made only if a detour needs them).
+    let outgoing = match (unchanged, offer) {
+        (true, false) => Outgoing::Bytes(body),
+        (true, true) => Outgoing::Offered {
+            request: value,
+            bytes: Some(body),
+        },
+        (false, _) => match encode(&prepared.conversation, format) {
+            Ok(encoded) if offer => Outgoing::Offered {
+                request: encoded.value,
+                bytes: None,
+            },
+            Ok(encoded) => Outgoing::Bytes(Bytes::from(encoded.value.to_string())),
             Err(_) => return call.untouched(body, &session, "encode_failed").await,
-        }
+        },
     };
     drop(conversation);
     let turn = Turn {
@@ -161,9 +174,48 @@ pub(crate) async fn handle(
         session,
     };
     shared.metrics.added_latency(started.elapsed());
-    let (response, recoveries) = turn.run(prepared.conversation, outgoing).await;
+    let (response, recoveries, detours) = turn.run(prepared.conversation, outgoing).await;
     detail["recoveries"] = json!(recoveries);
+    if detours.offered {
+        detail["recall"] = detours.to_json();
+    }
     (response, Some(detail))
+}
+
+/// Whether the request as prepared gets the `compact_recall` tool: recall is on, the request
+/// holds a reference, and the client has no tool of that name (then it is said in the log).
+fn offers_recall(
+    shared: &Shared,
+    route: Route,
+    session: &str,
+    client: &Value,
+    prepared: &Conversation,
+) -> bool {
+    if !shared.config.recall.enabled || !recall::holds_reference(prepared) {
+        return false;
+    }
+    if recall::tool::declared(client) {
+        emit(
+            shared.log.as_ref(),
+            Level::Info,
+            "recall_not_offered",
+            json!({"route": route.label(), "session": session,
+                   "reason": "the client declares a tool named compact_recall"}),
+        );
+        return false;
+    }
+    true
+}
+
+/// The prepared request as it is about to be sent.
+enum Outgoing {
+    /// Its bytes (recall not offered).
+    Bytes(Bytes),
+    /// Its JSON, which gets the `compact_recall` tool, and its bytes without the tool when known.
+    Offered {
+        request: Value,
+        bytes: Option<Bytes>,
+    },
 }
 
 /// Runs a preflight (store writes, maybe a compaction) for the request being handled. On a
@@ -266,6 +318,21 @@ enum Outcome {
         body: String,
         fallback: Fallback,
     },
+    /// The reply is a recall-only turn: answer it and send again, or answer with `fallback` (the
+    /// reply, unchanged).
+    Recall {
+        turn: RecallTurn,
+        fallback: Fallback,
+    },
+}
+
+/// How one upstream call is made.
+#[derive(Debug, Clone, Copy)]
+struct Pass {
+    /// The request carries the `compact_recall` tool: read the reply for a recall-only turn.
+    sniff: bool,
+    /// The request is the one the runtime prepared (not a detour): its usage calibrates counts.
+    prepared: bool,
 }
 
 /// The upstream's overflow reply, built into a response only when it goes to the client (a
@@ -278,20 +345,97 @@ enum Fallback {
         parts: ReplyParts,
         head: Vec<Bytes>,
         incoming: Incoming,
+        prepared: bool,
     },
 }
 
 impl Turn<'_> {
+    /// Sends `outgoing` (the prepared request) and answers the client. When it gets the
+    /// `compact_recall` tool, recall-only replies are answered and sent again, at most
+    /// `RecallConfig::max_detours` times; past that, or when a detour overflows, the prepared
+    /// request goes out again without the tool.
     async fn run(
         &self,
         mut sent: Arc<Conversation>,
-        mut outgoing: Bytes,
-    ) -> (Response<ProxyBody>, u32) {
+        outgoing: Outgoing,
+    ) -> (Response<ProxyBody>, u32, Detours) {
         let max = self.manager.config().overflow_max_retries;
         let mut recoveries = 0;
+        let mut detours = Detours::default();
+        // The prepared request without the tool (`None` until needed while the tool is offered),
+        // and the request with the tool (and any detour turns) while it is.
+        let (mut outgoing, mut current) = match outgoing {
+            Outgoing::Bytes(bytes) => (Some(bytes), None),
+            Outgoing::Offered { request, bytes } => (bytes, Some(request)),
+        };
+        let mut created_tools = false;
+        if let Some(request) = current.take() {
+            match self.offer(request, &mut detours) {
+                Ok((request, created)) => (current, created_tools) = (Some(request), created),
+                Err(request) => {
+                    outgoing = outgoing.or_else(|| Some(Bytes::from(request.to_string())));
+                }
+            }
+        }
+        let mut in_detour = false;
         loop {
-            let (status, body, fallback) = match self.send_once(outgoing.clone()).await {
-                Outcome::Done(response) => return (response, recoveries),
+            let pass = Pass {
+                sniff: current.is_some(),
+                prepared: !in_detour,
+            };
+            let body = match (&current, &outgoing) {
+                (Some(v), _) => Bytes::from(v.to_string()),
+                (None, Some(bytes)) => bytes.clone(),
+                // Not reached: the bytes are made whenever the tool is dropped.
+                (None, None) => {
+                    let message = "the proxy lost the request it was about to send";
+                    let response = error_response(self.family, ErrorKind::BadGateway, message);
+                    return (response, recoveries, detours);
+                }
+            };
+            let (status, body, fallback) = match self.send_once(body, pass).await {
+                Outcome::Done(response) => return (response, recoveries, detours),
+                Outcome::Recall { turn, fallback } => {
+                    let Some(request) = current.take() else {
+                        return (self.fallback(fallback), recoveries, detours);
+                    };
+                    if outgoing.is_none() {
+                        // The first detour: the request without the tool, kept for a fallback.
+                        outgoing = Some(without_tool(&request, created_tools));
+                    }
+                    if let Some((input, output)) = turn.usage {
+                        detours.input_tokens += input;
+                        detours.output_tokens += output;
+                    }
+                    if detours.detours >= self.shared.config.recall.max_detours {
+                        self.shared.metrics.recall_bound_reached();
+                        detours.gave_up = Some("bound");
+                        in_detour = false;
+                        continue;
+                    }
+                    match self.detour(request, &turn).await {
+                        Some(next) => {
+                            detours.detours += 1;
+                            detours.calls += u32::try_from(turn.calls.len()).unwrap_or(u32::MAX);
+                            self.shared.metrics.recall_detour();
+                            current = Some(next);
+                            in_detour = true;
+                            continue;
+                        }
+                        None => return (self.fallback(fallback), recoveries, detours),
+                    }
+                }
+                Outcome::Overflow { .. } if in_detour => {
+                    // The originals do not fit: the model goes on without them.
+                    self.note(
+                        "recall_detour_overflowed",
+                        json!({"detours": detours.detours}),
+                    );
+                    detours.gave_up = Some("overflow");
+                    current = None;
+                    in_detour = false;
+                    continue;
+                }
                 Outcome::Overflow {
                     status,
                     body,
@@ -301,7 +445,7 @@ impl Turn<'_> {
             // The runtime bounds attempts per turn; this bound only turns a regression into an
             // error answer instead of a loop.
             if recoveries > max {
-                return (self.fallback(fallback), recoveries);
+                return (self.fallback(fallback), recoveries, detours);
             }
             let recovered = {
                 let manager = Arc::clone(&self.manager);
@@ -316,22 +460,73 @@ impl Turn<'_> {
                 Ok(Ok(Recovery::Retry(next))) => next,
                 Ok(Ok(Recovery::GiveUp(reason))) => {
                     self.note("recovery_gave_up", json!({"reason": reason.to_string()}));
-                    return (self.fallback(fallback), recoveries);
+                    return (self.fallback(fallback), recoveries, detours);
                 }
                 Ok(Err(e)) => {
                     self.note("recovery_failed", json!({"error": e.to_string()}));
-                    return (self.fallback(fallback), recoveries);
+                    return (self.fallback(fallback), recoveries, detours);
                 }
-                Err(_) => return (self.fallback(fallback), recoveries),
+                Err(_) => return (self.fallback(fallback), recoveries, detours),
             };
             let Ok(encoded) = encode(&next, self.format) else {
-                return (self.fallback(fallback), recoveries);
+                return (self.fallback(fallback), recoveries, detours);
             };
             recoveries += 1;
             self.shared.metrics.recovery();
-            outgoing = Bytes::from(encoded.value.to_string());
+            // Recall stays offered after a recovery while it was (the bound still counts).
+            if current.is_some() && recall::holds_reference(&next) {
+                match self.offer(encoded.value, &mut detours) {
+                    Ok((request, created)) => {
+                        (current, created_tools) = (Some(request), created);
+                        outgoing = None;
+                    }
+                    Err(request) => {
+                        current = None;
+                        outgoing = Some(Bytes::from(request.to_string()));
+                    }
+                }
+            } else {
+                outgoing = Some(Bytes::from(encoded.value.to_string()));
+                current = None;
+            }
             sent = Arc::new(next);
         }
+    }
+
+    /// `request` with the tool added and whether `tools` was added with it; the request as it
+    /// was when the tool cannot be added (its `tools` is not a list).
+    fn offer(&self, mut request: Value, detours: &mut Detours) -> Result<(Value, bool), Value> {
+        let created = request.get("tools").is_none();
+        if !recall::tool::inject(self.route, &mut request) {
+            return Err(request);
+        }
+        if !detours.offered {
+            detours.offered = true;
+            self.shared.metrics.recall_offered();
+        }
+        Ok((request, created))
+    }
+
+    /// The detour request: `request`, the model's turn, and the answers to its calls from the
+    /// session log (`None` when the request has no list to append them to).
+    async fn detour(&self, request: Value, turn: &RecallTurn) -> Option<Value> {
+        let answered = detour::answer_turn(
+            &self.manager,
+            &self.session,
+            turn,
+            &request,
+            self.shared.config.max_body_bytes,
+        )
+        .await;
+        let mut answers = Vec::with_capacity(answered.len());
+        for (answer, outcome, failure) in answered {
+            self.shared.metrics.recall_call(outcome);
+            if let Some(error) = failure {
+                self.note("recall_failed", json!({"error": error}));
+            }
+            answers.push(answer);
+        }
+        detour::append(self.route, request, turn, &answers)
     }
 
     fn fallback(&self, fallback: Fallback) -> Response<ProxyBody> {
@@ -341,16 +536,19 @@ impl Turn<'_> {
                 parts,
                 head,
                 incoming,
-            } => self.stream_response(&parts, head, Some(incoming)),
+                prepared,
+            } => self.stream_response(&parts, head, Some(incoming), prepared),
         }
     }
 
-    /// A streamed reply: `head`, then the rest of `inner`, read for usage and ended cleanly.
+    /// A streamed reply: `head`, then the rest of `inner`, read for usage (recorded when it
+    /// answers the `prepared` request) and ended cleanly.
     fn stream_response(
         &self,
         parts: &ReplyParts,
         head: Vec<Bytes>,
         inner: Option<Incoming>,
+        prepared: bool,
     ) -> Response<ProxyBody> {
         let error_event = stream_error_event(
             self.family,
@@ -360,7 +558,7 @@ impl Turn<'_> {
         let body = StreamBody::new(head, inner, self.shared.config.stream_idle_timeout)
             .with_tap(UsageTap::new(self.route))
             .with_error_event(error_event)
-            .on_end(self.on_stream_end());
+            .on_end(self.on_stream_end(prepared));
         with_parts(parts, BodyExt::boxed_unsync(body))
     }
 
@@ -374,7 +572,7 @@ impl Turn<'_> {
         Outcome::Done(error_response(self.family, kind, message))
     }
 
-    async fn send_once(&self, outgoing: Bytes) -> Outcome {
+    async fn send_once(&self, outgoing: Bytes, pass: Pass) -> Outcome {
         let config = &self.shared.config;
         let sent = self
             .shared
@@ -408,7 +606,7 @@ impl Turn<'_> {
             return self.error_reply(reply_parts, incoming).await;
         }
         if is_event_stream(&reply_parts) {
-            return self.stream_reply(reply_parts, incoming).await;
+            return self.stream_reply(reply_parts, incoming, pass).await;
         }
         if !is_json(&reply_parts) {
             let body = StreamBody::new(Vec::new(), Some(incoming), config.stream_idle_timeout);
@@ -443,10 +641,17 @@ impl Turn<'_> {
                 "the upstream's reply is not valid JSON",
             );
         };
-        if let Some(usage) = usage_in(self.route, &value) {
+        if let (Some(usage), true) = (usage_in(self.route, &value), pass.prepared) {
             record_usage(Arc::clone(&self.manager), self.session.clone(), usage);
         }
-        Outcome::Done(with_parts(&reply_parts, full(bytes)))
+        let reply = with_parts(&reply_parts, full(bytes));
+        if let (true, Some(turn)) = (pass.sniff, recall::reply::recall_turn(self.route, &value)) {
+            return Outcome::Recall {
+                turn,
+                fallback: Fallback::Ready(reply),
+            };
+        }
+        Outcome::Done(reply)
     }
 
     /// An error status: an overflow candidate is read whole and classified; anything else (429
@@ -495,44 +700,75 @@ impl Turn<'_> {
     }
 
     /// A streamed reply: a Responses stream is looked at past its preamble (it reports an
-    /// overflow as an event after HTTP 200); then everything is forwarded as it arrives.
-    async fn stream_reply(&self, reply_parts: ReplyParts, mut incoming: Incoming) -> Outcome {
-        if self.route != Route::Responses {
-            return Outcome::Done(self.stream_response(&reply_parts, Vec::new(), Some(incoming)));
+    /// overflow as an event after HTTP 200); a reply to a request with the `compact_recall` tool
+    /// is held until it is known to be the client's (or a recall-only turn); then everything is
+    /// forwarded as it arrives.
+    async fn stream_reply(
+        &self,
+        reply_parts: ReplyParts,
+        mut incoming: Incoming,
+        pass: Pass,
+    ) -> Outcome {
+        let idle = self.shared.config.stream_idle_timeout;
+        let mut head = Vec::new();
+        if self.route == Route::Responses {
+            let peeked = peek_responses(&mut incoming, idle).await;
+            if peeked.broken {
+                return self.broken_stream(&reply_parts, peeked.head, pass);
+            }
+            if let Some(error) = peeked.overflow {
+                return Outcome::Overflow {
+                    status: StatusCode::BAD_REQUEST.as_u16(),
+                    body: json!({"error": error}).to_string(),
+                    fallback: Fallback::Stream {
+                        parts: reply_parts,
+                        head: peeked.head,
+                        incoming,
+                        prepared: pass.prepared,
+                    },
+                };
+            }
+            head = peeked.head;
         }
-        let peeked = peek_responses(&mut incoming, self.shared.config.stream_idle_timeout).await;
-        if peeked.broken {
-            let mut head = peeked.head;
-            head.push(stream_error_event(
-                self.family,
-                true,
-                "the upstream stream was interrupted; the proxy ended it",
-            ));
-            self.shared.metrics.upstream_error("stream_broken");
-            return Outcome::Done(self.stream_response(&reply_parts, head, None));
+        if pass.sniff {
+            let (verdict, broken) = hold(&mut incoming, &mut head, self.route, idle).await;
+            if broken {
+                return self.broken_stream(&reply_parts, head, pass);
+            }
+            if let Verdict::Recall(turn) = verdict {
+                return Outcome::Recall {
+                    turn,
+                    fallback: Fallback::Stream {
+                        parts: reply_parts,
+                        head,
+                        incoming,
+                        prepared: pass.prepared,
+                    },
+                };
+            }
         }
-        match peeked.overflow {
-            Some(error) => Outcome::Overflow {
-                status: StatusCode::BAD_REQUEST.as_u16(),
-                body: json!({"error": error}).to_string(),
-                fallback: Fallback::Stream {
-                    parts: reply_parts,
-                    head: peeked.head,
-                    incoming,
-                },
-            },
-            None => Outcome::Done(self.stream_response(&reply_parts, peeked.head, Some(incoming))),
-        }
+        Outcome::Done(self.stream_response(&reply_parts, head, Some(incoming), pass.prepared))
     }
 
-    fn on_stream_end(&self) -> crate::stream::OnEnd {
+    /// A stream that broke while held: what was read, then the proxy's error event.
+    fn broken_stream(&self, parts: &ReplyParts, mut head: Vec<Bytes>, pass: Pass) -> Outcome {
+        head.push(stream_error_event(
+            self.family,
+            self.route == Route::Responses,
+            "the upstream stream was interrupted; the proxy ended it",
+        ));
+        self.shared.metrics.upstream_error("stream_broken");
+        Outcome::Done(self.stream_response(parts, head, None, pass.prepared))
+    }
+
+    fn on_stream_end(&self, prepared: bool) -> crate::stream::OnEnd {
         let manager = Arc::clone(&self.manager);
         let session = self.session.clone();
         let metrics = Arc::clone(&self.shared.metrics);
         let log = Arc::clone(&self.shared.log);
         let route = self.route.label();
         Box::new(move |end: StreamEnd, usage: Option<Usage>| {
-            if let Some(usage) = usage {
+            if let (Some(usage), true) = (usage, prepared) {
                 record_usage(manager, session.clone(), usage);
             }
             let kind = match end {

@@ -21,6 +21,10 @@ pub const DEFAULT_UPSTREAM_TIMEOUT: Duration = Duration::from_secs(600);
 pub const DEFAULT_STREAM_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
 /// Default time in-flight requests get to finish after a shutdown signal.
 pub const DEFAULT_DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
+/// Default bound on recall round trips per client request: a model that needs more than three
+/// originals for one answer is better served by the reply it can give (and its next turn can ask
+/// again); each detour is a whole upstream call.
+pub const DEFAULT_RECALL_MAX_DETOURS: u32 = 3;
 /// Default OpenAI upstream.
 pub const DEFAULT_OPENAI_BASE_URL: &str = "https://api.openai.com";
 /// Default Anthropic upstream.
@@ -77,6 +81,27 @@ pub struct ProxyConfig {
     pub archive: Option<std::sync::Arc<dyn compact_session::Archive>>,
     /// Where the session runtime's events are exported besides the log (none by default).
     pub exports: Option<std::sync::Arc<compact_session::ExportQueue>>,
+    /// In-band recall: the `compact_recall` tool and the detours that answer it.
+    pub recall: RecallConfig,
+}
+
+/// In-band recall settings (see [`crate::recall`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecallConfig {
+    /// Offer the tool when a request holds references (on by default).
+    pub enabled: bool,
+    /// The most recall round trips per client request; past it the request is sent without the
+    /// tool and whatever comes back goes to the client.
+    pub max_detours: u32,
+}
+
+impl Default for RecallConfig {
+    fn default() -> Self {
+        RecallConfig {
+            enabled: true,
+            max_detours: DEFAULT_RECALL_MAX_DETOURS,
+        }
+    }
 }
 
 impl std::fmt::Debug for ProxyConfig {
@@ -91,6 +116,7 @@ impl std::fmt::Debug for ProxyConfig {
             .field("models", &self.models)
             .field("admin_token", &self.admin_token.as_ref().map(|_| "<set>"))
             .field("session", &self.session)
+            .field("recall", &self.recall)
             .finish_non_exhaustive()
     }
 }
@@ -118,6 +144,7 @@ impl ProxyConfig {
             registry: ModelRegistry::builtin(),
             archive: None,
             exports: None,
+            recall: RecallConfig::default(),
         }
     }
 
@@ -160,6 +187,12 @@ impl ProxyConfig {
             })
             .collect();
         proxy.admin_token = admin_token.filter(|t| !t.is_empty());
+        if let Some(on) = settings.recall {
+            proxy.recall.enabled = on;
+        }
+        if let Some(n) = settings.recall_max_detours {
+            proxy.recall.max_detours = n;
+        }
         proxy.registry = config.registry().clone();
         proxy
     }

@@ -14,6 +14,11 @@
 //! gets the upstream's error unchanged. Every other path is forwarded untouched
 //! (`/v1/messages/count_tokens` included: the upstream counts what it is given).
 //!
+//! When a request sent upstream names a reference (a compaction's stub, a truncation marker), the
+//! proxy offers the model a `compact_recall` tool and answers recall-only replies itself from the
+//! session log, sending the request again with the originals, so the client sees one ordinary
+//! reply ([`recall`]).
+//!
 //! A session is named by the `x-compact-session` header, or else fingerprinted from the
 //! conversation's opening (system prompt and first user message, text only: [`session_id`]).
 //!
@@ -50,6 +55,7 @@ pub mod headers;
 pub mod log;
 pub mod managers;
 pub mod metrics;
+pub mod recall;
 pub mod reply;
 pub mod route;
 mod server;
@@ -59,7 +65,7 @@ pub mod stream;
 pub mod upstream;
 pub mod usage;
 
-pub use config::{ModelRoute, ProxyConfig, Upstream};
+pub use config::{ModelRoute, ProxyConfig, RecallConfig, Upstream};
 pub use log::{LogSink, MemoryLog, StderrLog};
 pub use metrics::Metrics;
 pub use route::{Family, Route};

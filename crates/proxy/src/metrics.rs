@@ -22,6 +22,10 @@ pub struct Metrics {
     tokens_saved: AtomicU64,
     recoveries: AtomicU64,
     passthrough: AtomicU64,
+    recall_calls: Mutex<BTreeMap<&'static str, u64>>,
+    recall_offered: AtomicU64,
+    recall_detours: AtomicU64,
+    recall_bound_reached: AtomicU64,
     latency_buckets: [AtomicU64; LATENCY_BUCKETS.len()],
     latency_count: AtomicU64,
     latency_sum_us: AtomicU64,
@@ -61,6 +65,37 @@ impl Metrics {
     /// A compacting-route request sent on untouched (provider compaction call, undecodable body...).
     pub fn passthrough(&self) {
         self.passthrough.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A request sent with the `compact_recall` tool added.
+    pub fn recall_offered(&self) {
+        self.recall_offered.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A `compact_recall` call answered by the proxy, by outcome (`found`, `not_found`,
+    /// `invalid`, `too_large`, `error`).
+    pub fn recall_call(&self, outcome: crate::recall::Outcome) {
+        bump(&self.recall_calls, outcome.label());
+    }
+
+    /// A detour: a recall-only reply answered and the request sent again.
+    pub fn recall_detour(&self) {
+        self.recall_detours.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A client request that reached the detour bound (sent again without the tool).
+    pub fn recall_bound_reached(&self) {
+        self.recall_bound_reached.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// `compact_recall` calls answered so far with `outcome`.
+    pub fn recall_calls(&self, outcome: crate::recall::Outcome) -> u64 {
+        self.recall_calls
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(outcome.label())
+            .copied()
+            .unwrap_or(0)
     }
 
     /// Time the proxy spent on a request before sending it upstream.
@@ -134,6 +169,21 @@ impl Metrics {
                 "compact_proxy_upstream_errors_total{{kind=\"{kind}\"}} {n}"
             );
         }
+        out.push_str(
+            "# HELP compact_recall_calls_total compact_recall calls the proxy answered, by outcome.\n",
+        );
+        out.push_str("# TYPE compact_recall_calls_total counter\n");
+        for (outcome, n) in self
+            .recall_calls
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .iter()
+        {
+            let _ = writeln!(
+                out,
+                "compact_recall_calls_total{{outcome=\"{outcome}\"}} {n}"
+            );
+        }
         let counters = [
             (
                 "compact_proxy_compactions_total",
@@ -154,6 +204,21 @@ impl Metrics {
                 "compact_proxy_passthrough_total",
                 "Requests on compacting routes forwarded untouched.",
                 load(&self.passthrough),
+            ),
+            (
+                "compact_recall_offered_total",
+                "Requests sent upstream with the compact_recall tool added.",
+                load(&self.recall_offered),
+            ),
+            (
+                "compact_recall_detours_total",
+                "Recall-only replies answered by the proxy and sent upstream again.",
+                load(&self.recall_detours),
+            ),
+            (
+                "compact_recall_bound_reached_total",
+                "Client requests that reached the detour bound and went out without the tool.",
+                load(&self.recall_bound_reached),
             ),
         ];
         for (name, help, value) in counters {
@@ -194,12 +259,18 @@ mod tests {
         m.request("messages", 200);
         m.upstream_error("timeout");
         m.compaction(1000, 400);
+        m.recall_call(crate::recall::Outcome::Found);
+        m.recall_call(crate::recall::Outcome::NotFound);
+        m.recall_call(crate::recall::Outcome::Found);
         m.added_latency(Duration::from_micros(300));
         m.added_latency(Duration::from_secs(10));
         let text = m.render();
         assert!(text.contains("compact_proxy_requests_total{route=\"messages\",status=\"200\"} 2"));
         assert!(text.contains("compact_proxy_upstream_errors_total{kind=\"timeout\"} 1"));
         assert!(text.contains("compact_proxy_tokens_saved_total 600"));
+        assert!(text.contains("compact_recall_calls_total{outcome=\"found\"} 2"));
+        assert!(text.contains("compact_recall_calls_total{outcome=\"not_found\"} 1"));
+        assert_eq!(m.recall_calls(crate::recall::Outcome::Found), 2);
         assert!(text.contains("compact_proxy_added_latency_seconds_bucket{le=\"0.00025\"} 0"));
         assert!(text.contains("compact_proxy_added_latency_seconds_bucket{le=\"0.0005\"} 1"));
         assert!(text.contains("compact_proxy_added_latency_seconds_bucket{le=\"2.5\"} 1"));

@@ -42,6 +42,9 @@ pub enum EventKind {
     OverflowRecovered,
     /// The provider ran its own compaction for the last request (its pass's usage).
     ProviderCompaction,
+    /// The model asked for an original by id in band (the proxy's `compact_recall` tool):
+    /// `reference`, `found`, and the `tokens` returned.
+    Recall,
 }
 
 impl EventKind {
@@ -63,10 +66,11 @@ impl EventKind {
             EventKind::Failed => "compact.failed",
             EventKind::OverflowRecovered => "compact.overflow_recovered",
             EventKind::ProviderCompaction => "compact.provider_compaction",
+            EventKind::Recall => "compact.recall",
         }
     }
 
-    const ALL: [EventKind; 15] = [
+    const ALL: [EventKind; 16] = [
         EventKind::TokenEstimate,
         EventKind::TriggerDecision,
         EventKind::Compacted,
@@ -82,6 +86,7 @@ impl EventKind {
         EventKind::Failed,
         EventKind::OverflowRecovered,
         EventKind::ProviderCompaction,
+        EventKind::Recall,
     ];
 
     /// The kind named `name`, if any.

@@ -108,7 +108,7 @@ pub use manager::{CompactManager, PreflightReport, Prepared, MAX_SESSION_ID_LEN,
 pub use manual::ManualCompaction;
 #[cfg(feature = "otlp")]
 pub use otlp::{OtlpError, OtlpExporter};
-pub use recall::KEEP_ATTEMPTS;
+pub use recall::{Recalled, KEEP_ATTEMPTS};
 pub use recover::{Recovery, RecoveryError, RECOVERY_SHRINK};
 pub use review::Proposal;
 #[cfg(feature = "postgres")]

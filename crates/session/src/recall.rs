@@ -1,7 +1,9 @@
 //! Write-time truncation and recall: [`CompactManager::truncate_tool_output`] cuts an oversized tool
 //! output as it arrives (seed 000) and keeps the original in the session log under the id its
 //! marker names; [`CompactManager::recall`] returns any original item by id, whether a truncation
-//! marker, a compaction's reference stub or a checkpoint's citation names it.
+//! marker, a compaction's reference stub or a checkpoint's citation names it;
+//! [`CompactManager::recall_for_model`] does the same for a model that asked for it in band and
+//! logs a `compact.recall` event, so the model's use of recall is counted.
 
 use crate::archive::ArchiveError;
 use crate::chain::ChainHash;
@@ -16,6 +18,15 @@ use serde_json::json;
 
 /// Attempts of [`CompactManager::keep_original`] when other writers keep moving the session on.
 pub const KEEP_ATTEMPTS: usize = 8;
+
+/// What [`CompactManager::recall_for_model`] found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Recalled {
+    /// The original item, when the log (or the archive) holds one under the id.
+    pub item: Option<Item>,
+    /// Tokens of the item's text (0 when not found), counted with the session's counter.
+    pub tokens: usize,
+}
 
 impl CompactManager {
     /// The text to put in the history for a tool output that just arrived: unchanged when within
@@ -117,5 +128,39 @@ impl CompactManager {
             Err(ArchiveError::Store(e)) => Err(SessionError::Store(e)),
             Err(e) => Err(SessionError::Archive(e)),
         }
+    }
+    /// [`CompactManager::recall`] for a model that called a recall tool in band (the proxy's
+    /// `compact_recall`): an id the session does not know is `item: None`, not an error, since it
+    /// is an answer the model gets. A `compact.recall` event (`reference`, `found`, `tokens`) is
+    /// logged either way, retried on conflicts like [`CompactManager::keep_original`]; a session
+    /// that does not exist is [`SessionError::UnknownSession`] and logs nothing.
+    pub fn recall_for_model(
+        &self,
+        session: &str,
+        reference: &str,
+    ) -> Result<Recalled, SessionError> {
+        let item = match self.recall(session, reference) {
+            Ok(item) => Some(item),
+            Err(SessionError::UnknownReference { .. }) => None,
+            Err(e) => return Err(e),
+        };
+        let tokens = item
+            .as_ref()
+            .map_or(0, |i| self.config().counter.count_text(&i.plain_text()));
+        let data = json!({"reference": reference, "found": item.is_some(), "tokens": tokens});
+        for _ in 0..KEEP_ATTEMPTS {
+            let handle = self.handle(session);
+            let mut slot = Self::lock(&handle);
+            let state = self.existing(session, &mut slot)?;
+            let event = Record::Event(Event::new(EventKind::Recall, data.clone()));
+            match self.append(session, state, vec![event]) {
+                Err(SessionError::Store(StoreError::Conflict { .. })) => {}
+                Err(e) => return Err(e),
+                Ok(()) => return Ok(Recalled { item, tokens }),
+            }
+        }
+        Err(SessionError::Store(StoreError::Backend(format!(
+            "session `{session}`: {KEEP_ATTEMPTS} conflicting writers in a row"
+        ))))
     }
 }

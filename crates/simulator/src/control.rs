@@ -3,7 +3,10 @@
 //! says, read what it received and change the window, as [`crate::SimHandle`] does in-process.
 //!
 //! - `POST /sim/replies` with `[{"text": "...", "tool_calls": [{"name": "...", "arguments": {...}}]}]`
-//!   queues scripted replies (answer: `{"queued": N}`, the replies now waiting);
+//!   queues scripted replies (answer: `{"queued": N}`, the replies now waiting); a string argument
+//!   `"$stub_id"` becomes the id of the first `[compact:ref <id>]` stub of the request answered, so
+//!   `{"tool_calls": [{"name": "compact_recall", "arguments": {"id": "$stub_id"}}]}` scripts a model
+//!   that recalls what it sees;
 //! - `GET /sim/requests`: every request received so far, without bodies (`seq`, `api`, `path`,
 //!   `status`, `input_tokens`, `max_output`, `stream`, `fault`);
 //! - `POST /sim/window` with `{"window": N}` changes the context window;

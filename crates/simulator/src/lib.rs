@@ -6,7 +6,9 @@
 //! enforces a context window with the providers' exact error bodies and statuses, reports usage like
 //! the real APIs (cached tokens are the common prefix with the previous request to the same endpoint),
 //! returns deterministic or scripted replies (including tool calls), injects faults (queued, or per
-//! request with the `x-sim-fault` header) and records every request. Run as a process
+//! request with the `x-sim-fault` header) and records every request. A scripted model can recall
+//! what a compaction moved out: [`ScriptedReply::recall_stub`] calls `compact_recall` on the first
+//! `[compact:ref <id>]` stub of the request it answers. Run as a process
 //! (`compact-sim`), it is scripted over HTTP through the `/sim/` control paths (see `control.rs`).
 //!
 //! ```no_run
@@ -36,7 +38,7 @@ mod server;
 pub use config::{CacheRule, ChatOverflowWording, SimConfig};
 pub use fault::Fault;
 pub use record::{Api, RecordedRequest};
-pub use script::{ScriptedReply, ScriptedToolCall};
+pub use script::{ScriptedReply, ScriptedToolCall, RECALL_TOOL, STUB_ID};
 
 use hyper_util::rt::TokioIo;
 use server::{lock, State};

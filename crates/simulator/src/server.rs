@@ -241,7 +241,8 @@ pub(crate) async fn handle(
     }
     let script = lock(&state.replies)
         .pop_front()
-        .unwrap_or_else(|| default_reply(counted.input_tokens, &counted.last_user));
+        .unwrap_or_else(|| default_reply(counted.input_tokens, &counted.last_user))
+        .resolve_stub(&String::from_utf8_lossy(&bytes));
     let encoding = if is_anthropic(api) {
         config.anthropic_encoding
     } else {

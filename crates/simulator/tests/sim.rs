@@ -333,6 +333,76 @@ async fn scripted_tool_calls_on_every_api() {
     assert_eq!(v["output"][1]["name"], "read_file");
 }
 
+/// A model scripted over the control API to recall the stub it sees, on every endpoint, streamed
+/// and not: the call names the first `[compact:ref <id>]` id of the request.
+#[tokio::test]
+async fn a_scripted_model_recalls_the_stub_it_sees() {
+    let sim = Simulator::spawn(SimConfig::default()).await.unwrap();
+    let stub = "[compact:ref i0a1b2c3d4e] Output of `read_file` moved out; recall `i0a1b2c3d4e` if needed.";
+    let requests = [
+        (
+            "/v1/chat/completions",
+            json!({"model": "m", "messages": [{"role": "user", "content": "go"},
+                {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function",
+                 "function": {"name": "read_file", "arguments": "{}"}}]},
+                {"role": "tool", "tool_call_id": "c1", "content": stub}]}),
+        ),
+        (
+            "/v1/responses",
+            json!({"model": "m", "input": [{"type": "function_call", "call_id": "c1", "name": "read_file",
+                "arguments": "{}"}, {"type": "function_call_output", "call_id": "c1", "output": stub}]}),
+        ),
+        (
+            "/v1/messages",
+            json!({"model": "c", "max_tokens": 100, "messages": [{"role": "user", "content": "go"},
+                {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "read_file", "input": {}}]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": stub}]}]}),
+        ),
+    ];
+    let control = sim.base_url().replace("http://", "");
+    let control: SocketAddr = control.parse().unwrap();
+    for (path, request) in requests {
+        for stream in [false, true] {
+            let script = json!([{"tool_calls": [{"name": compact_sim::RECALL_TOOL,
+                                                 "arguments": {"id": compact_sim::STUB_ID}}]}]);
+            let (status, _, _) = post(control, "/sim/replies", &script, &[]).await.unwrap();
+            assert_eq!(status, 200);
+            let mut request = request.clone();
+            request["stream"] = json!(stream);
+            let (status, _, body) = post(sim.addr(), path, &request, &[]).await.unwrap();
+            assert_eq!(status, 200, "{path}: {body}");
+            assert!(
+                body.contains(compact_sim::RECALL_TOOL),
+                "{path} {stream}: {body}"
+            );
+            // Streamed arguments arrive in pieces; the id is whole in the non-streamed reply and
+            // in Anthropic's input, and named in every form once the pieces are joined.
+            let joined: String = body
+                .lines()
+                .filter_map(|l| l.strip_prefix("data: "))
+                .filter_map(|d| serde_json::from_str::<Value>(d).ok())
+                .map(|v| {
+                    let pieces = [
+                        &v["choices"][0]["delta"]["tool_calls"][0]["function"]["arguments"],
+                        &v["delta"]["partial_json"],
+                        &v["delta"],
+                    ];
+                    pieces.iter().filter_map(|p| p.as_str()).collect::<String>()
+                })
+                .collect();
+            let text = if stream { joined } else { body.clone() };
+            assert!(
+                text.replace('\\', "").contains("i0a1b2c3d4e"),
+                "{path} {stream}: {body}"
+            );
+            assert!(
+                !body.contains(compact_sim::STUB_ID),
+                "{path} {stream}: {body}"
+            );
+        }
+    }
+}
+
 #[tokio::test]
 async fn streams_have_the_real_event_shapes() {
     let sim = Simulator::spawn(SimConfig::default()).await.unwrap();

@@ -9,5 +9,6 @@ mod long_session;
 mod ops;
 mod provider_compaction;
 mod python;
+mod recall;
 mod recovery;
 mod requests;

@@ -95,8 +95,14 @@ async fn unknown_fields_survive_compaction() {
             parts.iter().any(|p| p["x_last_part"] == 7),
             "{wire:?}: {last_sent}"
         );
-        let tools = &sent["tools"];
-        assert_eq!(tools, &request["tools"], "{wire:?}");
+        // The client's tools unchanged, then the recall tool (the request holds stubs).
+        let tools = sent["tools"].as_array().unwrap();
+        let own = request["tools"].as_array().unwrap();
+        assert_eq!(&tools[..own.len()], own.as_slice(), "{wire:?}");
+        assert_eq!(tools.len(), own.len() + 1, "{wire:?}");
+        let added = &tools[own.len()];
+        let name = added.get("name").unwrap_or(&added["function"]["name"]);
+        assert_eq!(name, compact_sim::RECALL_TOOL, "{wire:?}");
     }
 }
 

@@ -162,3 +162,48 @@ fn recall_returns_the_originals_behind_compaction_references() {
         Err(SessionError::UnknownReference { .. })
     ));
 }
+
+#[test]
+fn a_recall_for_the_model_is_answered_and_counted_in_the_log() {
+    let manager = manager(64_000);
+    let mut agent = Agent::new(5, Format::OpenAiChat);
+    agent.step();
+    agent.step();
+    manager.preflight("s", &agent.history).unwrap();
+    let result = agent
+        .history
+        .items
+        .iter()
+        .find(|i| i.as_tool_result().is_some())
+        .unwrap();
+    let found = manager
+        .recall_for_model("s", result.meta.id.as_str())
+        .unwrap();
+    assert_eq!(found.item.as_ref().map(|i| i.body()), Some(result.body()));
+    assert_eq!(found.tokens, counter().count_text(&result.plain_text()));
+    assert!(found.tokens > 0);
+    let missing = manager.recall_for_model("s", "no-such-item").unwrap();
+    assert_eq!((missing.item, missing.tokens), (None, 0));
+    let recalls: Vec<serde_json::Value> = manager
+        .store()
+        .read("s", 0)
+        .unwrap()
+        .iter()
+        .filter_map(|s| match &s.record {
+            Record::Event(e) if e.kind == EventKind::Recall => Some(e.to_json()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(recalls.len(), 2);
+    assert_eq!(recalls[0]["event"], "compact.recall");
+    assert_eq!(recalls[0]["reference"], result.meta.id.as_str());
+    assert_eq!(recalls[0]["found"], true);
+    assert_eq!(recalls[0]["tokens"], found.tokens);
+    assert_eq!(recalls[1]["found"], false);
+    assert_eq!(recalls[1]["tokens"], 0);
+    // A session that does not exist is an error, and nothing is logged for it.
+    assert!(matches!(
+        manager.recall_for_model("nobody", "x"),
+        Err(SessionError::UnknownSession(_))
+    ));
+}
