@@ -42,6 +42,16 @@ pub enum EventKind {
     OverflowRecovered,
     /// The provider ran its own compaction for the last request (its pass's usage).
     ProviderCompaction,
+    /// A memory candidate and the decision about it (`outcome`: accepted, merged, rejected;
+    /// `reason`: new, duplicate_merged, date_only, cap_reached, ...; the candidate's fields).
+    MemoryCandidate,
+    /// A remembered fact moved in its lifecycle (`fact`, `to`, `reason`, `by`).
+    MemoryLifecycle,
+    /// The memory block injected after the system prompt changed (`facts`, `tokens`, `reason`).
+    MemoryInjected,
+    /// The pre-tool gate rewrote a shell command to a remembered path (`tool`, `target`, `path`,
+    /// `fact`, `original_command`, `rewritten_command`).
+    MemoryGate,
 }
 
 impl EventKind {
@@ -63,10 +73,14 @@ impl EventKind {
             EventKind::Failed => "compact.failed",
             EventKind::OverflowRecovered => "compact.overflow_recovered",
             EventKind::ProviderCompaction => "compact.provider_compaction",
+            EventKind::MemoryCandidate => "compact.memory_candidate",
+            EventKind::MemoryLifecycle => "compact.memory_lifecycle",
+            EventKind::MemoryInjected => "compact.memory_injected",
+            EventKind::MemoryGate => "compact.memory_gate",
         }
     }
 
-    const ALL: [EventKind; 15] = [
+    const ALL: [EventKind; 19] = [
         EventKind::TokenEstimate,
         EventKind::TriggerDecision,
         EventKind::Compacted,
@@ -82,6 +96,10 @@ impl EventKind {
         EventKind::Failed,
         EventKind::OverflowRecovered,
         EventKind::ProviderCompaction,
+        EventKind::MemoryCandidate,
+        EventKind::MemoryLifecycle,
+        EventKind::MemoryInjected,
+        EventKind::MemoryGate,
     ];
 
     /// The kind named `name`, if any.

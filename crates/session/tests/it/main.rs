@@ -11,6 +11,7 @@ mod errors;
 mod exports;
 mod incremental;
 mod log;
+mod memory;
 #[cfg(feature = "otlp")]
 mod otlp;
 mod overflow_e2e;
