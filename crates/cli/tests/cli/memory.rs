@@ -264,3 +264,63 @@ fn memory_gate_rewrites_probes_to_remembered_paths_and_logs_them() {
         "cd /srv/shop/release && make test"
     );
 }
+
+#[test]
+fn the_pre_tool_use_hook_rewrites_a_probe_through_the_memory_gate() {
+    let url = store("memory-hook");
+    let dir = temp_dir("memory-hook-state");
+    let log = in_dir(&dir, "hook.log");
+    let input = json!({"hook_event_name": "PreToolUse", "session_id": "cc-1",
+                       "permission_mode": "bypassPermissions", "tool_name": "Bash",
+                       "tool_input": {"command": "cd release && make test"}})
+    .to_string();
+    let out = crate::support::run_stdin(
+        &[
+            "hook",
+            "claude-code",
+            "--log",
+            &log,
+            "--memory-store",
+            &url,
+            "--memory-session",
+            "s",
+        ],
+        input.as_bytes(),
+    )
+    .ok();
+    let json: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(
+        json["hookSpecificOutput"]["updatedInput"]["command"],
+        "cd /srv/shop/release && make test"
+    );
+    assert_eq!(json["hookSpecificOutput"]["permissionDecision"], "allow");
+    let path = url.strip_prefix("sqlite:").unwrap();
+    let store = SqliteStore::open(path).unwrap();
+    let gated = store
+        .read("s", 0)
+        .unwrap()
+        .into_iter()
+        .filter(|s| matches!(&s.record, Record::Event(e) if e.kind == EventKind::MemoryGate))
+        .count();
+    assert_eq!(gated, 1, "the rewrite is logged");
+    // A destructive command goes through untouched (the hook prints nothing).
+    let input = json!({"hook_event_name": "PreToolUse", "session_id": "cc-1",
+                       "permission_mode": "bypassPermissions", "tool_name": "Bash",
+                       "tool_input": {"command": "cd release && rm -rf build"}})
+    .to_string();
+    let out = crate::support::run_stdin(
+        &[
+            "hook",
+            "claude-code",
+            "--log",
+            &log,
+            "--memory-store",
+            &url,
+            "--memory-session",
+            "s",
+        ],
+        input.as_bytes(),
+    )
+    .ok();
+    assert_eq!(out.stdout, "");
+}
