@@ -12,6 +12,7 @@ mod exports;
 mod incremental;
 mod log;
 mod memory;
+mod memory_corpus;
 #[cfg(feature = "otlp")]
 mod otlp;
 mod overflow_e2e;
