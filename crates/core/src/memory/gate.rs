@@ -196,14 +196,14 @@ fn decide(command: &str, known: &KnownPaths) -> Result<Rewrite, Skip> {
         ["find", ".", "-name", pattern] => {
             let pattern = (*pattern).to_owned();
             (
-                unquote(&words[3]).ok_or(Skip::NotAProbe)?,
+                unquote(words[3]).ok_or(Skip::NotAProbe)?,
                 Box::new(move |_, parent| format!("find {parent} -maxdepth 1 -name {pattern}")),
             )
         }
         ["find", ".", "-type", t @ ("d" | "f"), "-name", pattern] => {
             let (t, pattern) = ((*t).to_owned(), (*pattern).to_owned());
             (
-                unquote(&words[5]).ok_or(Skip::NotAProbe)?,
+                unquote(words[5]).ok_or(Skip::NotAProbe)?,
                 Box::new(move |_, parent| {
                     format!("find {parent} -maxdepth 1 -type {t} -name {pattern}")
                 }),
