@@ -23,7 +23,7 @@ use crate::state::{call_ids, view_record, SessionState};
 use crate::store::{Store, StoreError};
 use crate::trigger::manual_request;
 use compact_core::budget::Budget;
-use compact_core::memory::{Change as MemoryChange, Memory, Outcome};
+use compact_core::memory::{Change as MemoryChange, Memory, Origin, Outcome};
 use compact_core::model::{Conversation, Format, Item, ItemBody, Role};
 use compact_core::normalize::{diagnose, normalize, ProviderRules};
 use compact_core::plan::Action;
@@ -515,13 +515,17 @@ impl CompactManager {
                 crate::memory::redact_candidates(redactor, session, &mut candidates);
                 let mut memory = state.memory.clone();
                 for change in memory.admit(candidates, &mc.limits) {
+                    // A fact loaded from the project is no new evidence for the project.
                     if let MemoryChange::Candidate {
                         outcome: Outcome::Accepted | Outcome::Merged,
                         fact: Some(id),
+                        candidate,
                         ..
                     } = &change
                     {
-                        memory_touched.push(id.clone());
+                        if candidate.origin != Origin::Project {
+                            memory_touched.push(id.clone());
+                        }
                     }
                     events.push(crate::memory::change_event(&change));
                 }

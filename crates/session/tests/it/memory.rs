@@ -210,6 +210,14 @@ fn durable_facts_are_promoted_to_the_project_and_loaded_into_its_new_sessions() 
         .facts()
         .iter()
         .any(|f| f.origin == Origin::Project && f.text.contains("Never push")));
+    // Loading is no evidence: the project's fact was seen once.
+    let project = read_memory(store.as_ref(), &project_session("/work/app")).unwrap();
+    let held = project
+        .facts()
+        .iter()
+        .find(|f| f.text.contains("Never push"))
+        .unwrap();
+    assert_eq!(held.evidence, 1, "{held:?}");
     // Another project does not.
     let elsewhere = manager(200_000, &store, Some("/work/other"));
     let prepared = elsewhere.preflight("third", &other.history).unwrap();
