@@ -116,7 +116,7 @@ pub struct RunHookOptions {
     pub home: Option<PathBuf>,
     /// The pre-tool memory gate (seed 004 §10; `None`: off): the absolute paths trusted facts
     /// remember. A known-folder probe is rewritten to the remembered path first (see
-    /// [`compact_core::memory::gate`]), then wrapped as any command; a rewrite goes out only when
+    /// [`compact_core::memory::gate()`]), then wrapped as any command; a rewrite goes out only when
     /// Claude Code would have run the rewritten command without asking.
     pub gate: Option<compact_core::memory::KnownPaths>,
 }

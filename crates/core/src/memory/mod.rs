@@ -12,7 +12,7 @@
 //!   can keep and [`Memory::apply`] replay.
 //! - [`render`] — the memory block: trusted facts within a token budget, byte-identical for the
 //!   same facts.
-//! - [`gate`] — the pre-tool gate: known-folder probes rewritten to remembered absolute paths.
+//! - [`mod@gate`] — the pre-tool gate: known-folder probes rewritten to remembered absolute paths.
 //!
 //! Pure: no I/O, no clock, no randomness. Secrets are the caller's to redact before admission.
 //!
