@@ -104,7 +104,8 @@ pub struct MemorySettings {
     /// and the project's facts are loaded into its new sessions.
     pub project_store: bool,
     /// `memory.gate` (default false): the pre-tool gate rewrites known-folder probes of shell tool
-    /// calls to remembered absolute paths.
+    /// calls to remembered absolute paths (read by `compactctl hook ... --config FILE`: Claude
+    /// Code's `PreToolUse` hook).
     pub gate: bool,
 }
 

@@ -54,6 +54,11 @@ pub struct HookArgs {
     /// PreToolUse memory gate: the project whose facts are read (and where rewrites are logged).
     #[arg(long, value_name = "PROJECT")]
     memory_project: Option<String>,
+    /// PreToolUse memory gate from a configuration file: with `memory.gate: true`, the gate reads
+    /// the project's memory (`memory.project`, else the agent's working directory) in the store
+    /// `storage:` names.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
 }
 
 /// The memory gate's store and log, when the flags name them.
@@ -62,18 +67,47 @@ type GateLog = (std::sync::Arc<dyn compact_session::Store>, String);
 /// The store and log of the memory gate, and the paths its trusted facts remember.
 fn gate_options(
     args: &HookArgs,
+    input: &[u8],
 ) -> Result<Option<(GateLog, compact_core::memory::KnownPaths)>, String> {
-    let Some(url) = &args.memory_store else {
-        return Ok(None);
-    };
-    let log = match (&args.memory_session, &args.memory_project) {
-        (Some(s), _) => s.clone(),
-        (None, Some(p)) => compact_session::memory::project_session(p),
-        (None, None) => {
-            return Err("--memory-store needs --memory-session or --memory-project".to_owned())
+    let (store, log) = match (&args.memory_store, &args.config) {
+        (Some(url), _) => {
+            let log = match (&args.memory_session, &args.memory_project) {
+                (Some(s), _) => s.clone(),
+                (None, Some(p)) => compact_session::memory::project_session(p),
+                (None, None) => {
+                    return Err(
+                        "--memory-store needs --memory-session or --memory-project".to_owned()
+                    )
+                }
+            };
+            let store = crate::cmd::sessions::open_store(Some(url)).map_err(|e| e.to_string())?;
+            (store, log)
         }
+        (None, Some(path)) => {
+            let config = compact_config::Config::load(
+                Some(path.as_path()),
+                &compact_config::Overrides::default(),
+            )
+            .map_err(|e| e.to_string())?;
+            let Some(memory) = config.session().memory.as_ref().filter(|m| m.gate) else {
+                return Ok(None);
+            };
+            // The project: the configuration's, else the directory the agent works in.
+            let cwd = serde_json::from_slice::<serde_json::Value>(input)
+                .ok()
+                .and_then(|v| v.get("cwd")?.as_str().map(PathBuf::from))
+                .and_then(|d| std::fs::canonicalize(d).ok())
+                .map(|d| d.to_string_lossy().into_owned());
+            let Some(project) = memory.project.clone().or(cwd) else {
+                return Err("memory.gate: no `memory.project` and no `cwd` in the input".to_owned());
+            };
+            let store = compact_session::open_store(&config)
+                .ok_or_else(|| "memory.gate: the configuration names no `storage`".to_owned())?
+                .map_err(|e| e.to_string())?;
+            (store, compact_session::memory::project_session(&project))
+        }
+        (None, None) => return Ok(None),
     };
-    let store = crate::cmd::sessions::open_store(Some(url)).map_err(|e| e.to_string())?;
     let memory = compact_session::memory::read_memory(store.as_ref(), &log)
         .map_err(|e| format!("reading the memory of `{log}`: {e}"))?;
     let known = compact_core::memory::KnownPaths::from_facts(memory.facts());
@@ -174,7 +208,7 @@ pub fn run(args: &HookArgs) -> anyhow::Result<ExitCode> {
     // The memory gate only on PreToolUse: other events need no store.
     let mut gate_log = None;
     if event == "PreToolUse" {
-        match gate_options(args) {
+        match gate_options(args, &input) {
             Ok(Some((log, known))) => {
                 run.gate = Some(known);
                 gate_log = Some(log);
