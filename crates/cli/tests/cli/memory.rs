@@ -347,62 +347,15 @@ fn the_hook_s_gate_follows_the_configuration_and_the_agent_s_directory() {
         .ok()
         .stdout
     };
-    // The project named in the file (the store's session promoted its facts to `proj`).
+    // The project named in the file: session `s` promoted the directory it entered to `proj`.
     let storage = format!("storage: {{kind: sqlite, path: {path}}}\n");
-    // `release` is a directory only the session knows (file states are not promoted): the project
-    // knows nothing, so nothing changes...
-    let on = format!("{storage}memory: {{project: proj, gate: true}}\n");
-    assert_eq!(hook(&on, "cd release && make"), "");
-    // A project whose memory remembers the directory: rewritten.
-    let store = SqliteStore::open(&path).unwrap();
-    let memory = MemoryConfig {
-        project: Some("paths".to_owned()),
-        ..MemoryConfig::default()
-    };
-    let manager = CompactManager::open(
-        SessionConfig::new(
-            Policy::for_window(32_000),
-            TokenCounter::new(Encoding::O200kBase),
-        )
-        .with_memory(Some(memory)),
-        Arc::new(store),
-    )
-    .unwrap();
-    let log_id = compact_session::memory::project_session("paths");
-    let mut conv = Conversation::default();
-    conv.push(Item::text(Role::User, "Build it."));
-    manager.preflight("t", &conv).unwrap();
-    // Write a directory fact to the project's log directly (as a promotion of a pinned path would).
-    let change = compact_core::memory::Change::Candidate {
-        candidate: compact_core::memory::Candidate {
-            kind: compact_core::memory::FactKind::FileState,
-            subject: "dir /srv/shop/release".to_owned(),
-            text: "/srv/shop/release (directory)".to_owned(),
-            path: Some("/srv/shop/release".to_owned()),
-            confidence: 0.85,
-            sources: vec!["t/i1".to_owned()],
-            origin: compact_core::memory::Origin::Items,
-        },
-        outcome: compact_core::memory::Outcome::Accepted,
-        reason: compact_core::memory::Reason::New,
-        fact: None,
-    };
-    let store = manager.store();
-    store.create(&log_id).unwrap();
-    let version = store.version(&log_id).unwrap();
-    store
-        .append(
-            &log_id,
-            version,
-            vec![Record::Event(compact_session::memory::change_event(
-                &change,
-            ))],
-        )
-        .unwrap();
     // With the gate off, the hook does not look.
-    let off = format!("{storage}memory: {{project: paths, gate: false}}\n");
+    let off = format!("{storage}memory: {{project: proj, gate: false}}\n");
     assert_eq!(hook(&off, "cd release && make"), "");
-    let with = format!("{storage}memory: {{project: paths, gate: true}}\n");
+    // Another project knows nothing of it.
+    let other = format!("{storage}memory: {{project: elsewhere, gate: true}}\n");
+    assert_eq!(hook(&other, "cd release && make"), "");
+    let with = format!("{storage}memory: {{project: proj, gate: true}}\n");
     let out = hook(&with, "cd release && make");
     let json: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(

@@ -458,10 +458,18 @@ pub fn from_project(fact: &Fact) -> Candidate {
     }
 }
 
-/// Whether a fact is worth promoting to the project's memory: trusted, of a durable kind, and
-/// confident (a summary's statement alone is not enough).
+/// Whether a fact is worth promoting to the project's memory: trusted, confident (a summary's
+/// statement alone is not enough), and of a durable kind or a directory a command entered (where a
+/// folder is outlives the session: what the pre-tool gate reads).
 pub fn promotable(fact: &Fact) -> bool {
-    fact.lifecycle.trusted() && fact.kind.durable() && fact.confidence >= PROMOTE_MIN_CONFIDENCE
+    let directory = fact.kind == FactKind::FileState
+        && fact.path.is_some()
+        && fact
+            .subject
+            .starts_with(super::candidate::DIRECTORY_SUBJECT);
+    fact.lifecycle.trusted()
+        && (fact.kind.durable() || directory)
+        && fact.confidence >= PROMOTE_MIN_CONFIDENCE
 }
 
 /// Confidence a fact needs to be promoted: what the user or the assistant stated, not what a

@@ -22,6 +22,9 @@ const READ_CONFIDENCE: f64 = 0.6;
 /// Confidence of a statement read from a summary (a model wrote it).
 const SUMMARY_CONFIDENCE: f64 = 0.5;
 
+/// Subject prefix of a directory a command entered (where a folder is holds beyond the session).
+pub const DIRECTORY_SUBJECT: &str = "dir ";
+
 /// Words that make a user's constraint a preference.
 const PREFERENCE_CUES: &[&str] = &[
     "prefer",
@@ -100,7 +103,7 @@ pub fn from_facts(facts: &Facts) -> Vec<Candidate> {
         if let Some(dir) = entered_directory(&c.command) {
             out.push(Candidate {
                 kind: FactKind::FileState,
-                subject: format!("dir {dir}"),
+                subject: format!("{DIRECTORY_SUBJECT}{dir}"),
                 text: clip(&format!("{dir} (directory)")),
                 path: Some(dir.to_owned()),
                 confidence: TOOL_CONFIDENCE,
