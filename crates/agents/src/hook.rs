@@ -130,6 +130,8 @@ impl HookOptions {
 pub enum HookOutcome {
     /// Print this JSON on standard output.
     Emit(String),
+    /// Print this JSON on standard output: the memory gate rewrote the command (log the rewrite).
+    Gated(String, compact_core::memory::Rewrite),
     /// `PreCompact`: the checkpoint was saved here.
     Saved(PathBuf),
     /// Nothing to do, and why.
@@ -165,9 +167,10 @@ pub fn run(input: &[u8], options: &HookOptions) -> Result<HookOutcome, AgentsErr
             Some(run) => {
                 let value: serde_json::Value = serde_json::from_slice(input_bytes)
                     .map_err(|e| AgentsError::HookInput(e.to_string()))?;
-                Ok(match pretool::pre_tool_use(&value, run)? {
-                    Decision::Rewrite(json) => HookOutcome::Emit(json),
-                    Decision::Keep(why) => HookOutcome::Nothing(why),
+                Ok(match pretool::pre_tool_use_gated(&value, run)? {
+                    (Decision::Rewrite(json), Some(rewrite)) => HookOutcome::Gated(json, rewrite),
+                    (Decision::Rewrite(json), None) => HookOutcome::Emit(json),
+                    (Decision::Keep(why), _) => HookOutcome::Nothing(why),
                 })
             }
             None => Ok(HookOutcome::Nothing("PreToolUse: command rewriting is off")),

@@ -18,6 +18,7 @@
 //! family: the longest configured prefix of the command wins, else the default.
 
 use crate::error::AgentsError;
+use compact_core::memory::{gate, GateDecision, Rewrite};
 use serde_json::{json, Map, Value};
 use std::path::{Path, PathBuf};
 
@@ -113,6 +114,11 @@ pub struct RunHookOptions {
     pub exclude: Vec<String>,
     /// The user's home (for `~/.claude/settings.json`).
     pub home: Option<PathBuf>,
+    /// The pre-tool memory gate (seed 004 §10; `None`: off): the absolute paths trusted facts
+    /// remember. A known-folder probe is rewritten to the remembered path first (see
+    /// [`compact_core::memory::gate()`]), then wrapped as any command; a rewrite goes out only when
+    /// Claude Code would have run the rewritten command without asking.
+    pub gate: Option<compact_core::memory::KnownPaths>,
 }
 
 /// The default families: test runners print their failures at length.
@@ -163,17 +169,84 @@ fn parse(input: &Value) -> Result<PreToolUse<'_>, AgentsError> {
 /// The hook's decision for a `PreToolUse` input (the JSON the agent wrote): the documented output
 /// wrapping the command, or the command left as it is and why.
 pub fn pre_tool_use(input: &Value, options: &RunHookOptions) -> Result<Decision, AgentsError> {
+    pre_tool_use_gated(input, options).map(|(d, _)| d)
+}
+
+/// [`pre_tool_use`], and the memory gate's rewrite when it made one (for the caller to log as a
+/// `compact.memory_gate` event).
+pub fn pre_tool_use_gated(
+    input: &Value,
+    options: &RunHookOptions,
+) -> Result<(Decision, Option<Rewrite>), AgentsError> {
     let event = parse(input)?;
-    if event.tool_name != "Bash" {
-        return Ok(Decision::Keep("not the Bash tool"));
-    }
-    let command = event
+    let Some(original) = event
         .tool_input
         .get("command")
         .and_then(Value::as_str)
-        .ok_or_else(|| {
-            AgentsError::HookInput("PreToolUse: `tool_input.command` is not a string".to_owned())
-        })?;
+        .filter(|_| event.tool_name == "Bash")
+    else {
+        return Ok((wrap(&event, options, None)?, None));
+    };
+    let gated = match options.gate.as_ref().map(|k| gate(original, k)) {
+        Some(GateDecision::Rewrite(r)) => Some(r),
+        _ => None,
+    };
+    let Some(rewrite) = gated else {
+        return Ok((wrap(&event, options, None)?, None));
+    };
+    match wrap(&event, options, Some(&rewrite.rewritten))? {
+        Decision::Rewrite(json) => Ok((Decision::Rewrite(json), Some(rewrite))),
+        Decision::Keep(_) => {
+            // Not wrapped: the rewrite alone, when it needs no permission the user did not give.
+            if event.permission_mode != Some("bypassPermissions") {
+                let rules = Rules::read(options.home.as_deref(), event.cwd.map(Path::new))?;
+                if !rules.allows(&rewrite.rewritten) {
+                    return Ok((
+                        Decision::Keep(
+                            "the remembered path's command is not allowed without asking",
+                        ),
+                        None,
+                    ));
+                }
+            }
+            let mut updated = event.tool_input.clone();
+            updated.insert("command".to_owned(), json!(rewrite.rewritten));
+            let json = json!({
+                "hookSpecificOutput": {
+                    "hookEventName": "PreToolUse",
+                    "permissionDecision": "allow",
+                    "permissionDecisionReason": format!(
+                        "Compact: `{}` is remembered at {}", rewrite.target, rewrite.path
+                    ),
+                    "updatedInput": updated,
+                }
+            });
+            Ok((Decision::Rewrite(json.to_string()), Some(rewrite)))
+        }
+    }
+}
+
+/// The wrapping decision for the event's command, or `command` in its place.
+fn wrap(
+    event: &PreToolUse<'_>,
+    options: &RunHookOptions,
+    command: Option<&str>,
+) -> Result<Decision, AgentsError> {
+    if event.tool_name != "Bash" {
+        return Ok(Decision::Keep("not the Bash tool"));
+    }
+    let command = match command {
+        Some(c) => c,
+        None => event
+            .tool_input
+            .get("command")
+            .and_then(Value::as_str)
+            .ok_or_else(|| {
+                AgentsError::HookInput(
+                    "PreToolUse: `tool_input.command` is not a string".to_owned(),
+                )
+            })?,
+    };
     if event
         .tool_input
         .get("run_in_background")
@@ -421,7 +494,7 @@ impl Rules {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {
     use super::*;
 
@@ -480,5 +553,80 @@ mod tests {
     fn quoting_survives_quotes() {
         assert_eq!(shell_quote("it's"), r"'it'\''s'");
         assert_eq!(shell_quote("/usr/bin/compactctl"), "/usr/bin/compactctl");
+    }
+
+    fn gate_options(home: &Path) -> RunHookOptions {
+        use compact_core::memory::{Candidate, FactKind, Limits, Memory, Origin};
+        let mut memory = Memory::new();
+        memory.admit(
+            [Candidate {
+                kind: FactKind::FileState,
+                subject: "dir /srv/shop/release".to_owned(),
+                text: "/srv/shop/release (directory)".to_owned(),
+                path: Some("/srv/shop/release".to_owned()),
+                confidence: 0.85,
+                sources: vec!["i1".to_owned()],
+                origin: Origin::Items,
+            }],
+            &Limits::default(),
+        );
+        RunHookOptions {
+            program: "compactctl".to_owned(),
+            budget: 4_000,
+            families: default_families(),
+            exclude: Vec::new(),
+            home: Some(home.to_path_buf()),
+            gate: Some(compact_core::memory::KnownPaths::from_facts(memory.facts())),
+        }
+    }
+
+    fn bash(command: &str, mode: &str) -> Value {
+        json!({"hook_event_name": "PreToolUse", "session_id": "s1", "permission_mode": mode,
+               "tool_name": "Bash", "tool_input": {"command": command}})
+    }
+
+    #[test]
+    fn the_memory_gate_rewrites_probes_within_the_permissions() {
+        let home = std::env::temp_dir().join(format!("compact-gate-{}", std::process::id()));
+        let options = gate_options(&home);
+        // Under bypassPermissions: `cd` is never wrapped, so the rewrite goes out alone.
+        let (decision, rewrite) =
+            pre_tool_use_gated(&bash("cd release && make", "bypassPermissions"), &options).unwrap();
+        let rewrite = rewrite.expect("rewritten");
+        assert_eq!(rewrite.rewritten, "cd /srv/shop/release && make");
+        let Decision::Rewrite(json) = decision else {
+            panic!("{decision:?}")
+        };
+        let out: Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(
+            out["hookSpecificOutput"]["updatedInput"]["command"],
+            "cd /srv/shop/release && make"
+        );
+        // A probe that is wrapped is wrapped in its rewritten form.
+        let (decision, rewrite) =
+            pre_tool_use_gated(&bash("ls -la release", "bypassPermissions"), &options).unwrap();
+        assert!(rewrite.is_some());
+        let Decision::Rewrite(json) = decision else {
+            panic!("{decision:?}")
+        };
+        assert!(json.contains("/srv/shop/release"), "{json}");
+        // Destructive commands and unknown names pass through the gate untouched.
+        for command in ["cd release && rm -rf build", "ls releases"] {
+            let (_, rewrite) =
+                pre_tool_use_gated(&bash(command, "bypassPermissions"), &options).unwrap();
+            assert!(rewrite.is_none(), "{command}");
+        }
+        // Without a rule allowing it, no rewrite: it would widen the permissions.
+        let (decision, rewrite) =
+            pre_tool_use_gated(&bash("cd release && make", "default"), &options).unwrap();
+        assert!(rewrite.is_none() && matches!(decision, Decision::Keep(_)));
+        // The gate off: nothing changes.
+        let off = RunHookOptions {
+            gate: None,
+            ..options
+        };
+        let (decision, rewrite) =
+            pre_tool_use_gated(&bash("cd release && make", "bypassPermissions"), &off).unwrap();
+        assert!(rewrite.is_none() && matches!(decision, Decision::Keep(_)));
     }
 }

@@ -1,5 +1,5 @@
 //! `compactctl`: the command line of Compact (inspect, count, compact, plan, diff, recall, replay, run,
-//! sessions, serve, and the agent integrations: hook, install, uninstall, mcp).
+//! sessions, memory, serve, and the agent integrations: hook, install, uninstall, mcp).
 
 mod cmd;
 mod engine;
@@ -44,6 +44,8 @@ enum Command {
     Run(cmd::run::RunArgs),
     /// Session logs of the session runtime: list, show, recall, export, gc.
     Sessions(cmd::sessions::SessionsArgs),
+    /// Remembered facts of a session or project: list, show, forget, and the pre-tool gate.
+    Memory(cmd::memory::MemoryArgs),
     /// Run as a Claude Code or Codex hook: add back what the agent's compaction drops.
     Hook(cmd::hook::HookArgs),
     /// Add the hook and the MCP server to an agent's settings (merged, idempotent).
@@ -68,6 +70,7 @@ fn main() -> ExitCode {
         Command::Replay(args) => cmd::replay::run(args),
         Command::Run(args) => cmd::run::run(args),
         Command::Sessions(args) => cmd::sessions::run(args),
+        Command::Memory(args) => cmd::memory::run(args),
         Command::Hook(args) => cmd::hook::run(args),
         Command::Install(args) => cmd::install::run(args, cmd::install::Action::Install),
         Command::Uninstall(args) => cmd::install::run(args, cmd::install::Action::Uninstall),

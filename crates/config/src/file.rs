@@ -24,6 +24,21 @@ pub(crate) struct FileConfig {
     pub redaction: Option<FileRedaction>,
     /// The compaction proxy (`compactctl serve`).
     pub proxy: Option<FileProxy>,
+    /// Structured fact memory.
+    pub memory: Option<FileMemory>,
+}
+
+/// `memory:`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct FileMemory {
+    pub enabled: Option<bool>,
+    pub budget_tokens: Option<usize>,
+    pub caps: Option<std::collections::BTreeMap<String, usize>>,
+    pub min_confidence: Option<f64>,
+    pub project: Option<String>,
+    pub project_store: Option<bool>,
+    pub gate: Option<bool>,
 }
 
 /// `telemetry:`.

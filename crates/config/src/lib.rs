@@ -74,6 +74,14 @@
 //! values are secrets and never appear in errors or `Debug`). Seed 003's `custom` is set in code
 //! (`CompactManager::with_exports`): a file naming it is an error saying so.
 //!
+//! `memory: { enabled: true, budget_tokens: 800, caps: { decision: 24, file_state: 48 },
+//! min_confidence: 0.3, project: my-project, project_store: true, gate: false }` turns on
+//! structured fact memory: facts (constraints, preferences, decisions, dependencies, file states,
+//! errors) injected right after the system prompt within `budget_tokens`, kept across compactions;
+//! with `project_store`, durable ones are shared by the project's sessions (`project`, else the
+//! working directory); `gate` turns on the pre-tool gate. `caps` names fact kinds; any other key is
+//! an error with its line.
+//!
 //! Seed 003 also names an archive adapter (`storage.adapter`), which `storage.archive` replaces: a
 //! file that sets it is an error naming the key, its line and why, never a setting silently ignored.
 //!
@@ -109,7 +117,7 @@ pub use layer::Overrides;
 pub use proxy::{ProxyModelSettings, ProxySettings, UpstreamSettings};
 pub use resolve::{Config, SummarizerKind, SummarizerSettings};
 pub use session::{
-    ArchiveRetention, ArchiveSettings, ExporterSettings, OtlpProtocol, OtlpSettings,
-    RedactionSettings, SessionSettings, StorageSettings, TelemetrySettings,
-    MAX_OVERFLOW_MAX_RETRIES,
+    ArchiveRetention, ArchiveSettings, ExporterSettings, MemorySettings, OtlpProtocol,
+    OtlpSettings, RedactionSettings, SessionSettings, StorageSettings, TelemetrySettings,
+    MAX_OVERFLOW_MAX_RETRIES, MEMORY_KINDS,
 };

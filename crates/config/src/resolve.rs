@@ -6,9 +6,9 @@ use crate::file::{FileConfig, FileStorageKind, FileUpstream};
 use crate::layer::Overrides;
 use crate::proxy::{check_base_url, ProxyModelSettings, ProxySettings, UpstreamSettings};
 use crate::session::{
-    ArchiveRetention, ArchiveSettings, ExporterSettings, OtlpProtocol, OtlpSettings,
-    RedactionSettings, SessionSettings, StorageSettings, TelemetrySettings,
-    MAX_OVERFLOW_MAX_RETRIES,
+    ArchiveRetention, ArchiveSettings, ExporterSettings, MemorySettings, OtlpProtocol,
+    OtlpSettings, RedactionSettings, SessionSettings, StorageSettings, TelemetrySettings,
+    MAX_OVERFLOW_MAX_RETRIES, MEMORY_KINDS,
 };
 use compact_core::model::Role;
 use compact_core::policy::{
@@ -164,6 +164,40 @@ fn parse_file(name: &str, text: &str) -> Result<FileConfig, ConfigError> {
                 };
                 return Err(at(Some("redaction"), key, e.to_string()));
             }
+        }
+    }
+    if let Some(m) = &parsed.memory {
+        let bad = |key: &str, message: String| Err(at(Some("memory"), key, message));
+        if m.budget_tokens == Some(0) {
+            return bad(
+                "budget_tokens",
+                "`memory.budget_tokens` must be above 0".to_owned(),
+            );
+        }
+        if let Some(c) = m.min_confidence.filter(|c| !(0.0..=1.0).contains(c)) {
+            return bad(
+                "min_confidence",
+                format!("`memory.min_confidence` is {c}; it must lie in 0..=1"),
+            );
+        }
+        if let Some(kind) = m
+            .caps
+            .iter()
+            .flatten()
+            .map(|(k, _)| k)
+            .find(|k| !MEMORY_KINDS.contains(&k.as_str()))
+        {
+            return Err(at(
+                Some("caps"),
+                kind,
+                format!(
+                    "`memory.caps.{kind}` is not a fact kind (one of {})",
+                    MEMORY_KINDS.join(", ")
+                ),
+            ));
+        }
+        if m.project.as_deref().is_some_and(|p| p.trim().is_empty()) {
+            return bad("project", "`memory.project` is empty".to_owned());
         }
     }
     if let Some(t) = &parsed.telemetry {
@@ -402,6 +436,22 @@ fn check_url(text: &str) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// The settings of `memory:` (checked by [`parse_file`]); `None` when absent or disabled.
+fn memory_settings(file: &FileConfig) -> Option<MemorySettings> {
+    let m = file.memory.as_ref()?;
+    if !m.enabled.unwrap_or(true) {
+        return None;
+    }
+    Some(MemorySettings {
+        budget_tokens: m.budget_tokens,
+        caps: m.caps.clone().unwrap_or_default(),
+        min_confidence: m.min_confidence,
+        project: m.project.clone(),
+        project_store: m.project_store.unwrap_or(true),
+        gate: m.gate.unwrap_or(false),
+    })
 }
 
 /// The settings of `telemetry:` (checked by [`parse_file`]).
@@ -688,6 +738,7 @@ impl Config {
             archive: archive_settings(&parsed).0,
             archive_retention: archive_settings(&parsed).1,
             telemetry: telemetry_settings(&parsed),
+            memory: memory_settings(&parsed),
         };
         let proxy = proxy_settings(&parsed, &o)?;
         Ok(Config {

@@ -66,7 +66,7 @@ pub struct ArchiveRetention {
 }
 
 /// The session runtime's settings.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct SessionSettings {
     /// `policy.overflow_max_retries` (at most [`MAX_OVERFLOW_MAX_RETRIES`]).
     pub overflow_max_retries: Option<u32>,
@@ -82,7 +82,42 @@ pub struct SessionSettings {
     pub archive_retention: ArchiveRetention,
     /// `telemetry:` (no exporter when absent).
     pub telemetry: Option<TelemetrySettings>,
+    /// `memory:` (no memory when absent or `enabled: false`).
+    pub memory: Option<MemorySettings>,
 }
+
+/// Structured fact memory (`memory:`): facts injected after the system prompt within a budget,
+/// kept across compactions, durable ones shared by the sessions of a project. Unset values are the
+/// runtime's defaults.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct MemorySettings {
+    /// `memory.budget_tokens`: the memory block's size at most.
+    pub budget_tokens: Option<usize>,
+    /// `memory.caps`: trusted facts held per kind (`decision: 24`, ...), by kind name.
+    pub caps: std::collections::BTreeMap<String, usize>,
+    /// `memory.min_confidence`: candidates below it are rejected (0..=1).
+    pub min_confidence: Option<f64>,
+    /// `memory.project`: the project's id; unset, the host names the project (the CLI uses the
+    /// canonical working directory).
+    pub project: Option<String>,
+    /// `memory.project_store` (default true): durable facts are promoted to the project's memory
+    /// and the project's facts are loaded into its new sessions.
+    pub project_store: bool,
+    /// `memory.gate` (default false): the pre-tool gate rewrites known-folder probes of shell tool
+    /// calls to remembered absolute paths (read by `compactctl hook ... --config FILE`: Claude
+    /// Code's `PreToolUse` hook).
+    pub gate: bool,
+}
+
+/// The fact kinds `memory.caps` may name.
+pub const MEMORY_KINDS: [&str; 6] = [
+    "constraint",
+    "preference",
+    "decision",
+    "dependency",
+    "file_state",
+    "error",
+];
 
 /// Where the session runtime exports its events besides the log (`telemetry:`).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -673,3 +673,47 @@ fn the_otlp_exporter_takes_a_url_a_protocol_headers_and_a_service_name() {
         .to_string();
     assert!(err.contains("is for `exporter: otlp`"), "{err}");
 }
+
+#[test]
+fn the_memory_section_is_opt_in_and_bad_keys_are_located() {
+    let c = Config::from_sources(Some(("seed.yaml", SEED_003)), &none(), &none()).unwrap();
+    assert!(c.session().memory.is_none(), "off unless asked for");
+    let on = format!(
+        "{SEED_003}memory:\n  budget_tokens: 600\n  caps: {{decision: 10, file_state: 5}}\n  min_confidence: 0.5\n  project: shop\n  gate: true\n"
+    );
+    let c = Config::from_sources(Some(("seed.yaml", &on)), &none(), &none()).unwrap();
+    let m = c.session().memory.clone().expect("memory");
+    assert_eq!(m.budget_tokens, Some(600));
+    assert_eq!(m.caps.get("decision"), Some(&10));
+    assert_eq!(m.min_confidence, Some(0.5));
+    assert_eq!(m.project.as_deref(), Some("shop"));
+    assert!(m.project_store && m.gate);
+    let off = format!("{SEED_003}memory:\n  enabled: false\n  budget_tokens: 600\n");
+    let c = Config::from_sources(Some(("seed.yaml", &off)), &none(), &none()).unwrap();
+    assert!(c.session().memory.is_none());
+    let first = SEED_003.lines().count() + 1;
+    for (section, line, why) in [
+        ("memory:\n  budjet_tokens: 5\n", first + 1, "budjet_tokens"),
+        (
+            "memory:\n  budget_tokens: 0\n",
+            first + 1,
+            "must be above 0",
+        ),
+        ("memory:\n  min_confidence: 1.5\n", first + 1, "0..=1"),
+        (
+            "memory:\n  caps:\n    decision: 3\n    facts: 2\n",
+            first + 3,
+            "not a fact kind",
+        ),
+        ("memory:\n  project: \"  \"\n", first + 1, "is empty"),
+    ] {
+        let file = format!("{SEED_003}{section}");
+        let err = Config::from_sources(Some(("seed.yaml", &file)), &none(), &none())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains(why) && err.contains(&format!("seed.yaml:{line}")),
+            "{section}: {err}"
+        );
+    }
+}

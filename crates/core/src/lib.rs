@@ -17,6 +17,7 @@
 pub mod budget;
 pub mod checkpoint;
 pub mod facts;
+pub mod memory;
 pub mod model;
 pub mod normalize;
 pub mod partition;

@@ -34,6 +34,8 @@ pub struct SessionConfig {
     /// Sessions whose state the manager keeps in memory; beyond it, the least recently used idle
     /// ones are dropped (their next call reloads them from the store and recounts once).
     pub max_cached_sessions: usize,
+    /// Structured fact memory (`None`: off, the default). See [`crate::memory`].
+    pub memory: Option<crate::memory::MemoryConfig>,
 }
 
 /// Default of [`SessionConfig::max_cached_sessions`]: a 200k-token session holds a few megabytes
@@ -49,6 +51,7 @@ impl std::fmt::Debug for SessionConfig {
             .field("trigger_phrases", &self.trigger_phrases)
             .field("overflow_max_retries", &self.overflow_max_retries)
             .field("max_cached_sessions", &self.max_cached_sessions)
+            .field("memory", &self.memory)
             .field(
                 "redactor",
                 &self.redactor.as_ref().map(|r| r.kinds().count()),
@@ -73,6 +76,7 @@ impl SessionConfig {
             overflow_max_retries: DEFAULT_OVERFLOW_MAX_RETRIES,
             max_cached_sessions: DEFAULT_MAX_CACHED_SESSIONS,
             redactor: Some(Arc::new(Redactor::new())),
+            memory: None,
         }
     }
 
@@ -90,6 +94,10 @@ impl SessionConfig {
         if let Some(phrases) = &settings.manual_trigger_phrases {
             session.trigger_phrases.clone_from(phrases);
         }
+        session.memory = settings
+            .memory
+            .as_ref()
+            .map(|m| crate::memory::MemoryConfig::from_settings(m, None));
         session.redactor = if settings.redaction.enabled {
             let mut r = Redactor::new();
             for (name, pattern) in &settings.redaction.patterns {
@@ -103,6 +111,25 @@ impl SessionConfig {
             None
         };
         session
+    }
+
+    /// The same settings with structured fact memory (`None` turns it off).
+    #[must_use]
+    pub fn with_memory(mut self, memory: Option<crate::memory::MemoryConfig>) -> Self {
+        self.memory = memory;
+        self
+    }
+
+    /// The same settings with `project` as the memory's project when the configuration names none
+    /// and keeps a project store (hosts pass the canonical working directory).
+    #[must_use]
+    pub fn with_default_project(mut self, project: &str) -> Self {
+        if let Some(m) = &mut self.memory {
+            if m.project.is_none() && m.project_store {
+                m.project = Some(project.to_owned());
+            }
+        }
+        self
     }
 
     /// The same settings with another summariser.

@@ -87,4 +87,12 @@ pub enum SessionError {
     /// A stored item could not be read.
     #[error(transparent)]
     Codec(#[from] CodecError),
+    /// A memory operation was refused: no such fact, or a transition the lifecycle does not have.
+    #[error("session `{session}`: {source}")]
+    Memory {
+        /// The session (or project memory log).
+        session: String,
+        /// Why.
+        source: compact_core::memory::MemoryError,
+    },
 }

@@ -45,6 +45,16 @@ pub enum EventKind {
     /// The model asked for an original by id in band (the proxy's `compact_recall` tool):
     /// `reference`, `found`, and the `tokens` returned.
     Recall,
+    /// A memory candidate and the decision about it (`outcome`: accepted, merged, rejected;
+    /// `reason`: new, duplicate_merged, date_only, cap_reached, ...; the candidate's fields).
+    MemoryCandidate,
+    /// A remembered fact moved in its lifecycle (`fact`, `to`, `reason`, `by`).
+    MemoryLifecycle,
+    /// The memory block injected after the system prompt changed (`facts`, `tokens`, `reason`).
+    MemoryInjected,
+    /// The pre-tool gate rewrote a shell command to a remembered path (`tool`, `target`, `path`,
+    /// `fact`, `original_command`, `rewritten_command`).
+    MemoryGate,
 }
 
 impl EventKind {
@@ -67,10 +77,14 @@ impl EventKind {
             EventKind::OverflowRecovered => "compact.overflow_recovered",
             EventKind::ProviderCompaction => "compact.provider_compaction",
             EventKind::Recall => "compact.recall",
+            EventKind::MemoryCandidate => "compact.memory_candidate",
+            EventKind::MemoryLifecycle => "compact.memory_lifecycle",
+            EventKind::MemoryInjected => "compact.memory_injected",
+            EventKind::MemoryGate => "compact.memory_gate",
         }
     }
 
-    const ALL: [EventKind; 16] = [
+    const ALL: [EventKind; 20] = [
         EventKind::TokenEstimate,
         EventKind::TriggerDecision,
         EventKind::Compacted,
@@ -87,6 +101,10 @@ impl EventKind {
         EventKind::OverflowRecovered,
         EventKind::ProviderCompaction,
         EventKind::Recall,
+        EventKind::MemoryCandidate,
+        EventKind::MemoryLifecycle,
+        EventKind::MemoryInjected,
+        EventKind::MemoryGate,
     ];
 
     /// The kind named `name`, if any.

@@ -79,6 +79,7 @@ pub mod export;
 mod history;
 mod manager;
 mod manual;
+pub mod memory;
 #[cfg(feature = "otlp")]
 pub mod otlp;
 mod recall;
@@ -106,6 +107,7 @@ pub use export::{
 };
 pub use manager::{CompactManager, PreflightReport, Prepared, MAX_SESSION_ID_LEN, MAX_STRIKES};
 pub use manual::ManualCompaction;
+pub use memory::{MemoryConfig, DEFAULT_MEMORY_BUDGET};
 #[cfg(feature = "otlp")]
 pub use otlp::{OtlpError, OtlpExporter};
 pub use recall::{Recalled, KEEP_ATTEMPTS};

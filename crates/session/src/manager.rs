@@ -23,12 +23,15 @@ use crate::state::{call_ids, view_record, SessionState};
 use crate::store::{Store, StoreError};
 use crate::trigger::manual_request;
 use compact_core::budget::Budget;
+use compact_core::memory::{Change as MemoryChange, Memory, Origin, Outcome};
 use compact_core::model::{Conversation, Format, Item, ItemBody, Role};
 use compact_core::normalize::{diagnose, normalize, ProviderRules};
 use compact_core::plan::Action;
 use compact_core::policy::{decide, Decision, Policy, TriggerReason};
+use compact_core::tokens::TokenCounter;
 use compact_engine::{block_on, CompactError, Compaction, Compactor, Report};
 use serde_json::json;
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -488,6 +491,64 @@ impl CompactManager {
             }));
         }
 
+        // 1b. Memory: the candidates in the new items (and, for a new session, the project's
+        // facts), decided on a copy that becomes the state's once the log holds the decisions.
+        let memory_config = self.config.memory.as_ref();
+        let mut memory_next: Option<Memory> = None;
+        let mut memory_touched: Vec<String> = Vec::new();
+        if let Some(mc) = memory_config {
+            let mut candidates = Vec::new();
+            if state.version == 0 && !state.prepared {
+                if let Some(project) = mc.project() {
+                    match crate::memory::project_candidates(self.store.as_ref(), project) {
+                        Ok(c) => candidates.extend(c),
+                        Err(e) => warnings.push(format!("project memory not loaded: {e}")),
+                    }
+                }
+            }
+            candidates.extend(crate::memory::candidates_of(new_items));
+            if !candidates.is_empty() {
+                let redactor = state
+                    .redactor
+                    .as_deref()
+                    .or(self.config.redactor.as_deref());
+                crate::memory::redact_candidates(redactor, session, &mut candidates);
+                let mut memory = state.memory.clone();
+                for change in memory.admit(candidates, &mc.limits) {
+                    // A fact loaded from the project is no new evidence for the project.
+                    if let MemoryChange::Candidate {
+                        outcome: Outcome::Accepted | Outcome::Merged,
+                        fact: Some(id),
+                        candidate,
+                        ..
+                    } = &change
+                    {
+                        if candidate.origin != Origin::Project {
+                            memory_touched.push(id.clone());
+                        }
+                    }
+                    events.push(crate::memory::change_event(&change));
+                }
+                memory_next = Some(memory);
+            }
+        }
+        // The block the view holds after this call: rendered again at a first call, a branch, a
+        // reload or after a forget (and at a compaction, below); else the one it holds.
+        let refresh_reason = match memory_config {
+            None => None,
+            Some(_) if !state.prepared => Some("first_call"),
+            Some(_) if branched => Some("branch"),
+            Some(_) if state.fresh => Some("reload"),
+            Some(_) if state.memory_refresh => Some("forget"),
+            Some(_) => None,
+        };
+        let mut memory_block = state.memory_block.clone();
+        if let (Some(mc), Some(_)) = (memory_config, refresh_reason) {
+            let memory = memory_next.as_ref().unwrap_or(&state.memory);
+            memory_block = render_memory(memory, mc.budget_tokens, &counter);
+        }
+        let memory_moved = memory_block != state.memory_block;
+
         // 2. A manual request in a new latest user message (whose place also resets the
         // two-strike breaker below).
         let last_user = request
@@ -506,6 +567,7 @@ impl CompactManager {
             && state.repaired.is_none()
             && request.tools == state.view.tools
             && request.format == state.view.format
+            && !memory_moved
             && appends_cleanly(&state.call_ids, new_items, rules);
         let previous_sent_len = state.sent().items.len();
         let (count, candidate, normalized) = if fast {
@@ -532,6 +594,9 @@ impl CompactManager {
             candidate.items.extend_from_slice(base);
             if !branched {
                 candidate.items.extend_from_slice(new_items);
+            }
+            if memory_config.is_some() {
+                crate::memory::inject(&mut candidate, memory_block.as_deref());
             }
             candidate.renumber_turns();
             let normalized = normalize(&candidate, &rules);
@@ -592,18 +657,27 @@ impl CompactManager {
                 });
             }
         } else if matches!(decision, Decision::Compact(_)) {
-            let candidate_owned;
-            let candidate_ref = match &candidate {
-                Some(c) => c,
+            let mut to_compact: Cow<'_, Conversation> = match &candidate {
+                Some(c) => Cow::Borrowed(c),
                 None => {
                     let mut c = Conversation::clone(&state.view);
                     c.items.extend_from_slice(new_items);
                     c.extra = request.extra.clone();
                     c.renumber_turns();
-                    candidate_owned = c;
-                    &candidate_owned
+                    Cow::Owned(c)
                 }
             };
+            // A compaction rewrites the prompt from the checkpoint on: the block takes in what
+            // was learnt since it was last rendered.
+            if let Some(mc) = memory_config {
+                let memory = memory_next.as_ref().unwrap_or(&state.memory);
+                let fresh = render_memory(memory, mc.budget_tokens, &counter);
+                if crate::memory::block_in(&to_compact) != fresh {
+                    crate::memory::inject(to_compact.to_mut(), fresh.as_deref());
+                    to_compact.to_mut().renumber_turns();
+                }
+            }
+            let candidate_ref: &Conversation = &to_compact;
             let policy_for_run = if manual {
                 manual_policy(&self.calibrated_policy(ratio), count)
             } else {
@@ -720,6 +794,25 @@ impl CompactManager {
         let tokens_sent = match &next {
             NextView::Replace { tokens, .. } | NextView::Extend { tokens } => *tokens,
         };
+        let block_after = match (&next, memory_config) {
+            (_, None) => None,
+            (NextView::Extend { .. }, Some(_)) => state.memory_block.clone(),
+            (NextView::Replace { view, .. }, Some(_)) => crate::memory::block_in(view),
+        };
+        if memory_config.is_some() && block_after != state.memory_block {
+            let reason = if compaction.is_some() {
+                "compaction"
+            } else {
+                refresh_reason.unwrap_or("view")
+            };
+            events.push(Event::new(
+                EventKind::MemoryInjected,
+                json!({"reason": reason,
+                       "facts": block_after.as_deref().map_or(0, |b| b.matches("\n- ").count()),
+                       "tokens": block_after.as_deref().map_or(0, |b| counter.count_text(b)),
+                       "budget": memory_config.map(|m| m.budget_tokens)}),
+            ));
+        }
         if failure.is_none() && stopped.is_none() {
             events.push(Event::new(
                 EventKind::Sent,
@@ -738,6 +831,13 @@ impl CompactManager {
         }
         state.logged.extend(new_hashes.iter().copied());
         state.chain = chain;
+        if let Some(memory) = memory_next {
+            state.memory = memory;
+        }
+        if memory_config.is_some() {
+            state.memory_block = block_after;
+            state.memory_refresh = false;
+        }
         let new_items = &request.items[matched..];
         match next {
             NextView::Extend { tokens } => {
@@ -786,6 +886,21 @@ impl CompactManager {
         if let Some(e) = stopped {
             return Err(e);
         }
+        if let Some(project) = memory_config.and_then(|m| m.project()) {
+            if !memory_touched.is_empty() {
+                let limits = memory_config.map(|m| m.limits).unwrap_or_default();
+                if let Err(e) = crate::memory::promote(
+                    self.store.as_ref(),
+                    project,
+                    session,
+                    &state.memory,
+                    &memory_touched,
+                    &limits,
+                ) {
+                    warnings.push(format!("facts not promoted to the project's memory: {e}"));
+                }
+            }
+        }
         if let (Some(seq), Some(done)) = (view_seq_archived, &compaction) {
             warnings.extend(crate::archive::after_compaction(
                 self.archive.as_deref(),
@@ -831,6 +946,11 @@ enum NextView {
         repaired: Option<Arc<Conversation>>,
         tokens: usize,
     },
+}
+
+/// The memory block of `memory` within `budget` tokens.
+fn render_memory(memory: &Memory, budget: usize, counter: &TokenCounter) -> Option<String> {
+    compact_core::memory::render::render(memory, budget, counter)
 }
 
 /// Redacts the string values of an event's data.

@@ -68,6 +68,12 @@ pub(crate) struct SessionState {
     /// True when an append found the log moved on (another writer appended first): the state no
     /// longer reflects the log, and the next call reloads it.
     pub stale: bool,
+    /// The session's facts (replayed from its memory events).
+    pub memory: compact_core::memory::Memory,
+    /// The memory block the view holds, if any.
+    pub memory_block: Option<String>,
+    /// True when the next preflight must render the block again (a fact was forgotten or pinned).
+    pub memory_refresh: bool,
 }
 
 impl SessionState {
@@ -130,6 +136,9 @@ impl SessionState {
                 Record::Item(_) => {}
                 Record::View(v) => views.push(v),
                 Record::Event(e) => {
+                    if let Some(change) = crate::memory::event_change(e) {
+                        state.memory.apply(&change);
+                    }
                     if e.kind == EventKind::Calibration {
                         let model = e.get("model").and_then(|v| v.as_str());
                         let ratio = e.get("ratio").and_then(serde_json::Value::as_f64);
@@ -207,6 +216,7 @@ impl SessionState {
             ..Conversation::default()
         };
         view.renumber_turns();
+        state.memory_block = crate::memory::block_in(&view);
         state.view = Arc::new(view);
         state.index_calls();
         Ok(state)

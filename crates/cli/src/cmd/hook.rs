@@ -44,6 +44,74 @@ pub struct HookArgs {
     /// PreToolUse: never wrap a command containing this text (repeatable).
     #[arg(long, value_name = "TEXT")]
     exclude: Vec<String>,
+    /// PreToolUse memory gate: the store holding the memory whose remembered paths rewrite
+    /// known-folder probes (`sqlite:PATH`); with `--memory-session` or `--memory-project`.
+    #[arg(long, value_name = "URL")]
+    memory_store: Option<String>,
+    /// PreToolUse memory gate: the session whose facts are read (and where rewrites are logged).
+    #[arg(long, value_name = "ID", conflicts_with = "memory_project")]
+    memory_session: Option<String>,
+    /// PreToolUse memory gate: the project whose facts are read (and where rewrites are logged).
+    #[arg(long, value_name = "PROJECT")]
+    memory_project: Option<String>,
+    /// PreToolUse memory gate from a configuration file: with `memory.gate: true`, the gate reads
+    /// the project's memory (`memory.project`, else the agent's working directory) in the store
+    /// `storage:` names.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+}
+
+/// The memory gate's store and log, when the flags name them.
+type GateLog = (std::sync::Arc<dyn compact_session::Store>, String);
+
+/// The store and log of the memory gate, and the paths its trusted facts remember.
+fn gate_options(
+    args: &HookArgs,
+    input: &[u8],
+) -> Result<Option<(GateLog, compact_core::memory::KnownPaths)>, String> {
+    let (store, log) = match (&args.memory_store, &args.config) {
+        (Some(url), _) => {
+            let log = match (&args.memory_session, &args.memory_project) {
+                (Some(s), _) => s.clone(),
+                (None, Some(p)) => compact_session::memory::project_session(p),
+                (None, None) => {
+                    return Err(
+                        "--memory-store needs --memory-session or --memory-project".to_owned()
+                    )
+                }
+            };
+            let store = crate::cmd::sessions::open_store(Some(url)).map_err(|e| e.to_string())?;
+            (store, log)
+        }
+        (None, Some(path)) => {
+            let config = compact_config::Config::load(
+                Some(path.as_path()),
+                &compact_config::Overrides::default(),
+            )
+            .map_err(|e| e.to_string())?;
+            let Some(memory) = config.session().memory.as_ref().filter(|m| m.gate) else {
+                return Ok(None);
+            };
+            // The project: the configuration's, else the directory the agent works in.
+            let cwd = serde_json::from_slice::<serde_json::Value>(input)
+                .ok()
+                .and_then(|v| v.get("cwd")?.as_str().map(PathBuf::from))
+                .and_then(|d| std::fs::canonicalize(d).ok())
+                .map(|d| d.to_string_lossy().into_owned());
+            let Some(project) = memory.project.clone().or(cwd) else {
+                return Err("memory.gate: no `memory.project` and no `cwd` in the input".to_owned());
+            };
+            let store = compact_session::open_store(&config)
+                .ok_or_else(|| "memory.gate: the configuration names no `storage`".to_owned())?
+                .map_err(|e| e.to_string())?;
+            (store, compact_session::memory::project_session(&project))
+        }
+        (None, None) => return Ok(None),
+    };
+    let memory = compact_session::memory::read_memory(store.as_ref(), &log)
+        .map_err(|e| format!("reading the memory of `{log}`: {e}"))?;
+    let known = compact_core::memory::KnownPaths::from_facts(memory.facts());
+    Ok(Some(((store, log), known)))
 }
 
 /// The `PreToolUse` options from the flags, or why they are refused.
@@ -84,6 +152,7 @@ fn run_options(args: &HookArgs) -> Result<RunHookOptions, String> {
         home: std::env::var_os("HOME")
             .filter(|h| !h.is_empty())
             .map(PathBuf::from),
+        gate: None,
     })
 }
 
@@ -129,13 +198,26 @@ pub fn run(args: &HookArgs) -> anyhow::Result<ExitCode> {
         log::append(&log_path, &log::line(agent.name(), &event, &reason));
         return Ok(ExitCode::SUCCESS);
     }
-    let run = match run_options(args) {
+    let mut run = match run_options(args) {
         Ok(run) => run,
         Err(reason) => {
             log::append(&log_path, &log::line(agent.name(), &event, &reason));
             return Ok(ExitCode::SUCCESS);
         }
     };
+    // The memory gate only on PreToolUse: other events need no store.
+    let mut gate_log = None;
+    if event == "PreToolUse" {
+        match gate_options(args, &input) {
+            Ok(Some((log, known))) => {
+                run.gate = Some(known);
+                gate_log = Some(log);
+            }
+            Ok(None) => {}
+            // The gate is off for this call; the command goes on as the rest of the hook decides.
+            Err(reason) => log::append(&log_path, &log::line(agent.name(), &event, &reason)),
+        }
+    }
     let options = HookOptions {
         agent,
         max_tokens: args.max_tokens,
@@ -143,7 +225,33 @@ pub fn run(args: &HookArgs) -> anyhow::Result<ExitCode> {
         // Codex's hooks cannot rewrite a command in every version: only Claude Code's is wrapped.
         run: (agent == Agent::ClaudeCode).then_some(run),
     };
-    match hook::run(&input, &options) {
+    let outcome = match hook::run(&input, &options) {
+        Ok(HookOutcome::Gated(json, rewrite)) => {
+            if let Some((store, log)) = &gate_log {
+                let manager = compact_session::CompactManager::open(
+                    crate::cmd::run::reader_config(),
+                    std::sync::Arc::clone(store),
+                );
+                let logged = manager.map_err(|e| e.to_string()).and_then(|m| {
+                    m.log_gate_rewrite(log, "Bash", &rewrite)
+                        .map_err(|e| e.to_string())
+                });
+                if let Err(reason) = logged {
+                    log::append(
+                        &log_path,
+                        &log::line(
+                            agent.name(),
+                            &event,
+                            &format!("logging the gate's rewrite: {reason}"),
+                        ),
+                    );
+                }
+            }
+            Ok(HookOutcome::Emit(json))
+        }
+        other => other,
+    };
+    match outcome {
         Ok(HookOutcome::Emit(json)) => {
             let mut out = std::io::stdout().lock();
             if let Err(e) = out.write_all(json.as_bytes()).and_then(|()| out.flush()) {
@@ -157,7 +265,7 @@ pub fn run(args: &HookArgs) -> anyhow::Result<ExitCode> {
                 );
             }
         }
-        Ok(HookOutcome::Saved(_) | HookOutcome::Nothing(_)) => {}
+        Ok(HookOutcome::Saved(_) | HookOutcome::Nothing(_) | HookOutcome::Gated(..)) => {}
         Err(e) => log::append(&log_path, &log::line(agent.name(), &event, &e.to_string())),
     }
     Ok(ExitCode::SUCCESS)

@@ -8,6 +8,7 @@ pub mod hook;
 pub mod inspect;
 pub mod install;
 pub mod mcp;
+pub mod memory;
 pub mod plan;
 pub mod recall;
 pub mod replay;

@@ -69,8 +69,13 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
         .unwrap_or_else(|| DEFAULT_ADMIN_TOKEN_ENV.to_owned());
     let admin_token = std::env::var(&token_env).ok();
     let mut proxy_config = ProxyConfig::from_config(&config, admin_token);
-    proxy_config.session =
+    let mut session =
         SessionConfig::from_config(&config).with_summarizer(summarizer(config.summarizer())?);
+    // The project of `memory:` when the file names none: the directory the proxy runs in.
+    if let Ok(dir) = std::env::current_dir().and_then(std::fs::canonicalize) {
+        session = session.with_default_project(&dir.to_string_lossy());
+    }
+    proxy_config.session = session;
     let store = open_store(args.store.as_deref(), &config)?;
     proxy_config.archive = match compact_session::open_archive(&config, &|k| std::env::var(k).ok())
     {

@@ -435,6 +435,10 @@ fn gc(store: &dyn Store, older_than: &str, dry_run: bool) -> anyhow::Result<Exit
     let cutoff = now_ms().saturating_sub(u64::try_from(age.as_millis()).unwrap_or(u64::MAX));
     let mut removed = 0;
     for summary in store.list_sessions()? {
+        // A project's memory outlives its sessions: `compactctl memory forget --project` prunes it.
+        if compact_session::memory::is_project_session(&summary.id) {
+            continue;
+        }
         // A session with no event yet was created and never used: its age is unknown, so it stays.
         let Some(last) = summary.last_event_ms else {
             continue;

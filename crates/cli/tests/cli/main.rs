@@ -8,6 +8,7 @@ mod exit;
 mod inspect;
 mod limits;
 mod llm;
+mod memory;
 mod plan_diff;
 mod recall;
 mod replay;

@@ -11,6 +11,8 @@ mod errors;
 mod exports;
 mod incremental;
 mod log;
+mod memory;
+mod memory_corpus;
 #[cfg(feature = "otlp")]
 mod otlp;
 mod overflow_e2e;
