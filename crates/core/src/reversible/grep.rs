@@ -71,7 +71,7 @@ pub fn group_by_file(text: &str) -> Option<String> {
         }
         i += run;
     }
-    (out.len() < text.len() && ungroup(&out) == text).then_some(out)
+    super::checked(text, out, ungroup)
 }
 
 /// The inverse of [`group_by_file`]: a line ending in `:` followed by tab-indented lines is a header;

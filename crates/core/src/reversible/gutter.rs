@@ -38,10 +38,10 @@ pub fn unpad_gutter(text: &str) -> Option<String> {
             None => out.push_str(line),
         }
     }
-    if numbered < MIN_LINES || out.len() == text.len() || pad_gutter(&out) != text {
+    if numbered < MIN_LINES {
         return None;
     }
-    Some(out)
+    super::checked(text, out, pad_gutter)
 }
 
 /// The inverse of [`unpad_gutter`]: every line that starts with digits followed by `→` or a tab

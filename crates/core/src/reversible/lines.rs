@@ -44,7 +44,7 @@ pub fn collapse_repeats(text: &str) -> Option<String> {
         }
         i += run;
     }
-    (changed && out.len() < text.len() && expand_repeats(&out) == text).then_some(out)
+    super::checked(text, out, expand_repeats).filter(|_| changed)
 }
 
 /// The inverse of [`collapse_repeats`]: each marker line becomes that many copies of the line above.

@@ -31,6 +31,12 @@ pub use tables::{pad_tables, unpad_tables};
 
 use crate::model::ItemId;
 
+/// `encoded` when it is shorter than `text` and `decode` gives `text` back exactly: the one check
+/// every lossless rewriter makes before its rewrite is used.
+fn checked(text: &str, encoded: String, decode: impl Fn(&str) -> String) -> Option<String> {
+    (encoded.len() < text.len() && decode(&encoded) == text).then_some(encoded)
+}
+
 /// A rewritten output and the rewriters that changed it, in the order they ran.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Densified {

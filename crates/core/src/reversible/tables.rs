@@ -78,7 +78,7 @@ pub fn unpad_tables(text: &str) -> Option<String> {
                 .collect(),
         )
     });
-    (changed && out.len() < text.len() && pad_tables(&out) == text).then_some(out)
+    super::checked(text, out, pad_tables).filter(|_| changed)
 }
 
 /// The inverse of [`unpad_tables`]: each table is padded to its widest cell per column (one space

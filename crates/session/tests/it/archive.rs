@@ -3,14 +3,14 @@
 //! log lacks an item, events are copied out in batches, retention deletes oldest first, and a
 //! writer killed mid-write leaves only whole objects.
 
-use crate::common::{manager_with, Agent};
+use crate::common::{counter, manager_with, Agent};
 use compact_core::model::Format;
 use compact_session::archive::{
     archive_events, gc, read_items, Archive, ArchiveError, FsArchive, ObjectKey, ObjectKind,
     Retention,
 };
 use compact_session::record::Record;
-use compact_session::{MemoryStore, SessionError, Store};
+use compact_session::{CompactManager, MemoryStore, SessionConfig, SessionError, Store};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -165,7 +165,15 @@ fn drive_until_compacted(manager: &compact_session::CompactManager, agent: &mut 
 fn a_manager_archives_every_compaction_and_recalls_from_the_archive() {
     let archive: Arc<dyn Archive> = Arc::new(FsArchive::open(temp_dir("manager")).unwrap());
     let store = Arc::new(MemoryStore::new());
-    let manager = manager_with(16_000, store.clone()).with_archive(Arc::clone(&archive));
+    // The reversible stage alone would reach the target of these synthetic sessions: this test is
+    // about the checkpoints the lossy tiers archive, so it is off.
+    let policy = compact_core::policy::Policy {
+        reversible: compact_core::policy::ReversibleMode::Off,
+        ..compact_core::policy::Policy::for_window(16_000)
+    };
+    let manager = CompactManager::open(SessionConfig::new(policy, counter()), store.clone())
+        .unwrap()
+        .with_archive(Arc::clone(&archive));
     let mut agent = Agent::new(11, Format::OpenAiChat);
     assert_eq!(drive_until_compacted(&manager, &mut agent), 2);
     let manual = manager.manual_compact("s", "checkpoint please").unwrap();
