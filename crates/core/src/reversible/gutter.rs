@@ -21,7 +21,7 @@ fn padded(line: &str) -> Option<(usize, char)> {
     (sep == '→' || sep == '\t').then_some((digits_at, sep))
 }
 
-/// The text with every gutter's padding removed, when at least [`MIN_LINES`] lines carry one and
+/// The text with every gutter's padding removed, when at least three lines carry one and
 /// [`pad_gutter`] gives back exactly `text`.
 pub fn unpad_gutter(text: &str) -> Option<String> {
     let mut out = String::with_capacity(text.len());
