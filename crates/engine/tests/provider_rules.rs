@@ -169,13 +169,7 @@ impl Tally {
 
 /// Every file of the corpus's format directories, largest first.
 fn corpus_files(dir: &Path) -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.is_dir())
-        .flat_map(|d| std::fs::read_dir(d).unwrap().map(|e| e.unwrap().path()))
-        .filter(|p| p.is_file())
-        .collect();
+    let mut files = corpus::files(dir);
     files.sort_by_key(|p| std::cmp::Reverse(std::fs::metadata(p).map_or(0, |m| m.len())));
     if let Ok(only) = std::env::var("COMPACT_SWEEP_ONLY") {
         files.retain(|p| p.to_string_lossy().contains(&only));

@@ -683,15 +683,7 @@ mod corpus;
 /// Every transcript of the corpus, read leniently (a few Claude Code files have lines broken by
 /// their owners' redaction).
 fn corpus_jobs(options: &ReplayOptions) -> Option<Vec<Job>> {
-    let root = corpus::dir()?;
-    let mut paths: Vec<_> = std::fs::read_dir(root)
-        .unwrap()
-        .flatten()
-        .filter(|d| d.path().is_dir())
-        .flat_map(|d| std::fs::read_dir(d.path()).unwrap().flatten())
-        .map(|e| e.path())
-        .collect();
-    paths.sort();
+    let paths = corpus::files(&corpus::dir()?);
     Some(
         paths
             .iter()

@@ -23,12 +23,12 @@ use crate::state::{call_ids, view_record, SessionState};
 use crate::store::{Store, StoreError};
 use crate::trigger::manual_request;
 use compact_core::budget::Budget;
+use compact_core::memory::render::render;
 use compact_core::memory::{Change as MemoryChange, Memory, Origin, Outcome};
 use compact_core::model::{Conversation, Format, Item, ItemBody, Role};
 use compact_core::normalize::{diagnose, normalize, ProviderRules};
 use compact_core::plan::Action;
 use compact_core::policy::{decide, Decision, Policy, TriggerReason};
-use compact_core::tokens::TokenCounter;
 use compact_engine::{block_on, CompactError, Compaction, Compactor, Report};
 use serde_json::json;
 use std::borrow::Cow;
@@ -545,7 +545,7 @@ impl CompactManager {
         let mut memory_block = state.memory_block.clone();
         if let (Some(mc), Some(_)) = (memory_config, refresh_reason) {
             let memory = memory_next.as_ref().unwrap_or(&state.memory);
-            memory_block = render_memory(memory, mc.budget_tokens, &counter);
+            memory_block = render(memory, mc.budget_tokens, &counter);
         }
         let memory_moved = memory_block != state.memory_block;
 
@@ -671,7 +671,7 @@ impl CompactManager {
             // was learnt since it was last rendered.
             if let Some(mc) = memory_config {
                 let memory = memory_next.as_ref().unwrap_or(&state.memory);
-                let fresh = render_memory(memory, mc.budget_tokens, &counter);
+                let fresh = render(memory, mc.budget_tokens, &counter);
                 if crate::memory::block_in(&to_compact) != fresh {
                     crate::memory::inject(to_compact.to_mut(), fresh.as_deref());
                     to_compact.to_mut().renumber_turns();
@@ -946,11 +946,6 @@ enum NextView {
         repaired: Option<Arc<Conversation>>,
         tokens: usize,
     },
-}
-
-/// The memory block of `memory` within `budget` tokens.
-fn render_memory(memory: &Memory, budget: usize, counter: &TokenCounter) -> Option<String> {
-    compact_core::memory::render::render(memory, budget, counter)
 }
 
 /// Redacts the string values of an event's data.

@@ -165,11 +165,13 @@ impl<'a> PlanBuilder<'a> {
         if after >= before {
             return 0;
         }
-        let p = &mut self.plan.items[idx];
-        p.action = Action::Truncate { to_tokens };
-        p.tier = Some(tier);
-        p.tokens_after = after;
-        p.replacement = Some(replacement);
+        self.assign(
+            idx,
+            Action::Truncate { to_tokens },
+            tier,
+            replacement,
+            after,
+        );
         before - after
     }
 
@@ -207,12 +209,24 @@ impl<'a> PlanBuilder<'a> {
         if after >= before {
             return 0;
         }
+        self.assign(idx, action, tier, replacement, after);
+        before - after
+    }
+
+    /// Sets item `idx` to be sent as `replacement` (`after` tokens) by `action` of `tier`.
+    fn assign(
+        &mut self,
+        idx: usize,
+        action: Action,
+        tier: Tier,
+        replacement: crate::model::Item,
+        after: usize,
+    ) {
         let p = &mut self.plan.items[idx];
         p.action = action;
         p.tier = Some(tier);
         p.tokens_after = after;
         p.replacement = Some(replacement);
-        before - after
     }
 
     fn reference_as(
@@ -256,11 +270,7 @@ impl<'a> PlanBuilder<'a> {
             return 0;
         }
         let saved = self.plan.items[idx].tokens_after.saturating_sub(after);
-        let p = &mut self.plan.items[idx];
-        p.action = Action::Reference { stub };
-        p.tier = Some(tier);
-        p.tokens_after = after;
-        p.replacement = Some(replacement);
+        self.assign(idx, Action::Reference { stub }, tier, replacement, after);
         saved
     }
 

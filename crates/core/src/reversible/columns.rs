@@ -102,18 +102,7 @@ pub fn expand_columns(v: &Value) -> Value {
 /// array of objects with the same keys, it is shorter, and [`expand_columns`] gives the same value.
 /// Numbers too long for an `f64` leave the text alone (they would not survive).
 pub fn columnar(text: &str) -> Option<String> {
-    let trimmed = text.trim();
-    if !(trimmed.starts_with('{') || trimmed.starts_with('[')) {
-        return None;
-    }
-    if trimmed
-        .as_bytes()
-        .windows(16)
-        .any(|w| w.iter().all(u8::is_ascii_digit))
-    {
-        return None;
-    }
-    let value: Value = serde_json::from_str(trimmed).ok()?;
+    let value = crate::truncate::densify::json_document(text)?;
     let columns = to_columns(&value);
     if columns == value || expand_columns(&columns) != value {
         return None;

@@ -18,6 +18,8 @@ use super::{Request, Staleness};
 use crate::model::{Item, ItemBody, Part};
 use crate::plan::{is_reference, Action, PlanBuilder, Supersession, Tier};
 use crate::reversible::densify_output;
+use crate::truncate::replace_text_parts;
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 /// Paragraphs shorter than this (in bytes) are never replaced by a marker.
@@ -56,6 +58,49 @@ fn text_only(item: &Item) -> Option<String> {
         texts.push(p.as_text()?);
     }
     (!texts.is_empty()).then(|| texts.join("\n"))
+}
+
+/// `text` (the output of item `at`) with each paragraph of at least [`MIN_BLOCK_CHARS`] that a later
+/// output holds (`later`: paragraph -> item) replaced by a marker naming that output (`id_of`), or
+/// `None` when none is; its own paragraphs are then remembered for the earlier outputs.
+fn mark_repeated_blocks<'t, 'i>(
+    text: &'t str,
+    at: usize,
+    later: &mut HashMap<&'t str, usize>,
+    id_of: impl Fn(usize) -> &'i crate::model::ItemId,
+) -> Option<String> {
+    let blocks: Vec<&str> = text.split("\n\n").collect();
+    let repeated: Vec<Option<usize>> = blocks
+        .iter()
+        .map(|block| {
+            let key = block.trim();
+            (key.len() >= MIN_BLOCK_CHARS)
+                .then(|| later.get(key).copied())
+                .flatten()
+        })
+        .collect();
+    for block in &blocks {
+        let key = block.trim();
+        if key.len() >= MIN_BLOCK_CHARS {
+            later.entry(key).or_insert(at);
+        }
+    }
+    if repeated.iter().all(Option::is_none) {
+        return None;
+    }
+    let parts: Vec<Cow<'_, str>> = blocks
+        .iter()
+        .zip(&repeated)
+        .map(|(block, by)| match by {
+            Some(by) => Cow::Owned(format!(
+                "[compact: a {}-character block repeated word for word in `{}`]",
+                block.len(),
+                id_of(*by)
+            )),
+            None => Cow::Borrowed(*block),
+        })
+        .collect();
+    Some(parts.join("\n\n"))
 }
 
 /// Runs the stage on `b` (see the module documentation).
@@ -98,46 +143,23 @@ pub fn run(b: &mut PlanBuilder<'_>, req: &Request<'_>, staleness: &Staleness) ->
         let Some(text) = texts[i].as_deref() else {
             continue;
         };
-        let mut out = String::new();
-        let mut repeated = false;
-        for (k, block) in text.split("\n\n").enumerate() {
-            if k > 0 {
-                out.push_str("\n\n");
-            }
-            match later.get(block.trim()) {
-                Some(&at) if block.trim().len() >= MIN_BLOCK_CHARS => {
-                    repeated = true;
-                    out.push_str(&format!(
-                        "[compact: a {}-character block repeated word for word in `{}`]",
-                        block.len(),
-                        conv.items[at].meta.id
-                    ));
-                }
-                _ => out.push_str(block),
-            }
-        }
-        for block in text.split("\n\n") {
-            if block.trim().len() >= MIN_BLOCK_CHARS {
-                later.entry(block.trim()).or_insert(i);
-            }
-        }
-        let base = if repeated { out.as_str() } else { text };
-        let dense = densify_output(base, &conv.items[i].meta.id);
+        let marked = mark_repeated_blocks(text, i, &mut later, |at| &conv.items[at].meta.id);
+        let base = marked.as_deref().unwrap_or(text);
         let mut how: Vec<&str> = Vec::new();
-        if repeated {
+        if marked.is_some() {
             how.push("blocks");
         }
-        let new_text = match dense {
-            Some(d) => {
+        let new_text = match (densify_output(base, &conv.items[i].meta.id), marked) {
+            (Some(d), _) => {
                 how.extend(d.how);
                 d.text
             }
-            None if repeated => out,
-            None => continue,
+            (None, Some(marked)) => marked,
+            (None, None) => continue,
         };
         let mut replacement = conv.items[i].clone();
         if let ItemBody::ToolResult(r) = replacement.body_mut() {
-            r.parts = vec![Part::text(new_text)];
+            r.parts = replace_text_parts(std::mem::take(&mut r.parts), &new_text);
         }
         let action = Action::Densify { how: how.join(",") };
         if b.rewrite(i, replacement, action, Tier::Reversible) > 0 {

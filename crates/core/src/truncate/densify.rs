@@ -78,17 +78,19 @@ fn has_long_digit_run(text: &str) -> bool {
     false
 }
 
-/// The compact form of `text` when the whole of it (ignoring surrounding whitespace) is a JSON object
-/// or array and the compact form is shorter.
-fn compact_json(text: &str) -> Option<String> {
+/// The value of `text` when the whole of it (ignoring surrounding whitespace) is a JSON object or
+/// array whose numbers all survive a round trip.
+pub(crate) fn json_document(text: &str) -> Option<serde_json::Value> {
     let trimmed = text.trim();
-    if !(trimmed.starts_with('{') || trimmed.starts_with('[')) {
+    if !(trimmed.starts_with('{') || trimmed.starts_with('[')) || has_long_digit_run(trimmed) {
         return None;
     }
-    if has_long_digit_run(trimmed) {
-        return None;
-    }
-    let value: serde_json::Value = serde_json::from_str(trimmed).ok()?;
+    serde_json::from_str(trimmed).ok()
+}
+
+/// The compact form of `text` when it is a [`json_document`] and the compact form is shorter.
+fn compact_json(text: &str) -> Option<String> {
+    let value = json_document(text)?;
     let compact = serde_json::to_string(&value).ok()?;
     (compact.len() < text.len()).then_some(compact)
 }

@@ -11,7 +11,7 @@
 //! (the session log) keeps the original.
 
 mod cut;
-mod densify;
+pub(crate) mod densify;
 mod exit_code;
 mod shell;
 mod signals;

@@ -6,25 +6,12 @@ use crate::common::counter;
 use compact_core::memory::{from_facts, render, Change, FactKind, Limits, Memory, DEFAULT_CAPS};
 use compact_formats::import::{import, ImportMode, ImportOptions};
 use std::collections::HashSet;
-use std::path::PathBuf;
 
 #[path = "../../../core/tests/fixtures/corpus.rs"]
 mod corpus;
 
 /// Items per slice: about what one agent step brings (a reply, a few calls and results).
 const SLICE: usize = 12;
-
-fn files(dir: &std::path::Path) -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.is_dir())
-        .flat_map(|d| std::fs::read_dir(d).unwrap().map(|e| e.unwrap().path()))
-        .filter(|p| p.is_file())
-        .collect();
-    files.sort();
-    files
-}
 
 #[test]
 fn memory_over_the_corpus_holds_its_invariants() {
@@ -41,7 +28,7 @@ fn memory_over_the_corpus_holds_its_invariants() {
     let mut block_tokens = Vec::new();
     let mut rejected = std::collections::BTreeMap::<&str, usize>::new();
     let mut moved = std::collections::BTreeMap::<&str, usize>::new();
-    for path in files(&dir) {
+    for path in corpus::files(&dir) {
         let bytes = std::fs::read(&path).unwrap();
         let name = path.to_string_lossy().into_owned();
         let Ok(imported) = import(&bytes, &name, &options) else {
