@@ -44,6 +44,7 @@ class CompactPolicy:
     strategy: str | None = None
     mode: Literal["off", "remind", "auto"] | None = None
     soft_trigger_pct: float | None = None
+    boundary_trigger_pct: float | None = None
     min_tokens_left: int | None = None
     target_pct: float | None = None
     min_gain_pct: float | None = None

@@ -9,6 +9,7 @@
 //! | `COMPACT_HARD_CAP_BUFFER` | `policy.hard_cap_buffer` |
 //! | `COMPACT_TRIGGER_PCT` | `policy.trigger_pct` |
 //! | `COMPACT_SOFT_TRIGGER_PCT` | `policy.soft_trigger_pct` |
+//! | `COMPACT_BOUNDARY_TRIGGER_PCT` | `policy.boundary_trigger_pct` |
 //! | `COMPACT_MIN_TOKENS_LEFT` | `policy.min_tokens_left` |
 //! | `COMPACT_TARGET_PCT` | `policy.target_pct` |
 //! | `COMPACT_MIN_GAIN_PCT` | `policy.min_gain_pct` |
@@ -43,7 +44,7 @@ use crate::layer::Overrides;
 use std::str::FromStr;
 
 /// Every variable read, in documentation order.
-pub const VARIABLES: [&str; 32] = [
+pub const VARIABLES: [&str; 33] = [
     "COMPACT_MODE",
     "COMPACT_MODEL",
     "COMPACT_MAX_CONTEXT_TOKENS",
@@ -51,6 +52,7 @@ pub const VARIABLES: [&str; 32] = [
     "COMPACT_HARD_CAP_BUFFER",
     "COMPACT_TRIGGER_PCT",
     "COMPACT_SOFT_TRIGGER_PCT",
+    "COMPACT_BOUNDARY_TRIGGER_PCT",
     "COMPACT_MIN_TOKENS_LEFT",
     "COMPACT_TARGET_PCT",
     "COMPACT_KEEP_RECENT_TURNS",
@@ -129,6 +131,7 @@ where
             "COMPACT_HARD_CAP_BUFFER" => o.hard_cap_buffer = num(var, value)?,
             "COMPACT_TRIGGER_PCT" => o.trigger_pct = num(var, value)?,
             "COMPACT_SOFT_TRIGGER_PCT" => o.soft_trigger_pct = num(var, value)?,
+            "COMPACT_BOUNDARY_TRIGGER_PCT" => o.boundary_trigger_pct = num(var, value)?,
             "COMPACT_MIN_TOKENS_LEFT" => o.min_tokens_left = num(var, value)?,
             "COMPACT_TARGET_PCT" => o.target_pct = num(var, value)?,
             "COMPACT_MIN_GAIN_PCT" => o.min_gain_pct = num(var, value)?,

@@ -18,6 +18,8 @@ pub struct Overrides {
     pub trigger_pct: Option<f64>,
     /// Soft (reminder) fraction.
     pub soft_trigger_pct: Option<f64>,
+    /// Floor (fraction of the usable budget) from which a natural boundary compacts.
+    pub boundary_trigger_pct: Option<f64>,
     /// Absolute trigger: tokens left.
     pub min_tokens_left: Option<usize>,
     /// Target fraction after compaction.
@@ -93,6 +95,7 @@ impl Overrides {
             hard_cap_buffer,
             trigger_pct,
             soft_trigger_pct,
+            boundary_trigger_pct,
             min_tokens_left,
             target_pct,
             min_gain_pct,

@@ -17,6 +17,7 @@
 //!   mode: auto                  # off | remind | auto
 //!   trigger_pct: 0.95
 //!   soft_trigger_pct: 0.70
+//!   boundary_trigger_pct: 0.85
 //!   min_tokens_left: 8000
 //!   target_pct: 0.85
 //!   min_gain_pct: 0.15

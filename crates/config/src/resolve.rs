@@ -652,6 +652,7 @@ impl Config {
             summary_max_tokens => p.summary_max_tokens,
         );
         p.soft_trigger_pct = o.soft_trigger_pct.or(p.soft_trigger_pct);
+        p.boundary_trigger_pct = o.boundary_trigger_pct.or(p.boundary_trigger_pct);
         p.min_tokens_left = o.min_tokens_left.or(p.min_tokens_left);
         if let Some(v) = field::<Mode>("policy.mode", &o.mode)? {
             p.mode = v;

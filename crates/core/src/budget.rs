@@ -51,6 +51,9 @@ pub struct Budget {
     pub trigger: usize,
     /// Soft threshold for reminders, if configured.
     pub soft: Option<usize>,
+    /// Floor from which a request at a natural boundary is compacted (`boundary_trigger_pct x
+    /// usable`), if configured and above the target (below it a compaction would free nothing).
+    pub boundary: Option<usize>,
     /// Absolute trigger: compact when `usable - count` is at most this.
     pub min_tokens_left: Option<usize>,
     /// What compaction aims below: `target_pct x usable`, lowered where needed so that it lies at
@@ -92,6 +95,9 @@ impl Budget {
             summary: scaled(policy.summary_max_tokens, SUMMARY_SHARE),
             tier1_min_savings: scaled(policy.tier1_min_savings_tokens, TIER1_MIN_SAVINGS_SHARE),
         };
+        let target = share(usable, policy.target_pct)
+            .min(share(usable, policy.trigger_pct).saturating_sub(min_gain))
+            .max(share(usable, MIN_TARGET_SHARE));
         Budget {
             window,
             reserved_output,
@@ -99,10 +105,12 @@ impl Budget {
             usable,
             trigger: share(usable, policy.trigger_pct),
             soft: policy.soft_trigger_pct.map(|p| share(usable, p)),
+            boundary: policy
+                .boundary_trigger_pct
+                .map(|p| share(usable, p))
+                .filter(|&floor| floor > target),
             min_tokens_left: policy.min_tokens_left,
-            target: share(usable, policy.target_pct)
-                .min(share(usable, policy.trigger_pct).saturating_sub(min_gain))
-                .max(share(usable, MIN_TARGET_SHARE)),
+            target,
             min_gain,
             limits,
         }
@@ -111,6 +119,15 @@ impl Budget {
     /// True when `count` fits the usable budget.
     pub fn fits(&self, count: usize) -> bool {
         count <= self.usable
+    }
+
+    /// Least tokens a compaction that fired at a natural boundary must free: what lies between the
+    /// boundary floor and the target (a compaction reaching the target frees that much). The full
+    /// [`Budget::min_gain`] when no boundary floor is set.
+    pub fn boundary_gain(&self) -> usize {
+        self.boundary.map_or(self.min_gain, |floor| {
+            floor.saturating_sub(self.target).max(1)
+        })
     }
 }
 

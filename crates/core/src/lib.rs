@@ -14,6 +14,7 @@
 //! assert!(counter.count_conversation(&conv).total > 0);
 //! ```
 
+pub mod boundary;
 pub mod budget;
 pub mod checkpoint;
 pub mod facts;

@@ -13,7 +13,9 @@ use compact_core::normalize::{normalize, ProviderRules};
 use compact_core::partition::Survey;
 use compact_core::plan::Plan;
 use compact_core::plan::{Action, PlanBuilder, Tier};
-use compact_core::policy::{Policy, ReversibleMode, StrategyName, SummarizerFailure};
+use compact_core::policy::{
+    Policy, ReversibleMode, StrategyName, SummarizerFailure, TriggerReason,
+};
 use compact_core::provider;
 use compact_core::strategy::{self, Request};
 use compact_core::tokens::TokenCounter;
@@ -147,6 +149,30 @@ impl Compactor {
     /// result is smaller than the input and within the usable budget, or an error; `conv` is never
     /// changed.
     pub async fn compact(&self, conv: &Conversation) -> Result<Compaction, CompactError> {
+        self.compact_freeing(conv, self.budget.min_gain).await
+    }
+
+    /// Compacts `conv` for the trigger `reason`: as [`Compactor::compact`], except that a compaction
+    /// fired at a natural boundary ([`TriggerReason::Boundary`]) of a request that fits need only
+    /// free [`Budget::boundary_gain`] (what lies between the boundary floor and the target), not the
+    /// full minimum gain: it comes before the trigger on purpose.
+    pub async fn compact_for(
+        &self,
+        conv: &Conversation,
+        reason: &TriggerReason,
+    ) -> Result<Compaction, CompactError> {
+        let min_gain = match reason {
+            TriggerReason::Boundary { .. } => self.budget.boundary_gain(),
+            _ => self.budget.min_gain,
+        };
+        self.compact_freeing(conv, min_gain).await
+    }
+
+    async fn compact_freeing(
+        &self,
+        conv: &Conversation,
+        min_gain: usize,
+    ) -> Result<Compaction, CompactError> {
         if let Some(call) = provider::compaction_call(conv) {
             return Err(CompactError::ProviderCompactionCall(call));
         }
@@ -161,7 +187,7 @@ impl Compactor {
             conv,
             &base,
             &dropped,
-            tokens_before,
+            (tokens_before, min_gain),
             normalized.diagnostics.len(),
         )? {
             return Ok(done);
@@ -244,7 +270,7 @@ impl Compactor {
             // Under `reversible: only` nothing is lost, so any gain is worth it.
             let too_little = self.budget.fits(tokens_before)
                 && self.policy.reversible != ReversibleMode::Only
-                && tokens_before.saturating_sub(tokens_after) < self.budget.min_gain;
+                && tokens_before.saturating_sub(tokens_after) < min_gain;
             if tokens_after >= tokens_before || too_little {
                 return Err(CompactError::NoProgress {
                     before: tokens_before,
@@ -299,7 +325,7 @@ impl Compactor {
         conv: &Conversation,
         base: &Conversation,
         dropped: &Superseded,
-        tokens_before: usize,
+        (tokens_before, min_gain): (usize, usize),
         input_repairs: usize,
     ) -> Result<Option<Compaction>, CompactError> {
         if dropped.indices.is_empty() {
@@ -307,7 +333,7 @@ impl Compactor {
         }
         let tokens_after = self.counter.total(base);
         let too_little = self.budget.fits(tokens_before)
-            && tokens_before.saturating_sub(tokens_after) < self.budget.min_gain;
+            && tokens_before.saturating_sub(tokens_after) < min_gain;
         if tokens_after > self.budget.target || tokens_after >= tokens_before || too_little {
             return Ok(None);
         }

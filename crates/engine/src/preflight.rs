@@ -5,9 +5,10 @@
 use crate::compactor::Compactor;
 use crate::error::CompactError;
 use crate::report::Report;
+use compact_core::boundary::natural_boundary;
 use compact_core::model::Conversation;
 use compact_core::normalize::normalize;
-use compact_core::policy::{decide, Decision};
+use compact_core::policy::{decide_at, Decision};
 use compact_core::provider::compaction_call;
 
 /// What preflight decided and what to send.
@@ -30,7 +31,9 @@ impl Compactor {
     /// normalised: it is returned as it is, with a warning when compaction was due.
     pub async fn preflight(&self, conv: &Conversation) -> Result<Preflight, CompactError> {
         let count = self.counter().total(conv);
-        let decision = decide(count, self.budget(), self.policy());
+        // The boundary is only read when a floor is set: without one it cannot change the decision.
+        let at = self.budget().boundary.and_then(|_| natural_boundary(conv));
+        let decision = decide_at(count, self.budget(), self.policy(), at);
         let unchanged = |warnings: Vec<String>| Preflight {
             decision,
             conversation: normalize(conv, &self.rules_for(conv)).conversation,
@@ -52,10 +55,10 @@ impl Compactor {
                 warnings,
             });
         }
-        if !matches!(decision, Decision::Compact(_)) {
+        let Decision::Compact(reason) = decision else {
             return Ok(unchanged(Vec::new()));
-        }
-        match self.compact(conv).await {
+        };
+        match self.compact_for(conv, &reason).await {
             Ok(done) => Ok(Preflight {
                 decision,
                 conversation: done.conversation,

@@ -86,6 +86,7 @@ fn describe<'py>(py: Python<'py>, config: &Config) -> PyResult<Bound<'py, PyDict
     d.set_item("trigger_tokens", budget.trigger)?;
     d.set_item("trigger_pct", p.trigger_pct)?;
     d.set_item("soft_trigger_pct", p.soft_trigger_pct)?;
+    d.set_item("boundary_trigger_pct", p.boundary_trigger_pct)?;
     d.set_item("min_tokens_left", p.min_tokens_left)?;
     d.set_item("target_pct", p.target_pct)?;
     d.set_item("min_gain_pct", p.min_gain_pct)?;

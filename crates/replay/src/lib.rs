@@ -75,7 +75,7 @@ pub use preflighter::{
 };
 pub use pricing::{Pricing, DEFAULT_MIN_CACHED_PREFIX};
 pub use probes::{Probe, ProbeKind, ProbeSet};
-pub use report::{Aggregate, Report, SessionReport, SkippedFile, StrategyTotals};
+pub use report::{Aggregate, Landings, Report, SessionReport, SkippedFile, StrategyTotals};
 pub use retention::{Retention, RetentionTracker};
 pub use session::{
     replay_session, replay_session_with_cuts, CallRecord, ReplayOptions, SessionRun,

@@ -6,6 +6,7 @@ use crate::probes::ProbeKind;
 use crate::retention::Retention;
 use crate::session::SessionRun;
 use crate::stats::percentile;
+use compact_core::boundary::Boundary;
 use serde_json::{json, Map, Value};
 
 /// Figures of one strategy over one or more sessions.
@@ -51,10 +52,47 @@ pub struct StrategyTotals {
     pub removed_reversible: u64,
     /// Tokens compactions removed with the lossy tiers (the rest), summed.
     pub removed_lossy: u64,
+    /// Where compactions landed: at a user turn's end, a plan step done, checks passing after edits
+    /// ([`compact_core::boundary`]), or in the middle of the work.
+    pub landed: Landings,
     /// The first few distinct reasons preflights failed, for diagnosis.
     pub refusal_reasons: Vec<String>,
     /// Continuation probes at the cuts, with the naive baselines.
     pub continuation: ContinuationTotals,
+}
+
+/// Compactions counted by the point of the work they landed at.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Landings {
+    /// At a user turn's end.
+    pub turn_end: usize,
+    /// Right after a plan step was marked done.
+    pub step_done: usize,
+    /// Right after checks passed following edits.
+    pub checks_passed: usize,
+    /// Anywhere else (in the middle of a tool chain).
+    pub mid_work: usize,
+}
+
+impl Landings {
+    fn add(&mut self, at: Option<Boundary>) {
+        match at {
+            Some(Boundary::TurnEnd) => self.turn_end += 1,
+            Some(Boundary::StepDone) => self.step_done += 1,
+            Some(Boundary::ChecksPassed) => self.checks_passed += 1,
+            None => self.mid_work += 1,
+        }
+    }
+
+    /// Compactions at any natural boundary.
+    pub fn at_boundary(&self) -> usize {
+        self.turn_end + self.step_done + self.checks_passed
+    }
+
+    fn to_json(self) -> Value {
+        json!({"turn_end": self.turn_end, "step_done": self.step_done,
+               "checks_passed": self.checks_passed, "mid_work": self.mid_work})
+    }
 }
 
 /// Continuation probes pooled over cuts: the mean share of anchors held by the strategy's request, by
@@ -222,6 +260,7 @@ impl StrategyTotals {
                     }
                 }
                 if let Some(c) = &call.compaction {
+                    out.landed.add(call.boundary);
                     let removed = c.tokens_before.saturating_sub(c.tokens_after);
                     let reversible = c.reversible_saved.min(removed);
                     out.compacted_input_tokens += c.tokens_before as u64;
@@ -287,6 +326,7 @@ impl StrategyTotals {
             "compacted_input_tokens": self.compacted_input_tokens,
             "removed_reversible": self.removed_reversible,
             "removed_lossy": self.removed_lossy,
+            "compactions_landed": self.landed.to_json(),
             "refusal_reasons": self.refusal_reasons,
             "continuation": self.continuation.to_json(),
         })

@@ -8,6 +8,7 @@ use crate::preflighter::{Compaction, History, Preflighter, Refusal};
 use crate::pricing::Pricing;
 use crate::probes::ProbeSet;
 use crate::retention::{Retention, RetentionTracker};
+use compact_core::boundary::{natural_boundary, Boundary};
 use compact_core::model::{Conversation, Item};
 use compact_core::tokens::TokenCounter;
 use std::collections::HashMap;
@@ -51,6 +52,9 @@ pub struct CallRecord {
     pub cost: f64,
     /// At a continuation cut: the anchors the request and the baselines hold.
     pub cut: Option<CutScore>,
+    /// The natural boundary the held history was at when the call was made (where a compaction
+    /// landed), if any.
+    pub boundary: Option<Boundary>,
 }
 
 /// All calls of one session under one strategy.
@@ -209,6 +213,7 @@ pub fn replay_session_with_cuts(
             .last()
             .map(|i| i.meta.id.as_str().to_owned());
         let conversation = std::mem::take(&mut held.conversation);
+        let boundary = natural_boundary(&conversation);
         let started = Instant::now();
         let result = strategy.preflight(conversation);
         let preflight_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
@@ -277,6 +282,7 @@ pub fn replay_session_with_cuts(
             retention: held.tracker.measure(probes, at),
             cost: options.pricing.cost(tokens, cached_tokens, output_tokens),
             cut,
+            boundary,
         });
     }
     run

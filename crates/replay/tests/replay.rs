@@ -675,6 +675,69 @@ fn engine_strategies_keep_a_long_synthetic_session_in_the_window() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// A session of `turns` user turns, each a chain of `chain` shell reads and a closing answer; a turn
+/// adds less than lies between the boundary floor and the trigger of the test below.
+fn turns_session(turns: usize, chain: usize) -> Conversation {
+    let mut conv = Conversation::default();
+    conv.push(Item::text(Role::System, "You are a careful coding agent.").with_id("sys"));
+    for t in 0..turns {
+        conv.push(
+            Item::text(Role::User, format!("Turn {t}: read the next files."))
+                .with_id(format!("u{t}")),
+        );
+        for k in 0..chain {
+            let id = format!("c{t}_{k}");
+            conv.push(call(
+                &id,
+                "shell",
+                &format!("{{\"command\":[\"cat\",\"src/f{t}_{k}.rs\"]}}"),
+            ));
+            let body: String = (0..10)
+                .map(|l| format!("line {l} of file {t}/{k}: let value_{l} = compute({l});\n"))
+                .collect();
+            conv.push(result(&id, &body, false));
+        }
+        conv.push(Item::text(Role::Assistant, format!("Turn {t} done.")).with_id(format!("a{t}")));
+    }
+    conv
+}
+
+#[test]
+fn compactions_are_counted_where_they_land_and_a_floor_moves_them_to_turn_ends() {
+    let window = 16_000;
+    let conv = turns_session(80, 4);
+    let setup = setup(None, window, Some("gpt-5")).unwrap();
+    let probes = ProbeSet::derive(&conv);
+    let landed = |floor: Option<f64>| {
+        let mut policy = setup.policy.clone();
+        policy.boundary_trigger_pct = floor;
+        let factory = strategy("tiered", &policy, setup.options.counter).unwrap();
+        let run = replay_session(&conv, &probes, factory.start().as_mut(), &setup.options);
+        assert_eq!(run.overflows(), 0);
+        let totals = compact_replay::StrategyTotals::from_runs("tiered", [&run]);
+        assert_eq!(
+            totals.landed.at_boundary() + totals.landed.mid_work,
+            totals.compactions
+        );
+        let json = totals.to_json();
+        assert_eq!(
+            json["compactions_landed"]["turn_end"].as_u64(),
+            Some(totals.landed.turn_end as u64)
+        );
+        totals.landed
+    };
+    let hard = landed(None);
+    assert!(hard.mid_work > 0, "{hard:?}");
+    // A floor halfway between the target and the trigger.
+    let b = compact_core::budget::Budget::new(&setup.policy);
+    let floor = ((b.target + b.trigger) / 2) as f64 / b.usable as f64;
+    let soft = landed(Some(floor));
+    assert!(
+        soft.turn_end > hard.turn_end && soft.mid_work < hard.mid_work,
+        "with the floor {soft:?}, without {hard:?}"
+    );
+}
+
 // ---- Corpus: every real session at 32k and 128k -------------------------------------------------
 
 #[path = "../../core/tests/fixtures/corpus.rs"]

@@ -22,13 +22,14 @@ use crate::record::{ItemRecord, ItemSource, Record, ViewEntry};
 use crate::state::{call_ids, view_record, SessionState};
 use crate::store::{Store, StoreError};
 use crate::trigger::manual_request;
+use compact_core::boundary::{natural_boundary, natural_boundary_after};
 use compact_core::budget::Budget;
 use compact_core::memory::render::render;
 use compact_core::memory::{Change as MemoryChange, Memory, Origin, Outcome};
 use compact_core::model::{Conversation, Format, Item, ItemBody, Role};
 use compact_core::normalize::{diagnose, normalize, ProviderRules};
 use compact_core::plan::Action;
-use compact_core::policy::{decide, Decision, Policy, TriggerReason};
+use compact_core::policy::{decide_at, Decision, Policy, TriggerReason};
 use compact_engine::{block_on, CompactError, Compaction, Compactor, Report};
 use serde_json::json;
 use std::borrow::Cow;
@@ -611,17 +612,24 @@ impl CompactManager {
         ));
 
         // 4. Decide.
+        // The natural boundary the request is at; only read when a floor is set: without one it
+        // changes nothing.
+        let at = budget.boundary.and_then(|_| match &candidate {
+            Some(c) => natural_boundary(c),
+            None => natural_boundary_after(&state.sent().items, new_items),
+        });
         let decision = if manual {
             Decision::Compact(TriggerReason::Manual)
         } else {
-            decide(effective, &budget, policy)
+            decide_at(effective, &budget, policy, at)
         };
         events.push(Event::new(
             EventKind::TriggerDecision,
             json!({"decision": decision_name(&decision), "reason": decision_reason(&decision),
                    "model": model, "t_est": effective, "max": budget.window,
                    "effective": effective, "trigger": budget.trigger, "usable": budget.usable,
-                   "window": budget.window, "manual": manual}),
+                   "window": budget.window, "manual": manual,
+                   "boundary": at.map(|b| b.as_str())}),
         ));
 
         // 5. Compact when due, unless the two-strike breaker stopped automatic compaction.
@@ -685,7 +693,10 @@ impl CompactManager {
             };
             let outcome = self
                 .compactor(policy_for_run)
-                .and_then(|c| block_on(c.compact(candidate_ref)));
+                .and_then(|c| match &decision {
+                    Decision::Compact(reason) => block_on(c.compact_for(candidate_ref, reason)),
+                    _ => block_on(c.compact(candidate_ref)),
+                });
             match outcome {
                 Ok(done) => {
                     if manual {

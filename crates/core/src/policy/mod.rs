@@ -12,6 +12,7 @@
 //! | `hard_cap_buffer` | 1,024 | room kept for the next user or tool step (at most 5% of the window) |
 //! | `trigger_pct` | 0.95 | compact when the count reaches this fraction of the usable budget |
 //! | `soft_trigger_pct` | none | in `auto` mode, remind from this fraction (soft + hard dual threshold) |
+//! | `boundary_trigger_pct` | none | in `auto` mode, also compact from this fraction at a natural boundary (a user turn's end, a plan step done, checks passing after edits: [`crate::boundary`]); off when it does not lie above the target |
 //! | `min_tokens_left` | none | also compact when fewer tokens than this are left in the usable budget |
 //! | `target_pct` | 0.85 | compaction aims below this fraction of the usable budget (hysteresis; the gain below usually binds) |
 //! | `min_gain_pct` | 0.15 | a compaction frees at least this fraction of the window: the target is lowered to lie that far below the trigger, and a compaction of a request that fits which frees less is no progress |
@@ -38,7 +39,7 @@ mod decide;
 mod names;
 mod validate;
 
-pub use decide::{decide, Decision, RemindReason, TriggerReason};
+pub use decide::{decide, decide_at, Decision, RemindReason, TriggerReason};
 pub use names::{
     Mode, ReversibleMode, StrategyName, SummarizerFailure, TruncationMode, UnknownName,
 };
@@ -157,6 +158,9 @@ pub struct Policy {
     pub trigger_pct: f64,
     /// Optional soft threshold (fraction of the usable budget) from which `auto` mode reminds.
     pub soft_trigger_pct: Option<f64>,
+    /// Optional floor (fraction of the usable budget) from which `auto` mode compacts at the next
+    /// natural boundary ([`crate::boundary::natural_boundary`]) instead of waiting for the trigger.
+    pub boundary_trigger_pct: Option<f64>,
     /// Optional absolute trigger: compact when at most this many usable tokens are left.
     pub min_tokens_left: Option<usize>,
     /// Target after compaction, as a fraction of the usable budget (below the trigger).
@@ -199,6 +203,7 @@ impl Default for Policy {
             hard_cap_buffer: DEFAULT_HARD_CAP_BUFFER,
             trigger_pct: DEFAULT_TRIGGER_PCT,
             soft_trigger_pct: None,
+            boundary_trigger_pct: None,
             min_tokens_left: None,
             target_pct: DEFAULT_TARGET_PCT,
             min_gain_pct: DEFAULT_MIN_GAIN_PCT,

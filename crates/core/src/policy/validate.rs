@@ -125,6 +125,15 @@ impl Policy {
                 &format!("must be below trigger_pct ({})", self.trigger_pct),
             );
         }
+        if let Some(floor) = self.boundary_trigger_pct {
+            c.fraction("boundary_trigger_pct", floor);
+            c.check(
+                !floor.is_finite() || floor < self.trigger_pct,
+                "boundary_trigger_pct",
+                floor,
+                &format!("must be below trigger_pct ({})", self.trigger_pct),
+            );
+        }
         if let Some(left) = self.min_tokens_left {
             c.check(
                 left < window,

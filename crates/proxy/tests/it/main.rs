@@ -4,6 +4,7 @@
 
 mod support;
 
+mod boundary;
 mod faults;
 mod long_session;
 mod ops;
