@@ -45,7 +45,8 @@ pub(crate) async fn handle(shared: &Arc<Shared>, req: &Request<Incoming>) -> Res
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
         .unwrap_or("");
-    let by_cookie = ui && cookie(req).is_some_and(|c| same_secret(c.as_bytes(), expected.as_bytes()));
+    let by_cookie =
+        ui && cookie(req).is_some_and(|c| same_secret(c.as_bytes(), expected.as_bytes()));
     if !by_cookie && !same_secret(given.trim().as_bytes(), expected.as_bytes()) {
         let mut r = error(
             StatusCode::UNAUTHORIZED,
@@ -152,7 +153,10 @@ fn login(req: &Request<Incoming>, expected: &str) -> Response<ProxyBody> {
 /// A page of the web view, rendered on the blocking pool.
 async fn ui_page(shared: &Arc<Shared>, req: &Request<Incoming>) -> Response<ProxyBody> {
     if req.method() != Method::GET && req.method() != Method::HEAD {
-        return error(StatusCode::METHOD_NOT_ALLOWED, "the web view only answers GET");
+        return error(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "the web view only answers GET",
+        );
     }
     let path = req.uri().path()[UI_BASE.len()..].to_owned();
     let query = req.uri().query().unwrap_or("").to_owned();
@@ -166,8 +170,13 @@ async fn ui_page(shared: &Arc<Shared>, req: &Request<Incoming>) -> Response<Prox
         return error(StatusCode::INTERNAL_SERVER_ERROR, "the page failed");
     };
     let headers = page.headers();
-    let mut r = Response::new(crate::reply::full(if head { String::new() } else { page.body }));
-    *r.status_mut() = StatusCode::from_u16(page.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut r = Response::new(crate::reply::full(if head {
+        String::new()
+    } else {
+        page.body
+    }));
+    *r.status_mut() =
+        StatusCode::from_u16(page.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let h = r.headers_mut();
     h.insert(
         hyper::header::CONTENT_TYPE,

@@ -30,7 +30,10 @@ fn main() {
     let started = Instant::now();
     let mut conv = Conversation::default();
     conv.push(Item::text(Role::System, "You are a coding agent."));
-    conv.push(Item::text(Role::User, "Refactor the parser and keep the tests green."));
+    conv.push(Item::text(
+        Role::User,
+        "Refactor the parser and keep the tests green.",
+    ));
     for i in 0..calls {
         manager.preflight("bench", &conv).unwrap();
         let call = format!("call_{i}");
@@ -42,7 +45,9 @@ fn main() {
         let output: String = (0..40)
             .map(|l| format!("{l:>4}  fn item_{i}_{l}(x: u32) -> u32 {{ x + {l} }}\n"))
             .collect();
-        conv.push(Item::new(ItemBody::ToolResult(ToolResult::text(&call, output))));
+        conv.push(Item::new(ItemBody::ToolResult(ToolResult::text(
+            &call, output,
+        ))));
         conv.push(Item::text(Role::Assistant, format!("Checked module {i}.")));
     }
     manager.preflight("bench", &conv).unwrap();
@@ -74,9 +79,16 @@ fn main() {
             String::new(),
         ),
         ("item", format!("/s/bench/item/{item}"), String::new()),
-        ("search", "/s/bench/search".to_owned(), "q=item_999_3".to_owned()),
+        (
+            "search",
+            "/s/bench/search".to_owned(),
+            "q=item_999_3".to_owned(),
+        ),
     ];
-    println!("{:<16} {:>10} {:>10} {:>10} {:>10}", "page", "bytes", "min ms", "median ms", "max ms");
+    println!(
+        "{:<16} {:>10} {:>10} {:>10} {:>10}",
+        "page", "bytes", "min ms", "median ms", "max ms"
+    );
     for (name, path, query) in &pages {
         let mut times = Vec::with_capacity(runs);
         let mut bytes = 0;

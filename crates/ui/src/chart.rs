@@ -18,6 +18,8 @@ const TOP: f64 = 24.0;
 /// Room below the plot for the x axis labels.
 const BOTTOM: f64 = 24.0;
 
+/// The y axis of a count chart ends this much above its largest value.
+const HEADROOM: f64 = 1.05;
 /// Line colours, in series order (a colour-blind safe set).
 const PALETTE: [&str; 8] = [
     "#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#8c564b", "#000000",
@@ -97,7 +99,12 @@ fn y_label(value: f64, percent: bool) -> String {
 impl LineChart {
     /// The chart as an `<svg>` element.
     pub fn render(&self) -> String {
-        let points = self.series.iter().map(|s| s.values.len()).max().unwrap_or(0);
+        let points = self
+            .series
+            .iter()
+            .map(|s| s.values.len())
+            .max()
+            .unwrap_or(0);
         let data_max = self
             .series
             .iter()
@@ -105,7 +112,14 @@ impl LineChart {
             .chain(self.rules.iter().map(|r| r.value))
             .chain(self.markers.iter().map(|m| m.from))
             .fold(self.y_max, f64::max);
-        let y_max = if data_max > 0.0 { data_max * 1.05 } else { 1.0 };
+        // Shares end at 100%; counts get a little headroom above their largest value.
+        let y_max = if self.percent {
+            data_max.max(1.0)
+        } else if data_max > 0.0 {
+            data_max * HEADROOM
+        } else {
+            1.0
+        };
         let plot_w = WIDTH - LEFT - RIGHT;
         let height = TOP + self.height + BOTTOM;
         let x_of = |i: usize| LEFT + plot_w * (i as f64 + 0.5) / points.max(1) as f64;
@@ -279,7 +293,10 @@ mod tests {
         assert!(chart.contains(r#"<a href="/s/a/compaction/3">"#));
         assert!(chart.contains("tier &quot;1&quot;"));
         let points = chart.split("points=\"").nth(2).unwrap();
-        assert_eq!(points.split('"').next().unwrap().split_whitespace().count(), 2);
+        assert_eq!(
+            points.split('"').next().unwrap().split_whitespace().count(),
+            2
+        );
     }
 
     #[test]

@@ -160,16 +160,15 @@ pub fn diff(records: &[Stored], view_seq: u64) -> Option<Diff<'_>> {
     let view = view?;
     let by_hash = received(records);
     let links = chain(&by_hash, view.tip);
-    let before: Vec<(Option<ChainHash>, &Item)> = match previous
-        .and_then(|p| links.iter().position(|(h, _)| *h == p.tip).map(|i| (p, i)))
-    {
-        Some((p, i)) => {
-            let mut b = resolve(p, &by_hash);
-            b.extend(links[i + 1..].iter().map(|(h, item)| (Some(*h), *item)));
-            b
-        }
-        None => links.iter().map(|(h, item)| (Some(*h), *item)).collect(),
-    };
+    let before: Vec<(Option<ChainHash>, &Item)> =
+        match previous.and_then(|p| links.iter().position(|(h, _)| *h == p.tip).map(|i| (p, i))) {
+            Some((p, i)) => {
+                let mut b = resolve(p, &by_hash);
+                b.extend(links[i + 1..].iter().map(|(h, item)| (Some(*h), *item)));
+                b
+            }
+            None => links.iter().map(|(h, item)| (Some(*h), *item)).collect(),
+        };
     let after = resolve(view, &by_hash);
     let logged: HashSet<ChainHash> = after.iter().filter_map(|(h, _)| *h).collect();
     let before_ids: HashSet<&str> = before.iter().map(|(_, i)| i.meta.id.as_str()).collect();

@@ -86,7 +86,7 @@ pub fn thousands(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -158,14 +158,23 @@ mod tests {
             escape("\"><svg onload=alert(1)>"),
             "&quot;&gt;&lt;svg onload=alert(1)&gt;"
         );
-        assert_eq!(escape("a\u{0}b\u{1b}[0m\tc\n"), "a\u{fffd}b\u{fffd}[0m\tc\n");
+        assert_eq!(
+            escape("a\u{0}b\u{1b}[0m\tc\n"),
+            "a\u{fffd}b\u{fffd}[0m\tc\n"
+        );
         assert_eq!(escape("naïve — ok"), "naïve — ok");
     }
 
     #[test]
     fn segments_cannot_carry_a_scheme_or_a_path() {
-        assert_eq!(encode_segment("javascript:alert(1)"), "javascript%3Aalert%281%29");
-        assert_eq!(encode_segment("a/b c?d#e&f\"'"), "a%2Fb%20c%3Fd%23e%26f%22%27");
+        assert_eq!(
+            encode_segment("javascript:alert(1)"),
+            "javascript%3Aalert%281%29"
+        );
+        assert_eq!(
+            encode_segment("a/b c?d#e&f\"'"),
+            "a%2Fb%20c%3Fd%23e%26f%22%27"
+        );
         assert_eq!(encode_segment("i0123~2.x_y-z"), "i0123~2.x_y-z");
         let hostile = "é/<x>";
         assert_eq!(

@@ -141,7 +141,11 @@ impl Ui {
             .map(|s| percent_decode(s, false))
             .collect();
         let Some(segments) = segments else {
-            return self.page(400, "Bad address", "The path is not valid percent-encoded UTF-8.");
+            return self.page(
+                400,
+                "Bad address",
+                "The path is not valid percent-encoded UTF-8.",
+            );
         };
         let parts: Vec<&str> = segments.iter().map(String::as_str).collect();
         match parts.as_slice() {
@@ -166,7 +170,11 @@ impl Ui {
             },
             ["s", id, "compaction", seq] => {
                 let Ok(seq) = seq.parse::<u64>() else {
-                    return self.page(404, "Not found", "A compaction is named by its record number.");
+                    return self.page(
+                        404,
+                        "Not found",
+                        "A compaction is named by its record number.",
+                    );
                 };
                 match store.read(id, 0) {
                     Ok(records) => {

@@ -142,8 +142,11 @@ impl Overview {
                             .and_then(Value::as_array)
                             .map(|t| {
                                 t.iter()
-                                    .filter_map(Value::as_str)
-                                    .map(str::to_owned)
+                                    .filter_map(|v| match v {
+                                        Value::String(s) => Some(s.clone()),
+                                        Value::Number(n) => Some(format!("tier {n}")),
+                                        _ => None,
+                                    })
                                     .collect()
                             })
                             .unwrap_or_default();
@@ -249,7 +252,7 @@ mod tests {
                 EventKind::Compacted,
                 json!({"view_seq": 3, "strategy": "tiered", "tokens_before": 900, "tokens_after": 300, "trigger": "auto"}),
             ),
-            event(7, EventKind::PolicyApplied, json!({"tiers": ["tier1"]})),
+            event(7, EventKind::PolicyApplied, json!({"tiers": [0, "fit"]})),
             event(
                 8,
                 EventKind::Sent,
@@ -266,7 +269,7 @@ mod tests {
         assert_eq!(o.model, "m");
         assert_eq!(o.compactions.len(), 1);
         assert_eq!(o.compactions[0].call, 1);
-        assert_eq!(o.compactions[0].tiers, vec!["tier1".to_owned()]);
+        assert_eq!(o.compactions[0].tiers, ["tier 0", "fit"]);
         assert_eq!(o.tokens_now(), 400);
         assert_eq!(o.tokens_peak(), 900);
         assert_eq!(o.tokens_saved(), 600);

@@ -183,20 +183,10 @@ fn sawtooth(links: &Links, o: &Overview) -> String {
         title: format!("tokens per call of {}", o.id),
         height: SAWTOOTH_HEIGHT,
         y_max: 0.0,
-        series: vec![
-            Series {
-                name: "tokens sent".to_owned(),
-                values: o.calls.iter().map(|c| Some(c.tokens as f64)).collect(),
-            },
-            Series {
-                name: "counted before compaction".to_owned(),
-                values: o
-                    .calls
-                    .iter()
-                    .map(|c| (c.counted > c.tokens).then_some(c.counted as f64))
-                    .collect(),
-            },
-        ],
+        series: vec![Series {
+            name: "tokens sent".to_owned(),
+            values: o.calls.iter().map(|c| Some(c.tokens as f64)).collect(),
+        }],
         rules,
         markers,
         percent: false,
@@ -316,12 +306,14 @@ pub fn compaction(
             c.call + 1,
             escape(&c.trigger),
             escape(&c.strategy),
-            escape(if c.tiers.is_empty() {
-                "-".to_owned()
-            } else {
-                c.tiers.join(", ")
-            }
-            .as_str()),
+            escape(
+                if c.tiers.is_empty() {
+                    "-".to_owned()
+                } else {
+                    c.tiers.join(", ")
+                }
+                .as_str()
+            ),
             thousands(c.tokens_before as u64),
             thousands(c.tokens_after as u64),
             escape(if c.summarizer.is_empty() {
@@ -365,7 +357,14 @@ pub fn compaction(
         let after_cell = match row.fate {
             Fate::Kept => String::from("<span class=\"muted\">unchanged</span>"),
             Fate::Summarised | Fate::Dropped => String::new(),
-            _ => linkify(&preview(&after_text, PREVIEW_CHARS * 2), &link),
+            // The ids a stub or marker names are linked where the preview shows them; the item's
+            // own original (the log keeps every received item whole) is linked in any case, since
+            // a truncation marker sits in the middle of the text.
+            _ => format!(
+                r#"{} <a class="recall original" href="{}">original</a>"#,
+                linkify(&preview(&after_text, PREVIEW_CHARS * 2), &link),
+                escape(&links.item(&o.id, id))
+            ),
         };
         let _ = writeln!(
             body,
@@ -385,7 +384,11 @@ pub fn compaction(
         );
     }
     body.push_str("</tbody></table>\n");
-    Some(page(links, &format!("{} compaction {view_seq}", o.id), &body))
+    Some(page(
+        links,
+        &format!("{} compaction {view_seq}", o.id),
+        &body,
+    ))
 }
 
 /// An original item's page.

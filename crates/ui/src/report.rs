@@ -191,12 +191,7 @@ pub fn html(report: &Report) -> String {
     if !report.skipped.is_empty() {
         out.push_str("<h2>Skipped</h2><ul>");
         for k in &report.skipped {
-            let _ = write!(
-                out,
-                "<li>{}: {}</li>",
-                escape(&k.file),
-                escape(&k.reason)
-            );
+            let _ = write!(out, "<li>{}: {}</li>", escape(&k.file), escape(&k.reason));
         }
         out.push_str("</ul>");
     }

@@ -27,9 +27,14 @@ pub enum ServeError {
 /// `page` as an HTTP response with its headers (no body for HEAD).
 pub(crate) fn to_http(page: Page, head: bool) -> Response<Full<Bytes>> {
     let headers = page.headers();
-    let body = if head { Bytes::new() } else { Bytes::from(page.body) };
+    let body = if head {
+        Bytes::new()
+    } else {
+        Bytes::from(page.body)
+    };
     let mut r = Response::new(Full::new(body));
-    *r.status_mut() = StatusCode::from_u16(page.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    *r.status_mut() =
+        StatusCode::from_u16(page.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let h = r.headers_mut();
     h.insert(
         hyper::header::CONTENT_TYPE,

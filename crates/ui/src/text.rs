@@ -167,7 +167,8 @@ mod tests {
             r#"[compact:ref <a class="recall" href="/item/i0a1b2c3d4e">i0a1b2c3d4e</a>]"#
         ));
         assert!(html.contains("&lt;b&gt;"));
-        let marker = "head\n[… 1,200 tokens / 40 lines truncated; full output: compactctl recall t-9]\ntail";
+        let marker =
+            "head\n[… 1,200 tokens / 40 lines truncated; full output: compactctl recall t-9]\ntail";
         assert!(linkify(marker, &to).contains(r#"<a class="recall" href="/item/t-9">t-9</a>]"#));
         assert_eq!(
             linkify("compactctl recall unknown]", &to),

@@ -46,7 +46,12 @@ fn store() -> Arc<MemoryStore> {
             json!({"command": format!("cat src/file_{i}.rs {}", HOSTILE[i % 4])}),
         ))));
         let output: String = (0..60)
-            .map(|l| format!("line {l} of file_{i}: fn f_{i}_{l}() {{ {} }}\n", HOSTILE[l % 4]))
+            .map(|l| {
+                format!(
+                    "line {l} of file_{i}: fn f_{i}_{l}() {{ {} }}\n",
+                    HOSTILE[l % 4]
+                )
+            })
             .collect();
         conv.push(Item::new(ItemBody::ToolResult(ToolResult::text(
             &call, output,
@@ -65,7 +70,12 @@ fn inert(page: &str) {
     for planted in HOSTILE.iter().chain([&HOSTILE_ID]) {
         assert!(!page.contains(planted), "`{planted}` reached the page raw");
     }
-    for raw in ["<script>", "<img src=x", "<svg onload", "href=\"javascript:"] {
+    for raw in [
+        "<script>",
+        "<img src=x",
+        "<svg onload",
+        "href=\"javascript:",
+    ] {
         assert!(!page.contains(raw), "`{raw}` is in the page");
     }
 }
@@ -128,7 +138,10 @@ fn the_session_page_draws_the_sawtooth_and_the_diff_classifies_items() {
     assert!(list.contains(r#"<a href="/admin/ui/s/tools">tools</a>"#));
     let session = ok(&ui, store.as_ref(), "/s/tools", "");
     assert!(session.contains(r#"class="chart sawtooth""#));
-    assert!(session.contains(r#"data-points="25""#), "one point per call");
+    assert!(
+        session.contains(r#"data-points="25""#),
+        "one point per call"
+    );
     assert!(session.contains("window 8,000"));
     assert!(session.contains("trigger "));
     let markers = session.matches(r#"<g class="compaction""#).count();
@@ -174,7 +187,10 @@ fn a_stub_opens_its_original() {
                 .map(str::to_owned),
         );
     }
-    assert!(!recalls.is_empty(), "some output was referenced or truncated");
+    assert!(
+        !recalls.is_empty(),
+        "some output was referenced or truncated"
+    );
     let original = ok(&ui, store.as_ref(), &recalls[0], "");
     assert!(original.contains(r#"id="original""#));
     assert!(original.contains("line 0 of file_"));
@@ -186,19 +202,32 @@ fn errors_and_bounds() {
     let store = store();
     let ui = Ui::new("");
     assert_eq!(ui.handle(store.as_ref(), "/s/nope", "").status, 404);
-    assert_eq!(ui.handle(store.as_ref(), "/s/tools/item/nope", "").status, 404);
+    assert_eq!(
+        ui.handle(store.as_ref(), "/s/tools/item/nope", "").status,
+        404
+    );
     assert_eq!(
         ui.handle(store.as_ref(), "/s/tools/compaction/99999", "")
             .status,
         404
     );
-    assert_eq!(ui.handle(store.as_ref(), "/s/tools/compaction/x", "").status, 404);
+    assert_eq!(
+        ui.handle(store.as_ref(), "/s/tools/compaction/x", "")
+            .status,
+        404
+    );
     assert_eq!(ui.handle(store.as_ref(), "/nowhere", "").status, 404);
     assert_eq!(ui.handle(store.as_ref(), "/s/bad%2", "").status, 400);
     let long = "a".repeat(MAX_TARGET_BYTES + 1);
-    assert_eq!(ui.handle(store.as_ref(), &format!("/s/{long}"), "").status, 414);
+    assert_eq!(
+        ui.handle(store.as_ref(), &format!("/s/{long}"), "").status,
+        414
+    );
     let query = format!("q={}", "x".repeat(MAX_QUERY_CHARS + 1));
-    assert_eq!(ui.handle(store.as_ref(), "/s/tools/search", &query).status, 400);
+    assert_eq!(
+        ui.handle(store.as_ref(), "/s/tools/search", &query).status,
+        400
+    );
     // Search results are capped.
     let search = ok(&ui, store.as_ref(), "/s/tools/search", "q=line");
     assert!(search.matches("<li>").count() <= compact_ui::pages::MAX_RESULTS);
@@ -209,7 +238,9 @@ fn errors_and_bounds() {
     let js = ui.handle(store.as_ref(), "/assets/ui.js", "");
     assert_eq!(js.status, 200);
     assert!(js.content_type.starts_with("text/javascript"));
-    assert!(js.headers().contains(&("content-security-policy", CONTENT_SECURITY_POLICY)));
+    assert!(js
+        .headers()
+        .contains(&("content-security-policy", CONTENT_SECURITY_POLICY)));
     assert!(!CONTENT_SECURITY_POLICY.contains("unsafe-inline"));
 }
 
@@ -236,11 +267,17 @@ fn the_server_answers_get_with_the_policy_and_refuses_other_methods() {
             s.read_to_string(&mut out).await.unwrap();
             out
         };
-        let page = ask("GET /s/tools HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".into()).await;
+        let page =
+            ask("GET /s/tools HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".into()).await;
         assert!(page.starts_with("HTTP/1.1 200"), "{page}");
-        assert!(page.to_ascii_lowercase().contains("content-security-policy: default-src 'none'"));
+        assert!(page
+            .to_ascii_lowercase()
+            .contains("content-security-policy: default-src 'none'"));
         assert!(page.contains("class=\"chart sawtooth\""));
-        let post = ask("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".into()).await;
+        let post = ask(
+            "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".into(),
+        )
+        .await;
         assert!(post.starts_with("HTTP/1.1 405"), "{post}");
         let _ = stop.send(());
         server.await.unwrap().unwrap();

@@ -27,7 +27,10 @@ fn open(url: &str) -> anyhow::Result<Arc<dyn Store>> {
             .map_err(|e| BadInput(format!("--store postgres://…: cannot open the store: {e}")))?;
         return Ok(Arc::new(store));
     }
-    Err(BadInput(format!("--store `{url}`: expected sqlite:PATH or postgres://USER@HOST:PORT/DB")).into())
+    Err(BadInput(format!(
+        "--store `{url}`: expected sqlite:PATH or postgres://USER@HOST:PORT/DB"
+    ))
+    .into())
 }
 
 /// The session id of a transcript: its file name, cut to the longest id a store takes.
