@@ -3,7 +3,10 @@
 //! what serving each page costs: reading the log from the store and rendering the HTML (the
 //! session list, the session page, a compaction's diff, an item, a search), over several runs.
 //!
-//!   cargo run --release -p compact-ui --example page_load [-- CALLS [RUNS]]
+//!   cargo run --release -p compact-ui --example page_load [-- CALLS [RUNS [serve]]]
+//!
+//! With `serve`, it then serves the pages on 127.0.0.1 (printing `listening on http://ADDR/`) until
+//! killed, for `bench/ui_browser.py` to time them in Chromium.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use compact_core::model::{Conversation, Item, ItemBody, Role, ToolCall, ToolResult};
@@ -19,6 +22,7 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let calls: usize = args.next().map_or(1_000, |a| a.parse().unwrap());
     let runs: usize = args.next().map_or(10, |a| a.parse().unwrap());
+    let serve = args.next().is_some_and(|a| a == "serve");
     let dir = std::env::temp_dir().join(format!("compact-ui-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let store = Arc::new(SqliteStore::open(dir.join("sessions.db")).unwrap());
@@ -106,6 +110,19 @@ fn main() {
             times[times.len() / 2],
             times[times.len() - 1]
         );
+    }
+    if serve {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            println!("listening on http://{}/", listener.local_addr().unwrap());
+            compact_ui::serve(listener, store, std::future::pending())
+                .await
+                .unwrap();
+        });
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -160,11 +160,11 @@ impl Ui {
                 content_type: "text/css; charset=utf-8",
                 body: STYLESHEET.to_owned(),
             },
-            ["s", id] => match store.read(id, 0) {
-                Ok(records) => Response {
+            ["s", id] => match Overview::load(store, id) {
+                Ok(o) => Response {
                     status: 200,
                     content_type: HTML,
-                    body: pages::session(&self.links, &Overview::read(id, &records)),
+                    body: pages::session(&self.links, &o),
                 },
                 Err(e) => self.store_error(&e),
             },
@@ -211,7 +211,7 @@ impl Ui {
                     Err(e) => self.page(500, "Recall failed", &e.to_string()),
                 }
             }
-            ["s", id, "search"] => match store.read(id, 0) {
+            ["s", id, "search"] => match store.read_kind(id, 0, "item", usize::MAX) {
                 Ok(records) => Response {
                     status: 200,
                     content_type: HTML,
@@ -230,8 +230,8 @@ impl Ui {
         };
         let mut sessions = Vec::with_capacity(summaries.len());
         for s in summaries {
-            match store.read(&s.id, 0) {
-                Ok(records) => sessions.push(Overview::read(&s.id, &records)),
+            match Overview::load(store, &s.id) {
+                Ok(o) => sessions.push(o),
                 Err(StoreError::UnknownSession(_)) => {} // Deleted since it was listed.
                 Err(e) => return self.store_error(&e),
             }

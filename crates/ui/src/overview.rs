@@ -6,6 +6,7 @@
 
 use compact_session::event::{Event, EventKind};
 use compact_session::record::{ItemSource, Record, Stored};
+use compact_session::{Store, StoreError};
 use serde_json::Value;
 
 /// One model call (a preflight that sent a request).
@@ -68,7 +69,7 @@ pub struct Overview {
     pub calls: Vec<Call>,
     /// Its compactions.
     pub compactions: Vec<Compaction>,
-    /// Items received.
+    /// Items received (the history of the latest call, or the items logged, whichever is more).
     pub items: usize,
     /// Records in its log.
     pub records: u64,
@@ -87,19 +88,28 @@ fn str_of(e: &Event, key: &str) -> String {
 }
 
 impl Overview {
-    /// Reads `records` (a whole log, in order).
+    /// Reads a session from `store`: its first item (for the agent) and its events, without
+    /// decoding the rest of its items.
+    pub fn load(store: &dyn Store, id: &str) -> Result<Overview, StoreError> {
+        let mut records = store.read_kind(id, 0, "item", 1)?;
+        records.extend(store.read_kind(id, 0, "event", usize::MAX)?);
+        Ok(Overview::read(id, &records))
+    }
+
+    /// Reads `records` (a whole log, or its first item and its events, in order).
     pub fn read(id: &str, records: &[Stored]) -> Overview {
         let mut o = Overview {
             id: id.to_owned(),
             ..Overview::default()
         };
         let (mut counted, mut window, mut trigger) = (0, None, None);
+        let mut received = 0;
         for stored in records {
-            o.records = stored.seq;
+            o.records = o.records.max(stored.seq);
             let e = match &stored.record {
                 Record::Item(r) => {
                     if r.source == ItemSource::Received {
-                        o.items += 1;
+                        received += 1;
                         if o.agent.is_empty() {
                             if let Some(f) = r.item.meta.origin {
                                 o.agent = f.to_string();
@@ -153,6 +163,7 @@ impl Overview {
                     }
                 }
                 EventKind::Sent => {
+                    o.items = o.items.max(usize_of(e, "received").unwrap_or(0));
                     let tokens = usize_of(e, "tokens").unwrap_or(0);
                     let items = usize_of(e, "items").unwrap_or(0);
                     let reused_items = usize_of(e, "reused_items").unwrap_or(0);
@@ -178,6 +189,7 @@ impl Overview {
                 _ => {}
             }
         }
+        o.items = o.items.max(received);
         o
     }
 
