@@ -60,6 +60,9 @@ pub struct SessionRun {
     pub window: usize,
     /// The calls, in order.
     pub calls: Vec<CallRecord>,
+    /// The probes expected at the last call that its request no longer held (indices into the
+    /// session's [`ProbeSet`]): what the strategy lost by the end.
+    pub lost: Vec<u32>,
 }
 
 impl SessionRun {
@@ -194,6 +197,7 @@ pub fn replay_session_with_cuts(
     let mut run = SessionRun {
         window: options.window,
         calls: Vec::new(),
+        lost: Vec::new(),
     };
     let mut next = 0usize;
 
@@ -278,6 +282,9 @@ pub fn replay_session_with_cuts(
             cost: options.pricing.cost(tokens, cached_tokens, output_tokens),
             cut,
         });
+    }
+    if let Some(last) = run.calls.last() {
+        run.lost = held.tracker.missing(probes, last.at);
     }
     run
 }

@@ -79,6 +79,40 @@ fn probes_lost(totals: &[StrategyTotals]) -> String {
     out
 }
 
+/// At most this many lost probes are listed per strategy and session (the counts are complete).
+const MAX_LOST_LISTED: usize = 40;
+/// Characters of a lost probe's text shown.
+const LOST_TEXT_CHARS: usize = 160;
+
+/// The probes each strategy lost by a session's last call, by kind and text.
+fn lost_list(totals: &[StrategyTotals], lost: &[Vec<(ProbeKind, String)>]) -> String {
+    let mut out = String::new();
+    for (t, probes) in totals.iter().zip(lost) {
+        if probes.is_empty() {
+            continue;
+        }
+        let _ = write!(
+            out,
+            "<details class=\"lost\"><summary>{}: {} probe(s) lost by the last call</summary><ul>",
+            escape(&t.strategy),
+            probes.len()
+        );
+        for (kind, text) in probes.iter().take(MAX_LOST_LISTED) {
+            let _ = write!(
+                out,
+                "<li><b>{}</b> {}</li>",
+                escape(kind.as_str()),
+                escape(&crate::html::preview(text, LOST_TEXT_CHARS))
+            );
+        }
+        if probes.len() > MAX_LOST_LISTED {
+            let _ = write!(out, "<li>… {} more</li>", probes.len() - MAX_LOST_LISTED);
+        }
+        out.push_str("</ul></details>");
+    }
+    out
+}
+
 /// The report as one HTML document.
 pub fn html(report: &Report) -> String {
     let names: Vec<&str> = report
@@ -128,7 +162,7 @@ pub fn html(report: &Report) -> String {
             })
             .collect::<Vec<_>>(),
     ));
-    out.push_str("\n<h2>Probes lost</h2>\n<p class=\"muted\">Per kind, the probes expected at each session's last call that its request no longer holds.</p>\n");
+    out.push_str("\n<h2>Probes lost</h2>\n<p class=\"muted\">Per kind, the probes expected at each session's last call that its request no longer holds (each session lists them below its table).</p>\n");
     out.push_str(&probes_lost(&report.aggregate));
     out.push_str("\n<h2>Sessions</h2>\n");
     for s in &report.sessions {
@@ -186,6 +220,7 @@ pub fn html(report: &Report) -> String {
             .render(),
         );
         out.push_str(&strategy_table(&s.strategies));
+        out.push_str(&lost_list(&s.strategies, &s.lost_probes));
         out.push_str("</section>\n");
     }
     if !report.skipped.is_empty() {
@@ -197,4 +232,33 @@ pub fn html(report: &Report) -> String {
     }
     out.push_str("</body></html>\n");
     out
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lost_probes_are_listed_escaped_and_bounded() {
+        let totals = [
+            StrategyTotals {
+                strategy: "none".to_owned(),
+                ..StrategyTotals::default()
+            },
+            StrategyTotals {
+                strategy: "<b>drop</b>".to_owned(),
+                ..StrategyTotals::default()
+            },
+        ];
+        let many: Vec<(ProbeKind, String)> = (0..MAX_LOST_LISTED + 3)
+            .map(|i| (ProbeKind::FailedCommand, format!("<script>x{i}</script>")))
+            .collect();
+        let html = lost_list(&totals, &[Vec::new(), many]);
+        assert_eq!(html.matches("<details").count(), 1, "none lost nothing");
+        assert!(html.contains("&lt;b&gt;drop&lt;/b&gt;: 43 probe(s) lost"));
+        assert!(!html.contains("<script>"));
+        assert_eq!(html.matches("<li><b>").count(), MAX_LOST_LISTED);
+        assert!(html.contains("… 3 more"));
+    }
 }
