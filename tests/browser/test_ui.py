@@ -82,6 +82,11 @@ def test_a_compaction_opens_its_diff_and_a_stub_its_original(page: Any, base_url
 
 def test_search_over_the_whole_log(page: Any, base_url: str, shots: Path) -> None:
     open_session(page, base_url, "rollout")
+    # As one types, results appear under the box.
+    page.locator("#search").press_sequentially("the", delay=30)
+    page.wait_for_selector("#live #results li")
+    assert page.locator("#live mark").count() >= 1
+    # Submitting opens the search page.
     page.fill("#search", "the")
     page.press("#search", "Enter")
     page.wait_for_selector("#results")
@@ -124,6 +129,10 @@ def test_planted_markup_never_runs(page: Any, base_url: str, replayed: dict[str,
     page.wait_for_selector("svg.sawtooth")
     assert_inert(page)
     session_url = page.url
+    page.locator("#search").press_sequentially("<script>", delay=20)
+    page.wait_for_selector("#live #results li")
+    assert HOSTILE[0] in page.locator("#live").inner_text()
+    assert_inert(page)
     diffs = page.locator("svg.sawtooth a").evaluate_all("as => as.map(a => a.href.baseVal || a.getAttribute('href'))")
     assert diffs, "the planted session compacted"
     items: list[str] = []

@@ -8,7 +8,8 @@
 //!   and trigger, compaction markers, the cache-hit share per call, the compactions), a
 //!   compaction's diff and checkpoint (`/s/{id}/compaction/{record}`), an original item
 //!   (`/s/{id}/item/{ref}`: the recall of what a stub, marker or citation names) and search
-//!   (`/s/{id}/search?q=`).
+//!   (`/s/{id}/search?q=`; `&part=results` answers the results alone, for the search as one
+//!   types).
 //! - [`report::html`] renders a replay's report as one self-contained file.
 //!
 //! Architecture invariants: **transcript text is hostile**: every text goes through
@@ -49,8 +50,8 @@ use compact_session::{Store, StoreError};
 use html::{percent_decode, query_param};
 
 /// The policy every page is served with: its own script and stylesheet only, images from itself
-/// or `data:`, no framing, forms to itself.
-pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
+/// or `data:`, requests (the live search) and forms to itself only, no framing.
+pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
 
 /// Longest request target (path and query) answered; longer ones get 414.
 pub const MAX_TARGET_BYTES: usize = 8 * 1024;
@@ -58,7 +59,7 @@ pub const MAX_TARGET_BYTES: usize = 8 * 1024;
 /// Longest filter or search query, in characters; longer ones get 400.
 pub const MAX_QUERY_CHARS: usize = 256;
 
-/// The built-in script (the list's filter as one types).
+/// The built-in script (the list's filter and the session's search, as one types).
 pub const SCRIPT: &str = include_str!("../assets/ui.js");
 /// The built-in stylesheet.
 pub const STYLESHEET: &str = include_str!("../assets/ui.css");
@@ -212,6 +213,14 @@ impl Ui {
                 }
             }
             ["s", id, "search"] => match store.read_kind(id, 0, "item", usize::MAX) {
+                // `part=results`: only the results, for the live search as one types.
+                Ok(records) if query_param(query, "part").as_deref() == Some("results") => {
+                    Response {
+                        status: 200,
+                        content_type: HTML,
+                        body: pages::search_results(&self.links, id, &records, &q),
+                    }
+                }
                 Ok(records) => Response {
                     status: 200,
                     content_type: HTML,

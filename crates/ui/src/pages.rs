@@ -201,7 +201,7 @@ pub fn session(links: &Links, o: &Overview) -> String {
         body,
         r#"<h1>Session <code>{}</code></h1>
 <p class="stats">{} · {} · {} calls · {} items · now {} tokens · peak {} · {} compactions · {} tokens saved · prefix reused {}{}</p>
-<form class="search" method="get" action="{}"><input id="search" type="search" name="q" placeholder="search the whole session log" autocomplete="off"> <button type="submit">search</button></form>
+<form class="search" method="get" action="{}"><input id="search" type="search" name="q" placeholder="search the whole session log" autocomplete="off"> <button type="submit">search</button></form><div id="live"></div>
 <h2>Tokens per call</h2>
 "#,
         escape(&o.id),
@@ -424,24 +424,15 @@ pub fn item(links: &Links, session: &str, item: &Item) -> String {
     page(links, item.meta.id.as_str(), &body)
 }
 
-/// Search results over every item of the log (received items and truncated originals), oldest
-/// first, at most [`MAX_RESULTS`].
-pub fn search(links: &Links, session: &str, records: &[Stored], query: &str) -> String {
+/// The results of searching `records` for `query` (case-insensitive), oldest first, at most
+/// [`MAX_RESULTS`]: an `<ol id="results">` and a count, the fragment both the search page and the
+/// session page's live search show.
+pub fn search_results(links: &Links, session: &str, records: &[Stored], query: &str) -> String {
     let needle = query.trim().to_ascii_lowercase();
-    let mut body = format!(
-        r#"<p><a href="{}">← session <code>{}</code></a></p><h1>Search</h1><form class="search" method="get" action="{}"><input id="search" type="search" name="q" value="{}" autocomplete="off"> <button type="submit">search</button></form>"#,
-        escape(&links.session(session)),
-        escape(session),
-        escape(&links.search(session)),
-        escape(query)
-    );
-    if needle.is_empty() {
-        return page(links, "search", &body);
-    }
+    let mut out = String::from(r#"<ol id="results">"#);
     let mut results = 0;
     let mut more = false;
-    body.push_str(r#"<ol id="results">"#);
-    for s in records {
+    for s in records.iter().filter(|_| !needle.is_empty()) {
         let Record::Item(r) = &s.record else { continue };
         let text = r.item.plain_text();
         let Some(at) = find_ignore_case(&text, &needle) else {
@@ -454,7 +445,7 @@ pub fn search(links: &Links, session: &str, records: &[Stored], query: &str) -> 
         results += 1;
         let id = r.item.meta.id.as_str();
         let _ = write!(
-            body,
+            out,
             r#"<li><a class="item" href="{}"><code>{}</code></a> {} <div class="snippet">{}</div></li>"#,
             escape(&links.item(session, id)),
             escape(id),
@@ -462,12 +453,28 @@ pub fn search(links: &Links, session: &str, records: &[Stored], query: &str) -> 
             snippet(&text, at, needle.len(), SNIPPET_CONTEXT)
         );
     }
-    body.push_str("</ol>");
+    out.push_str("</ol>");
     let _ = write!(
-        body,
+        out,
         r#"<p class="muted" id="count">{results}{} match(es)</p>"#,
         if more { "+ (the first shown)" } else { "" }
     );
+    out
+}
+
+/// The search page: the box and, for a query, its results.
+pub fn search(links: &Links, session: &str, records: &[Stored], query: &str) -> String {
+    let mut body = format!(
+        r#"<p><a href="{}">← session <code>{}</code></a></p><h1>Search</h1><form class="search" method="get" action="{}"><input id="search" type="search" name="q" value="{}" autocomplete="off"> <button type="submit">search</button></form><div id="live">"#,
+        escape(&links.session(session)),
+        escape(session),
+        escape(&links.search(session)),
+        escape(query)
+    );
+    if !query.trim().is_empty() {
+        body.push_str(&search_results(links, session, records, query));
+    }
+    body.push_str("</div>");
     page(links, "search", &body)
 }
 

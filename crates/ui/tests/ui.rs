@@ -228,6 +228,14 @@ fn errors_and_bounds() {
         ui.handle(store.as_ref(), "/s/tools/search", &query).status,
         400
     );
+    // The live search's fragment holds the results alone.
+    let part = ok(
+        &ui,
+        store.as_ref(),
+        "/s/tools/search",
+        "q=line&part=results",
+    );
+    assert!(part.starts_with(r#"<ol id="results">"#) && !part.contains("<html"));
     // Search results are capped.
     let search = ok(&ui, store.as_ref(), "/s/tools/search", "q=line");
     assert!(search.matches("<li>").count() <= compact_ui::pages::MAX_RESULTS);
