@@ -1,5 +1,5 @@
 //! `compactctl`: the command line of Compact (inspect, count, compact, plan, diff, recall, replay, run,
-//! sessions, memory, serve, and the agent integrations: hook, install, uninstall, mcp).
+//! sessions, memory, serve, ui, and the agent integrations: hook, install, uninstall, mcp).
 
 mod cmd;
 mod engine;
@@ -56,6 +56,8 @@ enum Command {
     Mcp(cmd::mcp::McpArgs),
     /// Run the compaction proxy (OpenAI- and Anthropic-compatible) in front of a provider.
     Serve(cmd::serve::ServeArgs),
+    /// Web view of a session store: sessions, the token sawtooth, compaction diffs, recall, search.
+    Ui(cmd::ui::UiArgs),
 }
 
 fn main() -> ExitCode {
@@ -76,6 +78,7 @@ fn main() -> ExitCode {
         Command::Uninstall(args) => cmd::install::run(args, cmd::install::Action::Uninstall),
         Command::Mcp(args) => cmd::mcp::run(args),
         Command::Serve(args) => cmd::serve::run(args),
+        Command::Ui(args) => cmd::ui::run(args),
     };
     match result {
         Ok(code) => code,

@@ -6,6 +6,11 @@
 //!   checkpoint names (`recall`), in the session log's storage form.
 //!
 //! Path segments are percent-decoded. Answers are JSON; errors too.
+//!
+//! The web view (`compact-ui`) is mounted under `/admin/ui/`, behind the same token. A browser
+//! cannot send a bearer header when it follows a link, so `/admin/ui/login?token=...` checks the
+//! token and sets it as an `HttpOnly`, `SameSite=Strict` cookie for `/admin`, which the UI routes
+//! (only they) accept in place of the header; both are compared in constant time.
 
 use crate::reply::{json_response, ProxyBody};
 use crate::server::Shared;
@@ -29,13 +34,20 @@ pub(crate) async fn handle(shared: &Arc<Shared>, req: &Request<Incoming>) -> Res
             "the admin API is off (no admin token is configured)",
         );
     };
+    let path = req.uri().path();
+    let ui = path == UI_BASE || path.starts_with("/admin/ui/");
+    if ui && path == UI_LOGIN {
+        return login(req, expected);
+    }
     let given = req
         .headers()
         .get(hyper::header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
         .unwrap_or("");
-    if !same_secret(given.trim().as_bytes(), expected.as_bytes()) {
+    let by_cookie =
+        ui && cookie(req).is_some_and(|c| same_secret(c.as_bytes(), expected.as_bytes()));
+    if !by_cookie && !same_secret(given.trim().as_bytes(), expected.as_bytes()) {
         let mut r = error(
             StatusCode::UNAUTHORIZED,
             "a valid admin bearer token is required",
@@ -51,6 +63,9 @@ pub(crate) async fn handle(shared: &Arc<Shared>, req: &Request<Incoming>) -> Res
             StatusCode::METHOD_NOT_ALLOWED,
             "the admin API only answers GET",
         );
+    }
+    if ui {
+        return ui_page(shared, req).await;
     }
     let segments: Option<Vec<String>> = req
         .uri()
@@ -78,6 +93,99 @@ pub(crate) async fn handle(shared: &Arc<Shared>, req: &Request<Incoming>) -> Res
             "the admin request failed",
         )
     })
+}
+
+/// Where the web view is mounted.
+const UI_BASE: &str = "/admin/ui";
+/// The page that trades the token (query `token`) for the cookie.
+const UI_LOGIN: &str = "/admin/ui/login";
+/// The cookie holding the admin token for the web view.
+const COOKIE: &str = "compact_admin";
+/// Longest `Cookie` header read.
+const MAX_COOKIE_BYTES: usize = 4 * 1024;
+
+/// The admin cookie's value, if the request carries one.
+fn cookie(req: &Request<Incoming>) -> Option<String> {
+    req.headers()
+        .get_all(hyper::header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .filter(|v| v.len() <= MAX_COOKIE_BYTES)
+        .flat_map(|v| v.split(';'))
+        .find_map(|pair| {
+            let (k, v) = pair.trim().split_once('=')?;
+            (k == COOKIE).then(|| v.to_owned())
+        })
+}
+
+/// `/admin/ui/login?token=...`: a right token sets the cookie and leads to the session list; a
+/// wrong one is a 401 (and clears nothing).
+fn login(req: &Request<Incoming>, expected: &str) -> Response<ProxyBody> {
+    let given = req
+        .uri()
+        .query()
+        .and_then(|q| compact_ui::html::query_param(q, "token"))
+        .unwrap_or_default();
+    if !same_secret(given.as_bytes(), expected.as_bytes()) {
+        return error(StatusCode::UNAUTHORIZED, "a valid admin token is required");
+    }
+    let mut r = Response::new(crate::reply::full(""));
+    *r.status_mut() = StatusCode::SEE_OTHER;
+    let headers = r.headers_mut();
+    headers.insert(
+        hyper::header::LOCATION,
+        hyper::header::HeaderValue::from_static("/admin/ui/"),
+    );
+    // The token is sent back only in the cookie, never in a page; a token that is not a valid
+    // header value cannot be set (and was refused by the comparison's caller's config anyway).
+    if let Ok(v) = hyper::header::HeaderValue::from_str(&format!(
+        "{COOKIE}={given}; HttpOnly; SameSite=Strict; Path=/admin"
+    )) {
+        headers.insert(hyper::header::SET_COOKIE, v);
+    }
+    headers.insert(
+        hyper::header::CACHE_CONTROL,
+        hyper::header::HeaderValue::from_static("no-store"),
+    );
+    r
+}
+
+/// A page of the web view, rendered on the blocking pool.
+async fn ui_page(shared: &Arc<Shared>, req: &Request<Incoming>) -> Response<ProxyBody> {
+    if req.method() != Method::GET && req.method() != Method::HEAD {
+        return error(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "the web view only answers GET",
+        );
+    }
+    let path = req.uri().path()[UI_BASE.len()..].to_owned();
+    let query = req.uri().query().unwrap_or("").to_owned();
+    let head = req.method() == Method::HEAD;
+    let shared = Arc::clone(shared);
+    let page = tokio::task::spawn_blocking(move || {
+        compact_ui::Ui::new(UI_BASE).handle(shared.managers.store().as_ref(), &path, &query)
+    })
+    .await;
+    let Ok(page) = page else {
+        return error(StatusCode::INTERNAL_SERVER_ERROR, "the page failed");
+    };
+    let headers = page.headers();
+    let mut r = Response::new(crate::reply::full(if head {
+        String::new()
+    } else {
+        page.body
+    }));
+    *r.status_mut() =
+        StatusCode::from_u16(page.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let h = r.headers_mut();
+    h.insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static(page.content_type),
+    );
+    for (name, value) in headers {
+        h.insert(name, hyper::header::HeaderValue::from_static(value));
+    }
+    r
 }
 
 fn route(shared: &Shared, parts: &[&str]) -> Response<ProxyBody> {

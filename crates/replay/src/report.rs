@@ -350,6 +350,9 @@ pub struct SessionReport {
     pub tokens_per_call: Vec<Vec<usize>>,
     /// Share of expected probes present at each call, per strategy (`None` before any is expected).
     pub retention_per_call: Vec<Vec<Option<f64>>>,
+    /// The probes each strategy lost by the last call (expected there, no longer in its request):
+    /// kind and text, per strategy.
+    pub lost_probes: Vec<Vec<(ProbeKind, String)>>,
 }
 
 /// A transcript that could not be read or imported, left out of the replay.
@@ -423,6 +426,16 @@ impl Report {
                     retention_per_call: row
                         .iter()
                         .map(|r| r.calls.iter().map(|c| c.retention.overall()).collect())
+                        .collect(),
+                    lost_probes: row
+                        .iter()
+                        .map(|r| {
+                            r.lost
+                                .iter()
+                                .filter_map(|&i| job.probes.probes().get(i as usize))
+                                .map(|p| (p.kind, p.text.clone()))
+                                .collect()
+                        })
                         .collect(),
                 }
             })

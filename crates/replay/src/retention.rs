@@ -64,6 +64,20 @@ impl RetentionTracker {
         self.holders.iter_mut().for_each(|n| *n = 0);
     }
 
+    /// The probes expected at the call made before original item `at` that no held item contains
+    /// (indices into `probes`): the ones [`RetentionTracker::measure`] counts as expected but not
+    /// present.
+    pub fn missing(&self, probes: &ProbeSet, at: usize) -> Vec<u32> {
+        probes
+            .probes()
+            .iter()
+            .zip(&self.holders)
+            .enumerate()
+            .filter(|(_, (probe, &n))| probe.expected_at(at) && n == 0)
+            .filter_map(|(i, _)| u32::try_from(i).ok())
+            .collect()
+    }
+
     /// Retention at the call made before original item `at`.
     pub fn measure(&self, probes: &ProbeSet, at: usize) -> Retention {
         let mut out = Retention::default();

@@ -64,6 +64,9 @@ pub struct SessionRun {
     pub window: usize,
     /// The calls, in order.
     pub calls: Vec<CallRecord>,
+    /// The probes expected at the last call that its request no longer held (indices into the
+    /// session's [`ProbeSet`]): what the strategy lost by the end.
+    pub lost: Vec<u32>,
 }
 
 impl SessionRun {
@@ -198,6 +201,7 @@ pub fn replay_session_with_cuts(
     let mut run = SessionRun {
         window: options.window,
         calls: Vec::new(),
+        lost: Vec::new(),
     };
     let mut next = 0usize;
 
@@ -284,6 +288,9 @@ pub fn replay_session_with_cuts(
             cut,
             boundary,
         });
+    }
+    if let Some(last) = run.calls.last() {
+        run.lost = held.tracker.missing(probes, last.at);
     }
     run
 }

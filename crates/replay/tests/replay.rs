@@ -392,6 +392,18 @@ fn retention_follows_what_the_model_sees() {
     assert_eq!(last.of(ProbeKind::UserRequest), Some(1.0));
     assert_eq!(last.of(ProbeKind::Constraint), Some(1.0));
     assert_eq!(last.overall(), Some(2.0 / 5.0));
+    // The run names the probes it lost: the three the final retention counts as missing.
+    assert!(baseline.lost.is_empty());
+    let lost: Vec<ProbeKind> = run
+        .lost
+        .iter()
+        .map(|&i| probes.probes()[i as usize].kind)
+        .collect();
+    assert_eq!(lost.len(), 3, "{lost:?}");
+    for kind in [ProbeKind::FailedCommand, ProbeKind::FileModified] {
+        assert!(lost.contains(&kind), "{lost:?}");
+    }
+    assert!(!lost.contains(&ProbeKind::UserRequest));
 }
 
 #[test]

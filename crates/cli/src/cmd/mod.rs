@@ -12,6 +12,8 @@ pub mod memory;
 pub mod plan;
 pub mod recall;
 pub mod replay;
+pub mod replay_store;
 pub mod run;
 pub mod serve;
 pub mod sessions;
+pub mod ui;

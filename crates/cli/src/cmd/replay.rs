@@ -50,6 +50,16 @@ pub struct ReplayArgs {
     /// Write an SVG plot of the tokens sent at each call, per strategy, to this file.
     #[arg(long)]
     pub plot: Option<String>,
+    /// Write the report as one self-contained HTML file (per-strategy table, cost and retention
+    /// charts, the probes each strategy lost, the sawtooth of every session; no network needed to
+    /// view it).
+    #[arg(long, value_name = "PATH")]
+    pub html: Option<String>,
+    /// Also run every transcript through the session runtime (`CompactManager`, with the
+    /// configuration's strategy) into this store, one session per file named after it, call by
+    /// call: `sqlite:PATH` (created when missing) or `postgres://...`. `compactctl ui` shows it.
+    #[arg(long, value_name = "URL")]
+    pub store: Option<String>,
     /// Worker threads (default: the available cores).
     #[arg(long)]
     pub jobs: Option<usize>,
@@ -158,6 +168,12 @@ pub fn run(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
         .with_skipped(skipped)
         .with_boundaries(&score_boundaries(&jobs, &setup.options));
 
+    if let Some(path) = &args.html {
+        write_output(Some(path), &compact_ui::report::html(&report))?;
+    }
+    if let Some(url) = &args.store {
+        crate::cmd::replay_store::fill(url, &jobs, &setup)?;
+    }
     if let Some(path) = &args.plot {
         write_output(
             Some(path),

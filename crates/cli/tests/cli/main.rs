@@ -16,3 +16,4 @@ mod run;
 mod serve;
 mod sessions;
 mod support;
+mod ui;

@@ -155,6 +155,69 @@ async fn admin_api_lists_sessions_events_and_recalls_items() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_web_view_is_behind_the_admin_token_by_header_or_cookie() {
+    let h = Harness::with(Options {
+        admin_token: Some("tok-ui".into()),
+        ..Options::default()
+    })
+    .await;
+    let wire = Wire::Chat;
+    let mut request = wire.first_request("sim-model", "UI session.", false);
+    for step in 0..25 {
+        script_tool_call(&h.sim, step);
+        let reply = h
+            .post(wire.path(), &[("x-compact-session", "ui/one")], &request)
+            .await;
+        assert_eq!(reply.status, 200);
+        let turn = wire.read(false, &reply.body);
+        wire.extend(&mut request, &turn, &[tool_output("src/ui.rs", step, 40)]);
+    }
+    // Without the token, with a wrong one, or with a wrong cookie: 401, nothing rendered.
+    for headers in [
+        vec![],
+        vec![("authorization", "Bearer wrong")],
+        vec![("cookie", "compact_admin=wrong")],
+    ] {
+        let reply = h.get("/admin/ui/", &headers).await;
+        assert_eq!(reply.status, 401, "{headers:?}");
+        assert!(!reply.text().contains("ui/one"));
+    }
+    assert_eq!(h.get("/admin/ui/login?token=wrong", &[]).await.status, 401);
+    // The bearer header opens the pages, linked under /admin/ui.
+    let bearer = [("authorization", "Bearer tok-ui")];
+    let list = h.get("/admin/ui/", &bearer).await;
+    assert_eq!(list.status, 200, "{}", list.text());
+    assert!(list.headers["content-security-policy"]
+        .to_str()
+        .unwrap()
+        .starts_with("default-src 'none'"));
+    assert!(list.text().contains(r#"href="/admin/ui/s/ui%2Fone""#));
+    let session = h.get("/admin/ui/s/ui%2Fone", &bearer).await;
+    assert_eq!(session.status, 200);
+    assert!(session.text().contains("class=\"chart sawtooth\""));
+    assert!(session.text().contains("/admin/ui/s/ui%2Fone/compaction/"));
+    // Logging in sets an HttpOnly, SameSite=Strict cookie for /admin that opens the pages (and
+    // only them: the JSON API still wants the header).
+    let login = h.get("/admin/ui/login?token=tok-ui", &[]).await;
+    assert_eq!(login.status, 303);
+    assert_eq!(login.headers["location"], "/admin/ui/");
+    let cookie = login.headers["set-cookie"].to_str().unwrap().to_owned();
+    for part in [
+        "compact_admin=tok-ui",
+        "HttpOnly",
+        "SameSite=Strict",
+        "Path=/admin",
+    ] {
+        assert!(cookie.contains(part), "{cookie}");
+    }
+    let jar = [("cookie", "other=1; compact_admin=tok-ui")];
+    assert_eq!(h.get("/admin/ui/s/ui%2Fone", &jar).await.status, 200);
+    assert_eq!(h.get("/admin/ui/assets/ui.js", &jar).await.status, 200);
+    assert_eq!(h.get("/admin/sessions", &jar).await.status, 401);
+    assert_eq!(h.get("/admin/ui/s/nope", &jar).await.status, 404);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_lets_an_in_flight_stream_finish() {
     let mut h = Harness::start().await;
     let metrics = h.proxy.metrics();

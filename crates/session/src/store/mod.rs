@@ -83,6 +83,27 @@ pub trait Store: Send + Sync {
     /// The records with sequence numbers above `after`, in order.
     fn read(&self, session: &str, after: u64) -> Result<Vec<Stored>, StoreError>;
 
+    /// At most `limit` records of one kind (`item`, `view` or `event`, as [`Record::kind`] names
+    /// them) with sequence numbers above `after`, in order: what a reader that needs only a log's
+    /// events (a session's activity) or its first item reads without decoding the rest.
+    ///
+    /// The default filters [`Store::read`]; the SQLite and PostgreSQL stores select by the kind
+    /// they store beside each record.
+    fn read_kind(
+        &self,
+        session: &str,
+        after: u64,
+        kind: &str,
+        limit: usize,
+    ) -> Result<Vec<Stored>, StoreError> {
+        Ok(self
+            .read(session, after)?
+            .into_iter()
+            .filter(|s| s.record.kind() == kind)
+            .take(limit)
+            .collect())
+    }
+
     /// The item records whose item has id `item_id`, oldest first.
     fn find_items(&self, session: &str, item_id: &str) -> Result<Vec<Stored>, StoreError>;
 

@@ -263,6 +263,31 @@ impl Store for PostgresStore {
         decode_rows(session, &rows)
     }
 
+    fn read_kind(
+        &self,
+        session: &str,
+        after: u64,
+        kind: &str,
+        limit: usize,
+    ) -> Result<Vec<Stored>, StoreError> {
+        let mut client = self.lock()?;
+        let mut tx = client
+            .build_transaction()
+            .isolation_level(postgres::IsolationLevel::RepeatableRead)
+            .read_only(true)
+            .start()
+            .map_err(backend)?;
+        version_of(&mut tx, session)?;
+        let rows = tx
+            .query(
+                "SELECT seq, doc FROM compact_records WHERE session = $1 AND seq > $2 AND kind = $3 ORDER BY seq LIMIT $4",
+                &[&session, &to_i64(after), &kind, &to_i64(u64::try_from(limit).unwrap_or(u64::MAX))],
+            )
+            .map_err(backend)?;
+        tx.commit().map_err(backend)?;
+        decode_rows(session, &rows)
+    }
+
     fn find_items(&self, session: &str, item_id: &str) -> Result<Vec<Stored>, StoreError> {
         let mut client = self.lock()?;
         version_of(&mut *client, session)?;

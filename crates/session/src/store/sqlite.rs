@@ -323,6 +323,34 @@ impl Store for SqliteStore {
         decode_rows(session, rows)
     }
 
+    fn read_kind(
+        &self,
+        session: &str,
+        after: u64,
+        kind: &str,
+        limit: usize,
+    ) -> Result<Vec<Stored>, StoreError> {
+        let conn = self.lock()?;
+        version_of(&conn, session)?;
+        let mut stmt = conn
+            .prepare_cached(
+                "SELECT seq, doc FROM records WHERE session = ?1 AND seq > ?2 AND kind = ?3 ORDER BY seq LIMIT ?4",
+            )
+            .map_err(backend)?;
+        let rows = stmt
+            .query_map(
+                params![
+                    session,
+                    to_i64(after),
+                    kind,
+                    to_i64(u64::try_from(limit).unwrap_or(u64::MAX))
+                ],
+                |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)),
+            )
+            .map_err(backend)?;
+        decode_rows(session, rows)
+    }
+
     fn find_items(&self, session: &str, item_id: &str) -> Result<Vec<Stored>, StoreError> {
         let conn = self.lock()?;
         version_of(&conn, session)?;

@@ -288,3 +288,12 @@ fn two_processes_drive_the_same_sessions() {
         }
     }
 }
+
+#[test]
+fn postgres_reads_records_of_one_kind() {
+    let Some(url) = postgres_schema("read_kind") else {
+        return;
+    };
+    let store = Arc::new(PostgresStore::connect(&url).unwrap());
+    crate::sqlite::reads_records_of_one_kind(store);
+}

@@ -309,3 +309,51 @@ fn a_full_disk_is_a_typed_error_and_loses_nothing_written() {
     agent.step();
     manager.preflight("s", &agent.history).unwrap();
 }
+
+/// `read_kind` returns the records of one kind after a sequence number, in order, at most `limit`,
+/// as `read` filtered would (every store: the default on the memory store, SQL on the others).
+pub(crate) fn reads_records_of_one_kind(store: Arc<dyn Store>) {
+    let manager = manager_with(8_000, Arc::clone(&store));
+    let mut agent = Agent::new(5, Format::OpenAiChat);
+    for _ in 0..6 {
+        agent.step();
+        manager.preflight("k", &agent.history).unwrap();
+    }
+    let all = store.read("k", 0).unwrap();
+    for kind in ["item", "view", "event"] {
+        let expected: Vec<u64> = all
+            .iter()
+            .filter(|s| s.record.kind() == kind)
+            .map(|s| s.seq)
+            .collect();
+        let got: Vec<u64> = store
+            .read_kind("k", 0, kind, usize::MAX)
+            .unwrap()
+            .iter()
+            .map(|s| s.seq)
+            .collect();
+        assert_eq!(got, expected, "{kind}");
+        if let Some(&first) = expected.first() {
+            let after: Vec<u64> = store
+                .read_kind("k", first, kind, 2)
+                .unwrap()
+                .iter()
+                .map(|s| s.seq)
+                .collect();
+            assert_eq!(
+                after,
+                expected.iter().skip(1).take(2).copied().collect::<Vec<_>>()
+            );
+        }
+    }
+    assert!(matches!(
+        store.read_kind("nope", 0, "event", 1),
+        Err(StoreError::UnknownSession(_))
+    ));
+}
+
+#[test]
+fn sqlite_and_memory_read_records_of_one_kind() {
+    reads_records_of_one_kind(Arc::new(SqliteStore::open(temp_db("read_kind")).unwrap()));
+    reads_records_of_one_kind(Arc::new(MemoryStore::new()));
+}

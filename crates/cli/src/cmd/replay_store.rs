@@ -1,0 +1,85 @@
+//! `compactctl replay --store URL`: every replayed transcript also goes through the session
+//! runtime, call by call, as a live session would have sent it: before each model call the
+//! history up to that call is preflighted by a `CompactManager` over the store (so the log holds
+//! its items, views, compactions and events, and `compactctl ui` and `sessions` can show it).
+
+use crate::exit::BadInput;
+use compact_core::model::Conversation;
+use compact_replay::{call_points, Job, Setup};
+use compact_session::{CompactManager, SessionConfig, SqliteStore, Store, MAX_SESSION_ID_LEN};
+use std::path::Path;
+use std::sync::Arc;
+
+/// Opens `url` for writing: `sqlite:PATH` (created when missing) or a PostgreSQL URL.
+fn open(url: &str) -> anyhow::Result<Arc<dyn Store>> {
+    if let Some(path) = url.strip_prefix("sqlite:") {
+        let path = path.strip_prefix("//").unwrap_or(path);
+        if path.is_empty() {
+            return Err(BadInput(format!("--store `{url}`: no file after `sqlite:`")).into());
+        }
+        let store = SqliteStore::open(path)
+            .map_err(|e| BadInput(format!("--store `{url}`: cannot open the store: {e}")))?;
+        return Ok(Arc::new(store));
+    }
+    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        // The URL may carry a password: the message names the store by its scheme only.
+        let store = compact_session::PostgresStore::connect(url)
+            .map_err(|e| BadInput(format!("--store postgres://…: cannot open the store: {e}")))?;
+        return Ok(Arc::new(store));
+    }
+    Err(BadInput(format!(
+        "--store `{url}`: expected sqlite:PATH or postgres://USER@HOST:PORT/DB"
+    ))
+    .into())
+}
+
+/// The session id of a transcript: its file name, cut to the longest id a store takes.
+fn session_id(name: &str) -> String {
+    let base = Path::new(name)
+        .file_name()
+        .map_or_else(|| name.to_owned(), |f| f.to_string_lossy().into_owned());
+    let mut end = base.len().min(MAX_SESSION_ID_LEN);
+    while !base.is_char_boundary(end) {
+        end -= 1;
+    }
+    base[..end].to_owned()
+}
+
+/// Runs every job through a manager over the store at `url`. A call the runtime refuses (its
+/// items are logged all the same) is counted and named on stderr; the replay goes on.
+pub fn fill(url: &str, jobs: &[Job], setup: &Setup) -> anyhow::Result<()> {
+    let store = open(url)?;
+    let mut policy = setup.policy.clone();
+    if policy.model.is_none() {
+        policy.model = Some(setup.model.clone());
+    }
+    let manager = CompactManager::open(SessionConfig::new(policy, setup.options.counter), store)?;
+    for job in jobs {
+        let id = session_id(&job.name);
+        let items = &job.conversation.items;
+        let mut history = Conversation {
+            items: Vec::with_capacity(items.len()),
+            tools: job.conversation.tools.clone(),
+            format: job.conversation.format,
+            extra: job.conversation.extra.clone(),
+        };
+        let (mut calls, mut refused) = (0usize, 0usize);
+        let mut at = 0;
+        for point in call_points(items) {
+            history.items.extend_from_slice(&items[at..point]);
+            at = point;
+            if history.items.is_empty() {
+                continue;
+            }
+            calls += 1;
+            if let Err(e) = manager.preflight(&id, &history) {
+                refused += 1;
+                if refused == 1 {
+                    eprintln!("compactctl: note: session `{id}`: call {calls}: {e}");
+                }
+            }
+        }
+        eprintln!("compactctl: stored session `{id}`: {calls} calls, {refused} refused");
+    }
+    Ok(())
+}

@@ -1,0 +1,117 @@
+//! `compactctl replay --store --html` and `compactctl ui`: a replay fills a store through the
+//! session runtime and writes a self-contained report; `ui` serves the store's pages on 127.0.0.1
+//! and stops on SIGTERM.
+
+use crate::support::{fixture, in_dir, run, temp_dir};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Command, Stdio};
+
+fn get(addr: &str, path: &str) -> String {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: ui\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    response
+}
+
+#[test]
+fn replay_fills_a_store_and_writes_a_report_that_ui_serves() {
+    let dir = temp_dir("ui");
+    let db = in_dir(&dir, "sessions.db");
+    let html = in_dir(&dir, "report.html");
+    let transcript = fixture("claude-code-long.jsonl");
+    let out = run(&[
+        "replay",
+        &transcript,
+        "--window",
+        "8000",
+        "--store",
+        &format!("sqlite:{db}"),
+        "--html",
+        &html,
+    ])
+    .ok();
+    assert!(
+        out.stderr
+            .contains("stored session `claude-code-long.jsonl`"),
+        "{}",
+        out.stderr
+    );
+    let report = std::fs::read_to_string(&html).unwrap();
+    assert!(report.starts_with("<!DOCTYPE html>"));
+    assert!(report
+        .contains(r#"<meta http-equiv="Content-Security-Policy" content="default-src 'none';"#));
+    assert!(report.contains(r#"class="chart sawtooth""#));
+    assert!(!report.contains("<script"), "the report runs no script");
+    // Nothing is fetched: no source or link points anywhere (the SVG namespace is a name).
+    assert!(
+        !report.contains("src=") && !report.contains("href="),
+        "the report loads nothing"
+    );
+
+    let listed = run(&[
+        "sessions",
+        "list",
+        "--json",
+        "--store",
+        &format!("sqlite:{db}"),
+    ])
+    .ok();
+    assert!(
+        listed.stdout.contains("claude-code-long.jsonl"),
+        "{}",
+        listed.stdout
+    );
+
+    let mut child = Command::new(env!("CARGO_BIN_EXE_compactctl"))
+        .args(["ui", "--store", &format!("sqlite:{db}"), "--port", "0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .trim()
+        .strip_prefix("listening on http://")
+        .and_then(|a| a.strip_suffix('/'))
+        .unwrap_or_else(|| panic!("{line}"))
+        .to_owned();
+    assert!(addr.starts_with("127.0.0.1:"), "{addr}");
+    let list = get(&addr, "/");
+    assert!(list.starts_with("HTTP/1.1 200"), "{list}");
+    assert!(
+        list.contains(r#"href="/s/claude-code-long.jsonl""#),
+        "{list}"
+    );
+    let session = get(&addr, "/s/claude-code-long.jsonl");
+    assert!(session.contains(r#"class="chart sawtooth""#), "{session}");
+    assert!(get(&addr, "/s/nope").starts_with("HTTP/1.1 404"));
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    assert!(child.wait().unwrap().success());
+}
+
+#[test]
+fn ui_needs_an_existing_store() {
+    let out = run(&[
+        "ui",
+        "--store",
+        "sqlite:/nonexistent/compact/ui.db",
+        "--port",
+        "0",
+    ])
+    .expect_code(2);
+    assert!(out.stderr.contains("no such file"), "{}", out.stderr);
+    run(&["ui", "--port", "0"]).expect_code(2);
+}

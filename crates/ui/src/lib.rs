@@ -1,0 +1,254 @@
+//! Compact's web view: pages over a session store, rendered on the server as HTML strings with
+//! inline SVG charts drawn in Rust, one small built-in script and one stylesheet.
+//!
+//! - [`Ui::handle`] is the router: a path (below the mount point) and a query in, a [`Response`]
+//!   out. It reads the store and renders; it does no other I/O and holds no state, so
+//!   `compactctl ui` ([`serve`]) and the proxy's `/admin/ui/` routes serve the same pages.
+//! - Pages: the session list (`/`), a session (`/s/{id}`: the token sawtooth against the window
+//!   and trigger, compaction markers, the cache-hit share per call, the compactions), a
+//!   compaction's diff and checkpoint (`/s/{id}/compaction/{record}`), an original item
+//!   (`/s/{id}/item/{ref}`: the recall of what a stub, marker or citation names) and search
+//!   (`/s/{id}/search?q=`; `&part=results` answers the results alone, for the search as one
+//!   types).
+//! - [`report::html`] renders a replay's report as one self-contained file.
+//!
+//! Architecture invariants: **transcript text is hostile**: every text goes through
+//! [`html::escape`], every link is built from fixed parts and percent-encoded segments, and every
+//! page is sent with [`CONTENT_SECURITY_POLICY`] (no inline script, nothing from another origin),
+//! so a planted `<script>` is shown as text and never runs. **Nothing is fetched at run time**: the
+//! script and stylesheet are compiled in (`include_str!`). **Bounded**: request targets over
+//! [`MAX_TARGET_BYTES`] and queries over [`MAX_QUERY_CHARS`] are refused, results are capped
+//! ([`pages::MAX_RESULTS`]), an item's page shows at most [`pages::MAX_ITEM_BYTES`]. **Read only**:
+//! the UI never appends to a log (recall reads the store, it logs no event).
+//!
+//! ```
+//! use compact_session::MemoryStore;
+//! use compact_ui::Ui;
+//!
+//! let store = MemoryStore::new();
+//! let ui = Ui::new("");
+//! let page = ui.handle(&store, "/", "");
+//! assert_eq!(page.status, 200);
+//! assert!(page.body.contains("Sessions"));
+//! assert_eq!(ui.handle(&store, "/s/nope", "").status, 404);
+//! ```
+
+pub mod chart;
+pub mod diff;
+pub mod html;
+pub mod overview;
+pub mod pages;
+pub mod report;
+mod serve;
+pub mod text;
+
+pub use overview::Overview;
+pub use pages::Links;
+pub use serve::{serve, ServeError};
+
+use compact_session::{Store, StoreError};
+use html::{percent_decode, query_param};
+
+/// The policy every page is served with: its own script and stylesheet only, images from itself
+/// or `data:`, requests (the live search) and forms to itself only, no framing.
+pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
+
+/// Longest request target (path and query) answered; longer ones get 414.
+pub const MAX_TARGET_BYTES: usize = 8 * 1024;
+
+/// Longest filter or search query, in characters; longer ones get 400.
+pub const MAX_QUERY_CHARS: usize = 256;
+
+/// The built-in script (the list's filter and the session's search, as one types).
+pub const SCRIPT: &str = include_str!("../assets/ui.js");
+/// The built-in stylesheet.
+pub const STYLESHEET: &str = include_str!("../assets/ui.css");
+
+/// An answer of the router.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Response {
+    /// HTTP status.
+    pub status: u16,
+    /// `Content-Type`.
+    pub content_type: &'static str,
+    /// The body.
+    pub body: String,
+}
+
+impl Response {
+    /// The headers every answer carries besides its content type: the content security policy,
+    /// no sniffing, no referrer, no caching (pages show live logs), no framing.
+    pub fn headers(&self) -> [(&'static str, &'static str); 5] {
+        [
+            ("content-security-policy", CONTENT_SECURITY_POLICY),
+            ("x-content-type-options", "nosniff"),
+            ("referrer-policy", "no-referrer"),
+            ("cache-control", "no-store"),
+            ("x-frame-options", "DENY"),
+        ]
+    }
+}
+
+const HTML: &str = "text/html; charset=utf-8";
+
+/// The router of one mounted UI.
+#[derive(Debug, Clone)]
+pub struct Ui {
+    links: Links,
+}
+
+impl Ui {
+    /// A UI whose pages link under `base` (`""` at the root, `/admin/ui` under the proxy).
+    pub fn new(base: &str) -> Ui {
+        Ui {
+            links: Links::new(base),
+        }
+    }
+
+    fn page(&self, status: u16, title: &str, message: &str) -> Response {
+        Response {
+            status,
+            content_type: HTML,
+            body: pages::error(&self.links, title, message),
+        }
+    }
+
+    fn store_error(&self, e: &StoreError) -> Response {
+        match e {
+            StoreError::UnknownSession(s) => {
+                self.page(404, "Not found", &format!("No session `{s}`."))
+            }
+            other => self.page(500, "Store error", &other.to_string()),
+        }
+    }
+
+    /// Answers a GET of `path` (below the mount point, starting with `/`) with `query` (the raw
+    /// query string, without `?`).
+    pub fn handle(&self, store: &dyn Store, path: &str, query: &str) -> Response {
+        if path.len() + query.len() > MAX_TARGET_BYTES {
+            return self.page(414, "Request too long", "The address is too long.");
+        }
+        let q = query_param(query, "q").unwrap_or_default();
+        if q.chars().count() > MAX_QUERY_CHARS {
+            return self.page(
+                400,
+                "Query too long",
+                &format!("A query holds at most {MAX_QUERY_CHARS} characters."),
+            );
+        }
+        let segments: Option<Vec<String>> = path
+            .split('/')
+            .filter(|s| !s.is_empty())
+            .map(|s| percent_decode(s, false))
+            .collect();
+        let Some(segments) = segments else {
+            return self.page(
+                400,
+                "Bad address",
+                "The path is not valid percent-encoded UTF-8.",
+            );
+        };
+        let parts: Vec<&str> = segments.iter().map(String::as_str).collect();
+        match parts.as_slice() {
+            [] => self.list(store, &q),
+            ["assets", "ui.js"] => Response {
+                status: 200,
+                content_type: "text/javascript; charset=utf-8",
+                body: SCRIPT.to_owned(),
+            },
+            ["assets", "ui.css"] => Response {
+                status: 200,
+                content_type: "text/css; charset=utf-8",
+                body: STYLESHEET.to_owned(),
+            },
+            ["s", id] => match Overview::load(store, id) {
+                Ok(o) => Response {
+                    status: 200,
+                    content_type: HTML,
+                    body: pages::session(&self.links, &o),
+                },
+                Err(e) => self.store_error(&e),
+            },
+            ["s", id, "compaction", seq] => {
+                let Ok(seq) = seq.parse::<u64>() else {
+                    return self.page(
+                        404,
+                        "Not found",
+                        "A compaction is named by its record number.",
+                    );
+                };
+                match store.read(id, 0) {
+                    Ok(records) => {
+                        let o = Overview::read(id, &records);
+                        match pages::compaction(&self.links, &o, &records, seq) {
+                            Some(body) => Response {
+                                status: 200,
+                                content_type: HTML,
+                                body,
+                            },
+                            None => self.page(
+                                404,
+                                "Not found",
+                                &format!("Session `{id}` has no compaction at record {seq}."),
+                            ),
+                        }
+                    }
+                    Err(e) => self.store_error(&e),
+                }
+            }
+            ["s", id, "item", reference] => {
+                match compact_session::archive::recall(store, None, id, reference) {
+                    Ok(Some(item)) => Response {
+                        status: 200,
+                        content_type: HTML,
+                        body: pages::item(&self.links, id, &item),
+                    },
+                    Ok(None) => self.page(
+                        404,
+                        "Not found",
+                        &format!("Session `{id}` has no item `{reference}`."),
+                    ),
+                    Err(compact_session::ArchiveError::Store(e)) => self.store_error(&e),
+                    Err(e) => self.page(500, "Recall failed", &e.to_string()),
+                }
+            }
+            ["s", id, "search"] => match store.read_kind(id, 0, "item", usize::MAX) {
+                // `part=results`: only the results, for the live search as one types.
+                Ok(records) if query_param(query, "part").as_deref() == Some("results") => {
+                    Response {
+                        status: 200,
+                        content_type: HTML,
+                        body: pages::search_results(&self.links, id, &records, &q),
+                    }
+                }
+                Ok(records) => Response {
+                    status: 200,
+                    content_type: HTML,
+                    body: pages::search(&self.links, id, &records, &q),
+                },
+                Err(e) => self.store_error(&e),
+            },
+            _ => self.page(404, "Not found", "No such page."),
+        }
+    }
+
+    fn list(&self, store: &dyn Store, filter: &str) -> Response {
+        let summaries = match store.list_sessions() {
+            Ok(s) => s,
+            Err(e) => return self.store_error(&e),
+        };
+        let mut sessions = Vec::with_capacity(summaries.len());
+        for s in summaries {
+            match Overview::load(store, &s.id) {
+                Ok(o) => sessions.push(o),
+                Err(StoreError::UnknownSession(_)) => {} // Deleted since it was listed.
+                Err(e) => return self.store_error(&e),
+            }
+        }
+        Response {
+            status: 200,
+            content_type: HTML,
+            body: pages::list(&self.links, &sessions, filter),
+        }
+    }
+}

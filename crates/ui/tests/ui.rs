@@ -1,0 +1,293 @@
+//! The router over a store the session runtime filled: pages, escaping of planted markup, the diff
+//! of a compaction, recall, search, bounds and errors, and the server.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use compact_core::model::{Conversation, Item, ItemBody, Role, ToolCall, ToolResult};
+use compact_core::policy::Policy;
+use compact_core::tokens::{Encoding, TokenCounter};
+use compact_session::{CompactManager, MemoryStore, SessionConfig, Store};
+use compact_ui::{Ui, CONTENT_SECURITY_POLICY, MAX_QUERY_CHARS, MAX_TARGET_BYTES};
+use serde_json::json;
+use std::sync::Arc;
+
+/// What an attacker plants in a transcript.
+const HOSTILE: [&str; 4] = [
+    "<script>window.__pwned=1</script>",
+    "<img src=x onerror=\"window.__pwned=1\">",
+    "\"><svg onload=window.__pwned=1>",
+    "<a href=\"javascript:window.__pwned=1\">click</a>",
+];
+
+/// A session id that is itself markup.
+const HOSTILE_ID: &str = "s<script>alert(1)</script>";
+
+/// A store with one tool-using session (`tools`) compacted several times at a small window, and
+/// every hostile string planted in its user messages, tool arguments and outputs, and in another
+/// session's id.
+fn store() -> Arc<MemoryStore> {
+    let store = Arc::new(MemoryStore::new());
+    let config = SessionConfig::new(
+        Policy::for_window(8_000),
+        TokenCounter::new(Encoding::O200kBase),
+    );
+    let manager = CompactManager::open(config, store.clone()).unwrap();
+    let mut conv = Conversation::default();
+    conv.push(Item::text(Role::System, "You are a coding agent."));
+    conv.push(Item::text(
+        Role::User,
+        format!("Fix the build. {}", HOSTILE.join(" ")),
+    ));
+    for i in 0..24 {
+        manager.preflight("tools", &conv).unwrap();
+        let call = format!("call_{i}");
+        conv.push(Item::new(ItemBody::ToolCall(ToolCall::function(
+            &call,
+            "bash",
+            json!({"command": format!("cat src/file_{i}.rs {}", HOSTILE[i % 4])}),
+        ))));
+        let output: String = (0..60)
+            .map(|l| {
+                format!(
+                    "line {l} of file_{i}: fn f_{i}_{l}() {{ {} }}\n",
+                    HOSTILE[l % 4]
+                )
+            })
+            .collect();
+        conv.push(Item::new(ItemBody::ToolResult(ToolResult::text(
+            &call, output,
+        ))));
+        conv.push(Item::text(Role::Assistant, format!("Read file {i}.")));
+    }
+    manager.preflight("tools", &conv).unwrap();
+    let mut other = Conversation::default();
+    other.push(Item::text(Role::User, HOSTILE[0]));
+    manager.preflight(HOSTILE_ID, &other).unwrap();
+    store
+}
+
+/// Asserts that no planted string reaches `page` as markup.
+fn inert(page: &str) {
+    for planted in HOSTILE.iter().chain([&HOSTILE_ID]) {
+        assert!(!page.contains(planted), "`{planted}` reached the page raw");
+    }
+    for raw in [
+        "<script>",
+        "<img src=x",
+        "<svg onload",
+        "href=\"javascript:",
+    ] {
+        assert!(!page.contains(raw), "`{raw}` is in the page");
+    }
+}
+
+fn ok(ui: &Ui, store: &dyn Store, path: &str, query: &str) -> String {
+    let r = ui.handle(store, path, query);
+    assert_eq!(r.status, 200, "{path}?{query}: {}", r.body);
+    assert_eq!(r.content_type, "text/html; charset=utf-8");
+    r.body
+}
+
+/// The compaction links of a session page (`/s/tools/compaction/N`).
+fn compactions(page: &str) -> Vec<String> {
+    let mut out: Vec<String> = page
+        .split("href=\"")
+        .skip(1)
+        .filter_map(|s| s.split('"').next())
+        .filter(|h| h.contains("/compaction/"))
+        .map(str::to_owned)
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+#[test]
+fn every_page_shows_planted_markup_as_text() {
+    let store = store();
+    let ui = Ui::new("");
+    let list = ok(&ui, store.as_ref(), "/", "");
+    inert(&list);
+    assert!(list.contains("s&lt;script&gt;alert(1)&lt;/script&gt;"));
+    // The hostile id's link is percent-encoded.
+    assert!(list.contains("/s/s%3Cscript%3Ealert%281%29%3C%2Fscript%3E"));
+    inert(&ok(
+        &ui,
+        store.as_ref(),
+        "/s/s%3Cscript%3Ealert%281%29%3C%2Fscript%3E",
+        "",
+    ));
+    let session = ok(&ui, store.as_ref(), "/s/tools", "");
+    inert(&session);
+    let links = compactions(&session);
+    assert!(!links.is_empty(), "the session compacted");
+    for link in &links {
+        let page = ok(&ui, store.as_ref(), link, "");
+        inert(&page);
+        assert!(page.contains("&lt;script&gt;") || page.contains("&lt;img"));
+    }
+    let search = ok(&ui, store.as_ref(), "/s/tools/search", "q=%3Cscript%3E");
+    inert(&search);
+    assert!(search.contains("<mark>&lt;script&gt;</mark>"));
+}
+
+#[test]
+fn the_session_page_draws_the_sawtooth_and_the_diff_classifies_items() {
+    let store = store();
+    let ui = Ui::new("/admin/ui");
+    let list = ok(&ui, store.as_ref(), "/", "");
+    assert!(list.contains(r#"<a href="/admin/ui/s/tools">tools</a>"#));
+    let session = ok(&ui, store.as_ref(), "/s/tools", "");
+    assert!(session.contains(r#"class="chart sawtooth""#));
+    assert!(
+        session.contains(r#"data-points="25""#),
+        "one point per call"
+    );
+    assert!(session.contains("window 8,000"));
+    assert!(session.contains("trigger "));
+    let markers = session.matches(r#"<g class="compaction""#).count();
+    assert!(markers >= 1);
+    assert_eq!(markers, compactions(&session).len());
+    assert!(session.contains(r#"class="chart cache""#));
+    let link = &compactions(&session)[0];
+    assert!(link.starts_with("/admin/ui/s/tools/compaction/"));
+    let diff = ok(
+        &ui,
+        store.as_ref(),
+        link.trim_start_matches("/admin/ui"),
+        "",
+    );
+    assert!(diff.contains(r#"id="diff""#));
+    let kept = diff.matches(r#"data-fate="keep""#).count();
+    let changed = diff.matches(r#"data-fate="reference""#).count()
+        + diff.matches(r#"data-fate="summarize""#).count()
+        + diff.matches(r#"data-fate="truncate""#).count()
+        + diff.matches(r#"data-fate="drop""#).count();
+    assert!(kept > 0 && changed > 0, "kept {kept}, changed {changed}");
+    if diff.contains(r#"data-fate="reference""#) {
+        // A stub's id links to the original.
+        assert!(diff.contains(r#"<a class="recall" href="/admin/ui/s/tools/item/"#));
+    }
+    if diff.contains(r#"class="checkpoint""#) {
+        assert!(diff.contains("generation "));
+    }
+}
+
+#[test]
+fn a_stub_opens_its_original() {
+    let store = store();
+    let ui = Ui::new("");
+    let session = ok(&ui, store.as_ref(), "/s/tools", "");
+    let mut recalls = Vec::new();
+    for link in compactions(&session) {
+        let page = ok(&ui, store.as_ref(), &link, "");
+        recalls.extend(
+            page.split(r#"<a class="recall" href=""#)
+                .skip(1)
+                .filter_map(|s| s.split('"').next())
+                .map(str::to_owned),
+        );
+    }
+    assert!(
+        !recalls.is_empty(),
+        "some output was referenced or truncated"
+    );
+    let original = ok(&ui, store.as_ref(), &recalls[0], "");
+    assert!(original.contains(r#"id="original""#));
+    assert!(original.contains("line 0 of file_"));
+    inert(&original);
+}
+
+#[test]
+fn errors_and_bounds() {
+    let store = store();
+    let ui = Ui::new("");
+    assert_eq!(ui.handle(store.as_ref(), "/s/nope", "").status, 404);
+    assert_eq!(
+        ui.handle(store.as_ref(), "/s/tools/item/nope", "").status,
+        404
+    );
+    assert_eq!(
+        ui.handle(store.as_ref(), "/s/tools/compaction/99999", "")
+            .status,
+        404
+    );
+    assert_eq!(
+        ui.handle(store.as_ref(), "/s/tools/compaction/x", "")
+            .status,
+        404
+    );
+    assert_eq!(ui.handle(store.as_ref(), "/nowhere", "").status, 404);
+    assert_eq!(ui.handle(store.as_ref(), "/s/bad%2", "").status, 400);
+    let long = "a".repeat(MAX_TARGET_BYTES + 1);
+    assert_eq!(
+        ui.handle(store.as_ref(), &format!("/s/{long}"), "").status,
+        414
+    );
+    let query = format!("q={}", "x".repeat(MAX_QUERY_CHARS + 1));
+    assert_eq!(
+        ui.handle(store.as_ref(), "/s/tools/search", &query).status,
+        400
+    );
+    // The live search's fragment holds the results alone.
+    let part = ok(
+        &ui,
+        store.as_ref(),
+        "/s/tools/search",
+        "q=line&part=results",
+    );
+    assert!(part.starts_with(r#"<ol id="results">"#) && !part.contains("<html"));
+    // Search results are capped.
+    let search = ok(&ui, store.as_ref(), "/s/tools/search", "q=line");
+    assert!(search.matches("<li>").count() <= compact_ui::pages::MAX_RESULTS);
+    // The list filter is applied on the server too.
+    let filtered = ok(&ui, store.as_ref(), "/", "q=tool");
+    assert!(filtered.contains("1 of 2 sessions"));
+    // Assets are built in.
+    let js = ui.handle(store.as_ref(), "/assets/ui.js", "");
+    assert_eq!(js.status, 200);
+    assert!(js.content_type.starts_with("text/javascript"));
+    assert!(js
+        .headers()
+        .contains(&("content-security-policy", CONTENT_SECURITY_POLICY)));
+    assert!(!CONTENT_SECURITY_POLICY.contains("unsafe-inline"));
+}
+
+#[test]
+fn the_server_answers_get_with_the_policy_and_refuses_other_methods() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let store: Arc<dyn Store> = store();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async move {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let server = tokio::spawn(compact_ui::serve(listener, store, async {
+            let _ = stopped.await;
+        }));
+        let ask = |request: String| async move {
+            let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+            s.write_all(request.as_bytes()).await.unwrap();
+            let mut out = String::new();
+            s.read_to_string(&mut out).await.unwrap();
+            out
+        };
+        let page =
+            ask("GET /s/tools HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".into()).await;
+        assert!(page.starts_with("HTTP/1.1 200"), "{page}");
+        assert!(page
+            .to_ascii_lowercase()
+            .contains("content-security-policy: default-src 'none'"));
+        assert!(page.contains("class=\"chart sawtooth\""));
+        let post = ask(
+            "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".into(),
+        )
+        .await;
+        assert!(post.starts_with("HTTP/1.1 405"), "{post}");
+        let _ = stop.send(());
+        server.await.unwrap().unwrap();
+    });
+}
