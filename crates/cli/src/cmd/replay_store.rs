@@ -6,7 +6,9 @@
 use crate::exit::BadInput;
 use compact_core::model::Conversation;
 use compact_replay::{call_points, Job, Setup};
-use compact_session::{CompactManager, SessionConfig, SqliteStore, Store, MAX_SESSION_ID_LEN};
+use compact_session::{
+    CompactManager, EventKind, SessionConfig, SqliteStore, Store, MAX_SESSION_ID_LEN,
+};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -64,6 +66,7 @@ pub fn fill(url: &str, jobs: &[Job], setup: &Setup) -> anyhow::Result<()> {
             extra: job.conversation.extra.clone(),
         };
         let (mut calls, mut refused) = (0usize, 0usize);
+        let (mut compactions, mut attempted, mut held_back) = (0usize, 0usize, 0usize);
         let mut at = 0;
         for point in call_points(items) {
             history.items.extend_from_slice(&items[at..point]);
@@ -72,14 +75,31 @@ pub fn fill(url: &str, jobs: &[Job], setup: &Setup) -> anyhow::Result<()> {
                 continue;
             }
             calls += 1;
-            if let Err(e) = manager.preflight(&id, &history) {
-                refused += 1;
-                if refused == 1 {
-                    eprintln!("compactctl: note: session `{id}`: call {calls}: {e}");
+            match manager.preflight(&id, &history) {
+                Ok(prepared) => {
+                    let skipped = prepared
+                        .events
+                        .iter()
+                        .find(|e| e.kind == EventKind::CompactionSkipped)
+                        .map(|e| e.get("reason").and_then(|r| r.as_str()).unwrap_or_default());
+                    let done = prepared.report.compaction.is_some();
+                    compactions += usize::from(done);
+                    held_back += usize::from(skipped == Some("two_strikes"));
+                    attempted += usize::from(done || skipped.is_some_and(|r| r != "two_strikes"));
+                }
+                Err(e) => {
+                    refused += 1;
+                    if refused == 1 {
+                        eprintln!("compactctl: note: session `{id}`: call {calls}: {e}");
+                    }
                 }
             }
         }
-        eprintln!("compactctl: stored session `{id}`: {calls} calls, {refused} refused");
+        eprintln!(
+            "compactctl: stored session `{id}`: {calls} calls, {compactions} compactions \
+             ({attempted} attempted), {held_back} sent uncompacted by the two-strike breaker, \
+             {refused} refused"
+        );
     }
     Ok(())
 }

@@ -59,3 +59,89 @@ fn no_readable_file_is_bad_input() {
     );
     assert!(out.stderr.contains(missing), "{}", out.stderr);
 }
+
+/// The two-strike breaker in a replay through the session runtime (`--store`): a pinned system
+/// prompt between the trigger and the usable budget keeps every request above the trigger, so the
+/// first two compactions of the user's turn cannot get under it; the breaker then sends requests
+/// uncompacted while they fit, and refuses them (naming the floor) once they do not.
+#[test]
+fn replay_through_the_runtime_stops_compacting_after_two_strikes() {
+    use compact_core::budget::Budget;
+    use compact_core::model::{Item, Role};
+    use compact_core::policy::Policy;
+    use compact_core::tokens::{Encoding, TokenCounter};
+    use serde_json::json;
+
+    let window = 8_000;
+    let budget = Budget::new(&Policy::for_window(window));
+    let counter = TokenCounter::new(Encoding::O200kBase);
+    let aim = budget.trigger + (budget.usable - budget.trigger) / 3;
+    let mut system = String::new();
+    let mut n = 0;
+    while counter.count_item(&Item::text(Role::System, &system)) < aim {
+        n += 1;
+        system.push_str(&format!(
+            "Rule {n}: keep the build green and the logs tidy. "
+        ));
+    }
+    let mut messages = vec![
+        json!({"role": "system", "content": system}),
+        json!({"role": "user", "content": "Tidy the logs, one directory at a time."}),
+    ];
+    for i in 0..40 {
+        let id = format!("call_{i}");
+        messages.push(json!({"role": "assistant", "content": null, "tool_calls": [
+            {"id": id, "type": "function", "function": {"name": "bash",
+             "arguments": json!({"command": format!("ls logs/{i}")}).to_string()}}]}));
+        messages
+            .push(json!({"role": "tool", "tool_call_id": id, "content": format!("app-{i}.log")}));
+    }
+    messages.push(json!({"role": "assistant", "content": "All tidy."}));
+    let dir = crate::support::temp_dir("strikes");
+    let transcript = crate::support::in_dir(&dir, "strikes.json");
+    std::fs::write(
+        &transcript,
+        json!({"model": "gpt-5", "messages": messages}).to_string(),
+    )
+    .unwrap();
+    let db = crate::support::in_dir(&dir, "sessions.db");
+    let out = run(&[
+        "replay",
+        &transcript,
+        "--window",
+        &window.to_string(),
+        "--model",
+        "gpt-5",
+        "--store",
+        &format!("sqlite:{db}"),
+    ])
+    .ok();
+    let line = out
+        .stderr
+        .lines()
+        .find(|l| l.contains("stored session `strikes.json`"))
+        .unwrap_or_else(|| panic!("{}", out.stderr));
+    // Exactly the two strikes were attempted; later calls were held back, then refused.
+    assert!(line.contains("(2 attempted)"), "{line}");
+    let number_before = |what: &str| -> usize {
+        let at = line
+            .find(what)
+            .unwrap_or_else(|| panic!("{what} in {line}"));
+        line[..at]
+            .rsplit(|c: char| !c.is_ascii_digit())
+            .find(|s| !s.is_empty())
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    assert!(
+        number_before(" sent uncompacted by the two-strike breaker") >= 1,
+        "{line}"
+    );
+    assert!(number_before(" refused") >= 1, "{line}");
+    assert!(
+        out.stderr.contains("automatic compaction") || out.stderr.contains("stopped"),
+        "the first refusal names the breaker: {}",
+        out.stderr
+    );
+}
