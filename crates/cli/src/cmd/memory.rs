@@ -8,7 +8,7 @@ use crate::exit::BadInput;
 use crate::output::outln;
 use anyhow::Context;
 use clap::{Args, Subcommand};
-use compact_core::memory::{gate, Change, Fact, GateDecision, KnownPaths, Memory};
+use compact_core::memory::{gate, Change, Fact, GateDecision, KnownPaths, Lifecycle, Memory};
 use compact_core::policy::Policy;
 use compact_core::tokens::{Encoding, TokenCounter};
 use compact_session::memory::{project_session, read_changes, read_memory, LoggedChange};
@@ -62,6 +62,17 @@ enum MemoryCommand {
         /// The fact id.
         id: String,
     },
+    /// Pin a fact: always injected first, never evicted by the caps nor superseded by a newer
+    /// fact on the same subject (logged, append-only).
+    Pin {
+        /// The fact id.
+        id: String,
+    },
+    /// Unpin a fact: back to an ordinary active fact.
+    Unpin {
+        /// The fact id.
+        id: String,
+    },
     /// Run the pre-tool gate on a shell command: print the command to run (rewritten to a
     /// remembered path, or as it is). A rewrite is logged in the session (`compact.memory_gate`).
     Gate {
@@ -84,6 +95,8 @@ pub fn run(args: &MemoryArgs) -> anyhow::Result<ExitCode> {
         MemoryCommand::List { all, json } => list(store.as_ref(), &log, *all, *json),
         MemoryCommand::Show { id, json } => show(store.as_ref(), &log, id, *json),
         MemoryCommand::Forget { id } => forget(store, &log, id),
+        MemoryCommand::Pin { id } => set_lifecycle(store, &log, id, Lifecycle::Pinned),
+        MemoryCommand::Unpin { id } => set_lifecycle(store, &log, id, Lifecycle::Active),
         MemoryCommand::Gate {
             command,
             tool,
@@ -262,6 +275,28 @@ fn forget(store: Arc<dyn Store>, log: &str, id: &str) -> anyhow::Result<ExitCode
         }
         Err(SessionError::Memory { source, .. }) => return Err(BadInput(source.to_string()).into()),
         Err(e) => return Err(anyhow::Error::new(e).context(format!("forgetting {id}"))),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `pin` / `unpin`: moves a fact to `to` (pinned or active), logged like every decision.
+fn set_lifecycle(
+    store: Arc<dyn Store>,
+    log: &str,
+    id: &str,
+    to: Lifecycle,
+) -> anyhow::Result<ExitCode> {
+    let manager = manager(store)?;
+    match manager.set_fact_lifecycle(log, id, to) {
+        Ok(Some(_)) => outln!("{}: {id}", to.as_str()),
+        Ok(None) => outln!("already {}: {id}", to.as_str()),
+        Err(SessionError::UnknownSession(_) | SessionError::InvalidSessionId(_)) => {
+            return Err(BadInput(format!("no memory for `{log}`")).into())
+        }
+        Err(SessionError::Memory { source, .. }) => return Err(BadInput(source.to_string()).into()),
+        Err(e) => {
+            return Err(anyhow::Error::new(e).context(format!("setting {id} {}", to.as_str())))
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -100,6 +100,50 @@ fn memory_list_show_and_forget() {
         "ids are stable across sessions and projects"
     );
 
+    // Pinned, then unpinned: each a logged decision.
+    let pinned = run(&["memory", "pin", &id, "--store", &url, "--session", "s"]).ok();
+    assert_eq!(pinned.stdout.trim(), format!("pinned: {id}"));
+    let again = run(&["memory", "pin", &id, "--store", &url, "--session", "s"]).ok();
+    assert_eq!(again.stdout.trim(), format!("already pinned: {id}"));
+    let shown = run(&[
+        "memory",
+        "show",
+        &id,
+        "--json",
+        "--store",
+        &url,
+        "--session",
+        "s",
+    ])
+    .ok()
+    .json();
+    assert_eq!(shown["lifecycle"], "pinned");
+    let unpinned = run(&["memory", "unpin", &id, "--store", &url, "--session", "s"]).ok();
+    assert_eq!(unpinned.stdout.trim(), format!("active: {id}"));
+    let shown = run(&[
+        "memory",
+        "show",
+        &id,
+        "--json",
+        "--store",
+        &url,
+        "--session",
+        "s",
+    ])
+    .ok()
+    .json();
+    assert_eq!(shown["lifecycle"], "active");
+    let bad = run(&[
+        "memory",
+        "pin",
+        "f0000000000",
+        "--store",
+        &url,
+        "--session",
+        "s",
+    ]);
+    assert_eq!(bad.code, 2, "{}", bad.stderr);
+
     let out = run(&["memory", "forget", &id, "--store", &url, "--session", "s"]).ok();
     assert!(out.stdout.contains("forgotten"));
     let again = run(&["memory", "forget", &id, "--store", &url, "--session", "s"]).ok();
@@ -122,8 +166,11 @@ fn memory_list_show_and_forget() {
     .ok()
     .json();
     assert_eq!(shown["lifecycle"], "forgotten");
-    assert_eq!(shown["history"][1]["moved_to"], "forgotten");
-    assert_eq!(shown["history"][1]["reason"], "user");
+    let history = shown["history"].as_array().unwrap();
+    assert_eq!(history.last().unwrap()["moved_to"], "forgotten");
+    assert_eq!(history[1]["moved_to"], "pinned");
+    assert_eq!(history[2]["moved_to"], "active");
+    assert_eq!(history.last().unwrap()["reason"], "user");
     // The project's copy is forgotten separately.
     run(&[
         "memory",
