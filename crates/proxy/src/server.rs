@@ -113,7 +113,8 @@ impl Proxy {
             Level::Info,
             "listening",
             json!({"addr": addr.to_string(),
-                   "admin_api": self.shared.config.admin_token.is_some()}),
+                   "admin_api": self.shared.config.admin_token.is_some(),
+                   "recall": self.shared.config.recall.enabled}),
         );
         let graceful = GracefulShutdown::new();
         tokio::pin!(shutdown);

@@ -48,6 +48,10 @@ pub struct ServeArgs {
     /// Configuration file (YAML; `proxy:` holds the proxy's settings).
     #[arg(long)]
     config: Option<String>,
+    /// Do not offer the model the `compact_recall` tool (in-band recall of what compaction
+    /// replaced; same as `proxy.recall: off`).
+    #[arg(long)]
+    no_recall: bool,
 }
 
 /// Runs the proxy until SIGINT or SIGTERM, then drains in-flight requests.
@@ -69,6 +73,9 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
         .unwrap_or_else(|| DEFAULT_ADMIN_TOKEN_ENV.to_owned());
     let admin_token = std::env::var(&token_env).ok();
     let mut proxy_config = ProxyConfig::from_config(&config, admin_token);
+    if args.no_recall {
+        proxy_config.recall.enabled = false;
+    }
     let mut session =
         SessionConfig::from_config(&config).with_summarizer(summarizer(config.summarizer())?);
     // The project of `memory:` when the file names none: the directory the proxy runs in.

@@ -41,6 +41,7 @@ fn serve_answers_and_stops_on_sigterm() {
     let listening: serde_json::Value = serde_json::from_str(&line).unwrap();
     assert_eq!(listening["event"], "listening", "{line}");
     assert_eq!(listening["admin_api"], true);
+    assert_eq!(listening["recall"], true, "in-band recall is on by default");
     let addr = listening["addr"].as_str().unwrap().to_owned();
     assert!(addr.starts_with("127.0.0.1:"));
     let rest = std::thread::spawn(move || {
@@ -122,4 +123,29 @@ fn serve_logs_to_sqlite_in_the_state_directory_by_default() {
     child.kill().unwrap();
     child.wait().unwrap();
     let _ = std::fs::remove_dir_all(&state);
+}
+
+#[test]
+fn serve_no_recall_turns_in_band_recall_off() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_compactctl"))
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--store",
+            "memory",
+            "--no-recall",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    let listening: serde_json::Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(listening["event"], "listening", "{line}");
+    assert_eq!(listening["recall"], false, "{line}");
 }
