@@ -169,23 +169,7 @@ async fn ui_page(shared: &Arc<Shared>, req: &Request<Incoming>) -> Response<Prox
     let Ok(page) = page else {
         return error(StatusCode::INTERNAL_SERVER_ERROR, "the page failed");
     };
-    let headers = page.headers();
-    let mut r = Response::new(crate::reply::full(if head {
-        String::new()
-    } else {
-        page.body
-    }));
-    *r.status_mut() =
-        StatusCode::from_u16(page.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let h = r.headers_mut();
-    h.insert(
-        hyper::header::CONTENT_TYPE,
-        hyper::header::HeaderValue::from_static(page.content_type),
-    );
-    for (name, value) in headers {
-        h.insert(name, hyper::header::HeaderValue::from_static(value));
-    }
-    r
+    compact_ui::http_response(page, head, crate::reply::full)
 }
 
 fn route(shared: &Shared, parts: &[&str]) -> Response<ProxyBody> {

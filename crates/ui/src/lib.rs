@@ -44,7 +44,7 @@ pub mod text;
 
 pub use overview::Overview;
 pub use pages::Links;
-pub use serve::{serve, ServeError};
+pub use serve::{http_response, serve, ServeError};
 
 use compact_session::{Store, StoreError};
 use html::{percent_decode, query_param};

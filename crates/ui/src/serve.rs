@@ -26,13 +26,15 @@ pub enum ServeError {
 
 /// `page` as an HTTP response with its headers (no body for HEAD).
 pub(crate) fn to_http(page: Page, head: bool) -> Response<Full<Bytes>> {
+    http_response(page, head, |body| Full::new(Bytes::from(body)))
+}
+
+/// `page` as an HTTP response of any body type (`body` makes it from the page's text; empty for
+/// HEAD), with its status, content type and every header of [`Page::headers`]: for servers that
+/// mount the pages under their own routes (the proxy's `/admin/ui/`).
+pub fn http_response<B>(page: Page, head: bool, body: impl FnOnce(String) -> B) -> Response<B> {
     let headers = page.headers();
-    let body = if head {
-        Bytes::new()
-    } else {
-        Bytes::from(page.body)
-    };
-    let mut r = Response::new(Full::new(body));
+    let mut r = Response::new(body(if head { String::new() } else { page.body }));
     *r.status_mut() =
         StatusCode::from_u16(page.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let h = r.headers_mut();

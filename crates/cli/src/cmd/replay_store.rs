@@ -3,37 +3,11 @@
 //! history up to that call is preflighted by a `CompactManager` over the store (so the log holds
 //! its items, views, compactions and events, and `compactctl ui` and `sessions` can show it).
 
-use crate::exit::BadInput;
+use crate::cmd::sessions::open_store_url;
 use compact_core::model::Conversation;
 use compact_replay::{call_points, Job, Setup};
-use compact_session::{
-    CompactManager, EventKind, SessionConfig, SqliteStore, Store, MAX_SESSION_ID_LEN,
-};
+use compact_session::{CompactManager, EventKind, SessionConfig, MAX_SESSION_ID_LEN};
 use std::path::Path;
-use std::sync::Arc;
-
-/// Opens `url` for writing: `sqlite:PATH` (created when missing) or a PostgreSQL URL.
-fn open(url: &str) -> anyhow::Result<Arc<dyn Store>> {
-    if let Some(path) = url.strip_prefix("sqlite:") {
-        let path = path.strip_prefix("//").unwrap_or(path);
-        if path.is_empty() {
-            return Err(BadInput(format!("--store `{url}`: no file after `sqlite:`")).into());
-        }
-        let store = SqliteStore::open(path)
-            .map_err(|e| BadInput(format!("--store `{url}`: cannot open the store: {e}")))?;
-        return Ok(Arc::new(store));
-    }
-    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-        // The URL may carry a password: the message names the store by its scheme only.
-        let store = compact_session::PostgresStore::connect(url)
-            .map_err(|e| BadInput(format!("--store postgres://…: cannot open the store: {e}")))?;
-        return Ok(Arc::new(store));
-    }
-    Err(BadInput(format!(
-        "--store `{url}`: expected sqlite:PATH or postgres://USER@HOST:PORT/DB"
-    ))
-    .into())
-}
 
 /// The session id of a transcript: its file name, cut to the longest id a store takes.
 fn session_id(name: &str) -> String {
@@ -50,7 +24,7 @@ fn session_id(name: &str) -> String {
 /// Runs every job through a manager over the store at `url`. A call the runtime refuses (its
 /// items are logged all the same) is counted and named on stderr; the replay goes on.
 pub fn fill(url: &str, jobs: &[Job], setup: &Setup) -> anyhow::Result<()> {
-    let store = open(url)?;
+    let store = open_store_url(url, true)?;
     let mut policy = setup.policy.clone();
     if policy.model.is_none() {
         policy.model = Some(setup.model.clone());

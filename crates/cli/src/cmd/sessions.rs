@@ -182,12 +182,18 @@ fn gc_archive(
 /// refused (nothing persists between two runs of a command).
 pub fn open_store(url: Option<&str>) -> anyhow::Result<Arc<dyn Store>> {
     let url = url.ok_or_else(|| BadInput("--store is required (sqlite:PATH)".to_owned()))?;
+    open_store_url(url, false)
+}
+
+/// Opens the store at `url` (`sqlite:PATH` or `postgres://...`; a memory store is refused); a
+/// SQLite file is created when missing only if `create` (a command that writes sessions).
+pub fn open_store_url(url: &str, create: bool) -> anyhow::Result<Arc<dyn Store>> {
     if let Some(path) = url.strip_prefix("sqlite:") {
         let path = path.strip_prefix("//").unwrap_or(path);
         if path.is_empty() {
             return Err(BadInput(format!("--store `{url}`: no file after `sqlite:`")).into());
         }
-        if !Path::new(path).is_file() {
+        if !create && !Path::new(path).is_file() {
             return Err(BadInput(format!("--store `{url}`: no such file `{path}`")).into());
         }
         let store = SqliteStore::open(path)

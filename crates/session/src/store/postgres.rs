@@ -109,6 +109,27 @@ impl PostgresStore {
     }
 
     /// The connection, reconnected first when the server closed it (a restart, an idle timeout).
+    /// The records `sql` selects (`seq, doc`) of `session`, read in one repeatable-read snapshot
+    /// with the check that the session exists.
+    fn read_rows(
+        &self,
+        session: &str,
+        sql: &str,
+        params: &[&(dyn postgres::types::ToSql + Sync)],
+    ) -> Result<Vec<Stored>, StoreError> {
+        let mut client = self.lock()?;
+        let mut tx = client
+            .build_transaction()
+            .isolation_level(postgres::IsolationLevel::RepeatableRead)
+            .read_only(true)
+            .start()
+            .map_err(backend)?;
+        version_of(&mut tx, session)?;
+        let rows = tx.query(sql, params).map_err(backend)?;
+        tx.commit().map_err(backend)?;
+        decode_rows(session, &rows)
+    }
+
     fn lock(&self) -> Result<MutexGuard<'_, Client>, StoreError> {
         let mut client = self
             .client
@@ -244,23 +265,11 @@ impl Store for PostgresStore {
     }
 
     fn read(&self, session: &str, after: u64) -> Result<Vec<Stored>, StoreError> {
-        let mut client = self.lock()?;
-        // One snapshot for the existence check and the rows.
-        let mut tx = client
-            .build_transaction()
-            .isolation_level(postgres::IsolationLevel::RepeatableRead)
-            .read_only(true)
-            .start()
-            .map_err(backend)?;
-        version_of(&mut tx, session)?;
-        let rows = tx
-            .query(
-                "SELECT seq, doc FROM compact_records WHERE session = $1 AND seq > $2 ORDER BY seq",
-                &[&session, &to_i64(after)],
-            )
-            .map_err(backend)?;
-        tx.commit().map_err(backend)?;
-        decode_rows(session, &rows)
+        self.read_rows(
+            session,
+            "SELECT seq, doc FROM compact_records WHERE session = $1 AND seq > $2 ORDER BY seq",
+            &[&session, &to_i64(after)],
+        )
     }
 
     fn read_kind(
@@ -270,22 +279,11 @@ impl Store for PostgresStore {
         kind: &str,
         limit: usize,
     ) -> Result<Vec<Stored>, StoreError> {
-        let mut client = self.lock()?;
-        let mut tx = client
-            .build_transaction()
-            .isolation_level(postgres::IsolationLevel::RepeatableRead)
-            .read_only(true)
-            .start()
-            .map_err(backend)?;
-        version_of(&mut tx, session)?;
-        let rows = tx
-            .query(
-                "SELECT seq, doc FROM compact_records WHERE session = $1 AND seq > $2 AND kind = $3 ORDER BY seq LIMIT $4",
-                &[&session, &to_i64(after), &kind, &to_i64(u64::try_from(limit).unwrap_or(u64::MAX))],
-            )
-            .map_err(backend)?;
-        tx.commit().map_err(backend)?;
-        decode_rows(session, &rows)
+        self.read_rows(
+            session,
+            "SELECT seq, doc FROM compact_records WHERE session = $1 AND seq > $2 AND kind = $3 ORDER BY seq LIMIT $4",
+            &[&session, &to_i64(after), &kind, &to_i64(u64::try_from(limit).unwrap_or(u64::MAX))],
+        )
     }
 
     fn find_items(&self, session: &str, item_id: &str) -> Result<Vec<Stored>, StoreError> {
