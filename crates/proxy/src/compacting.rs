@@ -23,7 +23,7 @@ use crate::recall::{self, RecallTurn};
 use crate::reply::{error_response, full, stream_error_event, ErrorKind, ProxyBody};
 use crate::route::{Family, Route};
 use crate::server::Shared;
-use crate::session_id::session_id;
+use crate::session_id::{parent_id, session_id};
 use crate::sse::SseSplitter;
 use crate::stream::{StreamBody, StreamEnd, UsageTap};
 use crate::usage::usage_in;
@@ -88,6 +88,15 @@ pub(crate) async fn handle(
             )
         }
     };
+    let parent = match parent_id(&parts.headers) {
+        Ok(p) => p,
+        Err(e) => {
+            return (
+                error_response(family, ErrorKind::InvalidRequest, &e.to_string()),
+                None,
+            )
+        }
+    };
     let model = value
         .get("model")
         .and_then(Value::as_str)
@@ -111,6 +120,14 @@ pub(crate) async fn handle(
         Ok(m) => m,
         Err(_) => return call.untouched(body, &session, "no_policy_for_window").await,
     };
+    if let Some(parent) = parent {
+        if let Err(message) = link(shared, &manager, &session, parent).await {
+            return (
+                error_response(family, ErrorKind::InvalidRequest, &message),
+                None,
+            );
+        }
+    }
     let prepared = {
         let manager = Arc::clone(&manager);
         let session = session.clone();
@@ -223,6 +240,39 @@ enum Outgoing {
 /// other tasks to the other workers, which saves every request the trip to the blocking pool and
 /// back (two thread wake-ups); elsewhere (a current-thread runtime) it goes to the blocking pool. A
 /// panic is an error either way, as `spawn_blocking` reports it.
+/// Links a subagent's `session` to `parent` (the log is read once per process per pair); the
+/// message of a link the log refuses (a cycle, another parent).
+async fn link(
+    shared: &Shared,
+    manager: &Arc<CompactManager>,
+    session: &str,
+    parent: String,
+) -> Result<(), String> {
+    let first = {
+        let mut linked = shared.linked.lock().unwrap_or_else(|e| e.into_inner());
+        if linked.len() >= crate::server::MAX_LINKED_CACHED {
+            linked.clear();
+        }
+        linked.insert((session.to_owned(), parent.clone()))
+    };
+    if !first {
+        return Ok(());
+    }
+    let (m, s, p) = (Arc::clone(manager), session.to_owned(), parent.clone());
+    let outcome = run_blocking(move || m.link_parent(&s, &p)).await;
+    let failed = match outcome {
+        Ok(Ok(_)) => return Ok(()),
+        Ok(Err(e)) => e.to_string(),
+        Err(()) => "linking the session to its parent failed".to_owned(),
+    };
+    shared
+        .linked
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .remove(&(session.to_owned(), parent));
+    Err(failed)
+}
+
 async fn run_blocking<T: Send + 'static>(
     work: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T, ()> {

@@ -45,7 +45,13 @@ pub(crate) struct Shared {
     pub metrics: Arc<Metrics>,
     pub log: Arc<dyn LogSink>,
     pub draining: AtomicBool,
+    /// (session, parent) links this process has logged or found (so a subagent's requests read its
+    /// log for the link once); cleared past [`MAX_LINKED_CACHED`].
+    pub linked: std::sync::Mutex<std::collections::HashSet<(String, String)>>,
 }
+
+/// Most sessions remembered as linked before the set is cleared.
+pub(crate) const MAX_LINKED_CACHED: usize = 65_536;
 
 /// The compaction proxy. Build it with [`Proxy::new`], then [`Proxy::serve`] on a listener.
 #[derive(Clone)]
@@ -81,6 +87,7 @@ impl Proxy {
                 metrics: Arc::new(Metrics::default()),
                 log,
                 draining: AtomicBool::new(false),
+                linked: std::sync::Mutex::new(std::collections::HashSet::new()),
             }),
         })
     }

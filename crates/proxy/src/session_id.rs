@@ -13,6 +13,10 @@ use serde_json::Value;
 /// The request header naming the session explicitly.
 pub const SESSION_HEADER: &str = "x-compact-session";
 
+/// The request header naming the session that started this one: a subagent's session is linked to
+/// it ([`compact_session::link`]).
+pub const PARENT_HEADER: &str = "x-compact-parent-session";
+
 /// Prefix of fingerprinted session ids.
 pub const FINGERPRINT_PREFIX: &str = "fp-";
 
@@ -20,6 +24,23 @@ pub const FINGERPRINT_PREFIX: &str = "fp-";
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("the {SESSION_HEADER} header must be 1 to {MAX_SESSION_ID_LEN} printable characters")]
 pub struct BadSessionHeader;
+
+/// The parent session header is unusable.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the {PARENT_HEADER} header must be 1 to {MAX_SESSION_ID_LEN} printable characters")]
+pub struct BadParentHeader;
+
+/// The parent session a request names ([`PARENT_HEADER`]), if any.
+pub fn parent_id(headers: &HeaderMap) -> Result<Option<String>, BadParentHeader> {
+    let Some(value) = headers.get(PARENT_HEADER) else {
+        return Ok(None);
+    };
+    let id = value.to_str().map_err(|_| BadParentHeader)?.trim();
+    if id.is_empty() || id.len() > MAX_SESSION_ID_LEN || id.chars().any(char::is_control) {
+        return Err(BadParentHeader);
+    }
+    Ok(Some(id.to_owned()))
+}
 
 /// The session of a request.
 pub fn session_id(

@@ -19,6 +19,17 @@ pub enum SessionError {
     /// The request holds no item.
     #[error("the request has no items")]
     EmptyRequest,
+    /// A subagent session cannot be linked to this parent: itself, a session below it (a cycle),
+    /// or another parent than the one it is already linked to.
+    #[error("session `{session}` cannot be linked to parent `{parent}`: {why}")]
+    InvalidParent {
+        /// The session being linked.
+        session: String,
+        /// The parent asked for.
+        parent: String,
+        /// Why not.
+        why: String,
+    },
     /// The request is not usable (an item without an id, a reused id, ...).
     #[error("malformed request: {0}")]
     MalformedRequest(String),

@@ -55,6 +55,9 @@ pub enum EventKind {
     /// The pre-tool gate rewrote a shell command to a remembered path (`tool`, `target`, `path`,
     /// `fact`, `original_command`, `rewritten_command`).
     MemoryGate,
+    /// The session is a subagent's, linked to the session that started it (`parent`): its own log,
+    /// model, window and compactions; its result enters the parent as a tool result.
+    SessionLinked,
 }
 
 impl EventKind {
@@ -81,10 +84,11 @@ impl EventKind {
             EventKind::MemoryLifecycle => "compact.memory_lifecycle",
             EventKind::MemoryInjected => "compact.memory_injected",
             EventKind::MemoryGate => "compact.memory_gate",
+            EventKind::SessionLinked => "compact.session_linked",
         }
     }
 
-    const ALL: [EventKind; 20] = [
+    const ALL: [EventKind; 21] = [
         EventKind::TokenEstimate,
         EventKind::TriggerDecision,
         EventKind::Compacted,
@@ -105,6 +109,7 @@ impl EventKind {
         EventKind::MemoryLifecycle,
         EventKind::MemoryInjected,
         EventKind::MemoryGate,
+        EventKind::SessionLinked,
     ];
 
     /// The kind named `name`, if any.

@@ -77,6 +77,7 @@ mod error;
 pub mod event;
 pub mod export;
 mod history;
+pub mod link;
 mod manager;
 mod manual;
 pub mod memory;

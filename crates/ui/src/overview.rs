@@ -75,6 +75,8 @@ pub struct Overview {
     pub records: u64,
     /// Its latest event (ms since the Unix epoch).
     pub last_ms: Option<u64>,
+    /// The session that started it, when it is a subagent's (`compact.session_linked`).
+    pub parent: Option<String>,
 }
 
 fn usize_of(e: &Event, key: &str) -> Option<usize> {
@@ -123,6 +125,9 @@ impl Overview {
             };
             o.last_ms = Some(e.at_ms);
             match e.kind {
+                EventKind::SessionLinked if o.parent.is_none() => {
+                    o.parent = Some(str_of(e, "parent")).filter(|p| !p.is_empty());
+                }
                 EventKind::TokenEstimate => {
                     counted = usize_of(e, "effective").unwrap_or(0);
                 }

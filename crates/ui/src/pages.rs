@@ -89,6 +89,42 @@ pub fn page(links: &Links, title: &str, body: &str) -> String {
     )
 }
 
+/// The sessions in list order with every subagent right below its parent, each with its depth
+/// (sessions whose parent is not listed are roots; a damaged log's loop is listed at the end).
+fn tree(sessions: &[Overview]) -> Vec<(&Overview, usize)> {
+    fn visit<'a>(
+        all: &'a [Overview],
+        s: &'a Overview,
+        depth: usize,
+        out: &mut Vec<(&'a Overview, usize)>,
+    ) {
+        out.push((s, depth));
+        if depth >= compact_session::link::MAX_DEPTH {
+            return;
+        }
+        for child in all
+            .iter()
+            .filter(|c| c.parent.as_deref() == Some(s.id.as_str()))
+        {
+            visit(all, child, depth + 1, out);
+        }
+    }
+    let listed = |id: &str| sessions.iter().any(|s| s.id == id);
+    let mut out = Vec::with_capacity(sessions.len());
+    for s in sessions
+        .iter()
+        .filter(|s| !s.parent.as_deref().is_some_and(listed))
+    {
+        visit(sessions, s, 0, &mut out);
+    }
+    for s in sessions {
+        if !out.iter().any(|(o, _)| std::ptr::eq(*o, s)) {
+            out.push((s, 0));
+        }
+    }
+    out
+}
+
 /// The session list: one row per session, filtered by `filter` (a case-insensitive substring of
 /// its id, agent or model) when given; the page's script filters as one types.
 pub fn list(links: &Links, sessions: &[Overview], filter: &str) -> String {
@@ -98,13 +134,13 @@ pub fn list(links: &Links, sessions: &[Overview], filter: &str) -> String {
         body,
         r#"<h1>Sessions</h1>
 <form class="filter" method="get" action="{}"><input id="filter" type="search" name="q" value="{}" placeholder="filter by session, agent or model" autocomplete="off"></form>
-<table id="sessions"><thead><tr><th>session</th><th>agent</th><th>model</th><th class="n">calls</th><th class="n">tokens now</th><th class="n">peak</th><th class="n">compactions</th><th class="n">tokens saved</th><th>last activity</th></tr></thead><tbody>
+<table id="sessions"><thead><tr><th>session</th><th>parent</th><th>agent</th><th>model</th><th class="n">calls</th><th class="n">tokens now</th><th class="n">peak</th><th class="n">compactions</th><th class="n">tokens saved</th><th>last activity</th></tr></thead><tbody>
 "#,
         escape(&links.list()),
         escape(filter)
     );
     let mut shown = 0;
-    for s in sessions {
+    for (s, depth) in tree(sessions) {
         let key = format!("{} {} {}", s.id, s.agent, s.model).to_ascii_lowercase();
         if !needle.is_empty() && !key.contains(&needle) {
             continue;
@@ -112,10 +148,16 @@ pub fn list(links: &Links, sessions: &[Overview], filter: &str) -> String {
         shown += 1;
         let _ = writeln!(
             body,
-            r#"<tr data-key="{}"><td><a href="{}">{}</a></td><td>{}</td><td>{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td>{}</td></tr>"#,
+            r#"<tr data-key="{}"><td>{}<a href="{}">{}</a></td><td>{}</td><td>{}</td><td>{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td class="n">{}</td><td>{}</td></tr>"#,
             escape(&key),
+            "↳ ".repeat(depth),
             escape(&links.session(&s.id)),
             escape(&s.id),
+            s.parent.as_deref().map_or_else(String::new, |p| format!(
+                r#"<a class="parent" href="{}">{}</a>"#,
+                escape(&links.session(p)),
+                escape(p)
+            )),
             escape(&s.agent),
             escape(&s.model),
             s.calls.len(),
@@ -199,12 +241,17 @@ pub fn session(links: &Links, o: &Overview) -> String {
     let mut body = String::with_capacity(8_192 + o.calls.len() * 40);
     let _ = write!(
         body,
-        r#"<h1>Session <code>{}</code></h1>
+        r#"<h1>Session <code>{}</code></h1>{}
 <p class="stats">{} · {} · {} calls · {} items · now {} tokens · peak {} · {} compactions · {} tokens saved · prefix reused {}{}</p>
 <form class="search" method="get" action="{}"><input id="search" type="search" name="q" placeholder="search the whole session log" autocomplete="off"> <button type="submit">search</button></form><div id="live"></div>
 <h2>Tokens per call</h2>
 "#,
         escape(&o.id),
+        o.parent.as_deref().map_or_else(String::new, |p| format!(
+            r#"<p class="stats">subagent of <a class="parent" href="{}"><code>{}</code></a></p>"#,
+            escape(&links.session(p)),
+            escape(p)
+        )),
         escape(if o.agent.is_empty() { "-" } else { &o.agent }),
         escape(if o.model.is_empty() { "-" } else { &o.model }),
         o.calls.len(),

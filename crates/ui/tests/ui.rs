@@ -291,3 +291,35 @@ fn the_server_answers_get_with_the_policy_and_refuses_other_methods() {
         server.await.unwrap().unwrap();
     });
 }
+
+#[test]
+fn subagents_are_listed_below_their_parent_and_link_to_it() {
+    let store = Arc::new(MemoryStore::new());
+    let config = SessionConfig::new(
+        Policy::for_window(32_000),
+        TokenCounter::new(Encoding::O200kBase),
+    );
+    let manager = CompactManager::open(config, store.clone()).unwrap();
+    for id in ["zz-main", "aa-task", "mm-other"] {
+        let mut conv = Conversation::default();
+        conv.push(Item::text(Role::User, format!("work of {id}")));
+        manager.preflight(id, &conv).unwrap();
+    }
+    // A parent id that is markup is shown as text.
+    manager.link_parent("aa-task", "zz-main").unwrap();
+    manager.link_parent("mm-other", HOSTILE_ID).unwrap();
+    let ui = Ui::new("");
+    let list = ok(&ui, store.as_ref(), "/", "");
+    inert(&list);
+    let row = |id: &str| list.find(&format!(">{id}</a>")).unwrap();
+    // The subagent's row comes right after its parent's, marked, with a link to the parent.
+    assert!(row("zz-main") < row("aa-task"), "{list}");
+    let between = &list[row("zz-main")..row("aa-task")];
+    assert_eq!(between.matches("<tr").count(), 1, "{between}");
+    assert!(between.contains("↳ "));
+    assert!(list.contains(r#"<a class="parent" href="/s/zz-main">zz-main</a>"#));
+    let page = ok(&ui, store.as_ref(), "/s/aa-task", "");
+    assert!(page.contains("subagent of"), "{page}");
+    let other = ok(&ui, store.as_ref(), "/s/mm-other", "");
+    inert(&other);
+}

@@ -479,3 +479,44 @@ fn sessions_compact_applies_the_reviewed_checkpoint() {
         missing.stderr
     );
 }
+
+/// Subagent sessions are listed below their parent (indented), and `--json` names each parent.
+#[test]
+fn sessions_list_shows_subagents_below_their_parent() {
+    let dir = temp_dir("subagents");
+    let path = in_dir(&dir, "sessions.db");
+    let store = Arc::new(SqliteStore::open(&path).unwrap());
+    let config = SessionConfig::new(
+        Policy::for_window(32_000),
+        TokenCounter::new(Encoding::O200kBase),
+    );
+    let manager = CompactManager::open(config, store).unwrap();
+    for id in ["zz-main", "aa-task", "mm-other"] {
+        let mut conv = Conversation::default();
+        conv.push(Item::text(Role::User, format!("work of {id}")));
+        manager.preflight(id, &conv).unwrap();
+    }
+    assert!(manager.link_parent("aa-task", "zz-main").unwrap());
+    drop(manager);
+    let url = format!("sqlite:{path}");
+    let listed = run(&["sessions", "list", "--store", &url, "--json"])
+        .ok()
+        .json();
+    let parent = |id: &str| {
+        listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["id"] == id)
+            .map(|r| r["parent"].clone())
+            .unwrap()
+    };
+    assert_eq!(parent("aa-task"), json!("zz-main"));
+    assert_eq!(parent("zz-main"), json!(null));
+    let table = run(&["sessions", "list", "--store", &url]).ok().stdout;
+    let lines: Vec<&str> = table.lines().collect();
+    let at = |prefix: &str| lines.iter().position(|l| l.starts_with(prefix)).unwrap();
+    // The subagent comes right after its parent, indented, whatever the list order.
+    assert_eq!(at("  aa-task"), at("zz-main") + 1, "{table}");
+    assert!(at("mm-other") > 0, "{table}");
+}

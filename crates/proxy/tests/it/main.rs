@@ -13,3 +13,4 @@ mod python;
 mod recall;
 mod recovery;
 mod requests;
+mod subagents;
