@@ -78,7 +78,7 @@ impl CompactManager {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
+#[allow(clippy::unwrap_used, clippy::panic)]
 mod tests {
     use super::*;
     use crate::{MemoryStore, SessionConfig};
