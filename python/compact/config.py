@@ -176,17 +176,20 @@ class Redaction:
 class LlmSummarizer:
     """A model summariser run by the Rust engine over HTTP (an OpenAI-compatible chat API or
     Anthropic's Messages API), with the built-in templates. For a model call of your own, pass a
-    :class:`compact.Summarizer` instead."""
+    :class:`compact.Summarizer` instead. ``cache_warm`` (``auto`` by default) lets it ask for the summary
+    at the end of the conversation's own request, read from the prompt cache, when the request is in
+    its wire format and for its model."""
 
     provider: Literal["openai", "anthropic"] = "openai"
     model: str | None = None
     base_url: str | None = None
     api_key_env: str | None = None
     template: str | None = None
+    cache_warm: Literal["auto", "always", "off"] | None = None
 
     def document(self) -> dict[str, Any]:
         doc: dict[str, Any] = {"kind": self.provider}
-        for key in ("model", "base_url", "api_key_env", "template"):
+        for key in ("model", "base_url", "api_key_env", "template", "cache_warm"):
             value = getattr(self, key)
             if value is not None:
                 doc[key] = value

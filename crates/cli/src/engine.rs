@@ -3,9 +3,9 @@
 use crate::exit::BadInput;
 use crate::resolve::{self, ModelChoice};
 use clap::Args;
-use compact_config::{Config, Overrides, SummarizerKind, SummarizerSettings};
+use compact_config::{CacheWarmSetting, Config, Overrides, SummarizerKind, SummarizerSettings};
 use compact_engine::{Compactor, DeterministicSummarizer, Summarizer};
-use compact_llm::{ProviderKind, SummarizerConfig};
+use compact_llm::{CacheWarm, ProviderKind, SummarizerConfig};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -113,6 +113,11 @@ pub fn summarizer(settings: &SummarizerSettings) -> anyhow::Result<Arc<dyn Summa
             .parse()
             .map_err(|e| BadInput(format!("--template: {e}")))?;
     }
+    llm.cache_warm = match settings.cache_warm {
+        CacheWarmSetting::Auto => CacheWarm::Auto,
+        CacheWarmSetting::Always => CacheWarm::Always,
+        CacheWarmSetting::Off => CacheWarm::Off,
+    };
     compact_llm::build_without_fallback(llm)
         .map_err(|e| BadInput(format!("--summarizer: {e}")).into())
 }

@@ -32,6 +32,7 @@
 //! | `COMPACT_SUMMARIZER_MODEL` | `summarizer.model` |
 //! | `COMPACT_SUMMARIZER_BASE_URL` | `summarizer.base_url` |
 //! | `COMPACT_SUMMARIZER_TEMPLATE` | `summarizer.template` |
+//! | `COMPACT_SUMMARIZER_CACHE_WARM` | `summarizer.cache_warm` |
 //! | `COMPACT_PROXY_LISTEN` | `proxy.listen` |
 //! | `COMPACT_PROXY_OPENAI_BASE_URL` | `proxy.openai.base_url` |
 //! | `COMPACT_PROXY_ANTHROPIC_BASE_URL` | `proxy.anthropic.base_url` |
@@ -44,7 +45,7 @@ use crate::layer::Overrides;
 use std::str::FromStr;
 
 /// Every variable read, in documentation order.
-pub const VARIABLES: [&str; 33] = [
+pub const VARIABLES: [&str; 34] = [
     "COMPACT_MODE",
     "COMPACT_MODEL",
     "COMPACT_MAX_CONTEXT_TOKENS",
@@ -74,6 +75,7 @@ pub const VARIABLES: [&str; 33] = [
     "COMPACT_SUMMARIZER_MODEL",
     "COMPACT_SUMMARIZER_BASE_URL",
     "COMPACT_SUMMARIZER_TEMPLATE",
+    "COMPACT_SUMMARIZER_CACHE_WARM",
     "COMPACT_PROXY_LISTEN",
     "COMPACT_PROXY_OPENAI_BASE_URL",
     "COMPACT_PROXY_ANTHROPIC_BASE_URL",
@@ -157,6 +159,7 @@ where
             "COMPACT_SUMMARIZER_MODEL" => o.summarizer_model = s,
             "COMPACT_SUMMARIZER_BASE_URL" => o.summarizer_base_url = s,
             "COMPACT_SUMMARIZER_TEMPLATE" => o.summarizer_template = s,
+            "COMPACT_SUMMARIZER_CACHE_WARM" => o.summarizer_cache_warm = s,
             "COMPACT_PROXY_LISTEN" => o.proxy_listen = s,
             "COMPACT_PROXY_OPENAI_BASE_URL" => o.proxy_openai_base_url = s,
             "COMPACT_PROXY_ANTHROPIC_BASE_URL" => o.proxy_anthropic_base_url = s,

@@ -253,6 +253,7 @@ pub(crate) struct FileSummarizer {
     pub base_url: Option<String>,
     pub template: Option<String>,
     pub api_key_env: Option<String>,
+    pub cache_warm: Option<String>,
 }
 
 /// A `models:` entry.
@@ -338,6 +339,7 @@ impl FileConfig {
             summarizer_model: s.model,
             summarizer_base_url: s.base_url,
             summarizer_template: s.template.or(style),
+            summarizer_cache_warm: s.cache_warm,
             proxy_listen: self.proxy.as_ref().and_then(|x| x.listen.clone()),
             proxy_openai_base_url: self
                 .proxy

@@ -68,6 +68,8 @@ pub struct Overrides {
     pub summarizer_base_url: Option<String>,
     /// Summariser template name or text.
     pub summarizer_template: Option<String>,
+    /// `summarizer.cache_warm`: `auto`, `always` or `off`.
+    pub summarizer_cache_warm: Option<String>,
     /// `proxy.listen`.
     pub proxy_listen: Option<String>,
     /// `proxy.openai.base_url`.
@@ -120,6 +122,7 @@ impl Overrides {
             summarizer_model,
             summarizer_base_url,
             summarizer_template,
+            summarizer_cache_warm,
             proxy_listen,
             proxy_openai_base_url,
             proxy_anthropic_base_url,

@@ -37,7 +37,7 @@
 //!   on_summarizer_failure: deterministic
 //!   overflow_max_retries: 3     # session runtime: recoveries per turn after a provider overflow (0-10)
 //!   manual_trigger_phrases: ["/compact", "/summarize", "Please compact this conversation"]
-//! summarizer: { kind: openai, model: gpt-4o-mini, base_url: "https://api.openai.com/v1", template: task_state, api_key_env: OPENAI_API_KEY }
+//! summarizer: { kind: openai, model: gpt-4o-mini, base_url: "https://api.openai.com/v1", template: task_state, api_key_env: OPENAI_API_KEY, cache_warm: auto }
 //! models:
 //!   - { name: my-local-model, context_window: 32768, max_output_tokens: 4096, provider: other, encoding: estimate }
 //! storage: { kind: sqlite, path: ./.compact/sessions.db }   # or { kind: memory }: the session log
@@ -116,7 +116,7 @@ pub use error::ConfigError;
 pub use file::SUMMARY_STYLES;
 pub use layer::Overrides;
 pub use proxy::{ProxyModelSettings, ProxySettings, UpstreamSettings};
-pub use resolve::{Config, SummarizerKind, SummarizerSettings};
+pub use resolve::{CacheWarmSetting, Config, SummarizerKind, SummarizerSettings};
 pub use session::{
     ArchiveRetention, ArchiveSettings, ExporterSettings, MemorySettings, OtlpProtocol,
     OtlpSettings, RedactionSettings, SessionSettings, StorageSettings, TelemetrySettings,

@@ -46,6 +46,32 @@ impl SummarizerKind {
     }
 }
 
+/// `summarizer.cache_warm`: whether an LLM summariser may ask for its summary at the end of the
+/// conversation's own request, reading the prompt cache the agent's calls warmed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CacheWarmSetting {
+    /// When the conversation's wire format and model are the summariser's, it fits its window and
+    /// reading it cached costs less by estimate than the fresh prompt.
+    #[default]
+    Auto,
+    /// Whenever the wire format, the model and the window allow it.
+    Always,
+    /// Always a fresh prompt.
+    Off,
+}
+
+impl FromStr for CacheWarmSetting {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "auto" => Ok(CacheWarmSetting::Auto),
+            "always" => Ok(CacheWarmSetting::Always),
+            "off" => Ok(CacheWarmSetting::Off),
+            _ => Err("expected auto, always or off".to_owned()),
+        }
+    }
+}
+
 /// Summariser settings, as plain data for the crate that builds summarisers.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SummarizerSettings {
@@ -59,6 +85,8 @@ pub struct SummarizerSettings {
     pub template: Option<String>,
     /// Name of the environment variable holding the API key (never the key itself).
     pub api_key_env: Option<String>,
+    /// Whether the summariser may read the agent's prompt cache (`summarizer.cache_warm`).
+    pub cache_warm: CacheWarmSetting,
 }
 
 /// The resolved, validated configuration. Immutable: build it once, share it.
@@ -704,6 +732,11 @@ impl Config {
                 .summarizer
                 .as_ref()
                 .and_then(|s| s.api_key_env.clone()),
+            cache_warm: field::<CacheWarmSetting>(
+                "summarizer.cache_warm",
+                &o.summarizer_cache_warm,
+            )?
+            .unwrap_or_default(),
         };
         if let Some(n) = o
             .overflow_max_retries

@@ -717,3 +717,19 @@ fn the_memory_section_is_opt_in_and_bad_keys_are_located() {
         );
     }
 }
+
+#[test]
+fn summarizer_cache_warm_from_the_file_and_the_environment() {
+    use compact_config::CacheWarmSetting;
+    let c = Config::from_sources(None, &none(), &none()).unwrap();
+    assert_eq!(c.summarizer().cache_warm, CacheWarmSetting::Auto);
+    let file = "summarizer: { kind: openai, cache_warm: always }\n";
+    let c = Config::from_sources(Some(("c.yaml", file)), &none(), &none()).unwrap();
+    assert_eq!(c.summarizer().cache_warm, CacheWarmSetting::Always);
+    let vars = env::from_vars([("COMPACT_SUMMARIZER_CACHE_WARM", "off")]).unwrap();
+    let c = Config::from_sources(Some(("c.yaml", file)), &vars, &none()).unwrap();
+    assert_eq!(c.summarizer().cache_warm, CacheWarmSetting::Off);
+    let vars = env::from_vars([("COMPACT_SUMMARIZER_CACHE_WARM", "sometimes")]).unwrap();
+    let err = Config::from_sources(None, &vars, &none()).unwrap_err();
+    assert!(err.to_string().contains("summarizer.cache_warm"), "{err}");
+}

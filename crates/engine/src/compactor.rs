@@ -228,7 +228,13 @@ impl Compactor {
                         Some(text.clone())
                     } else {
                         let text = self
-                            .summarize(&base, &plan, &mut usage, &mut produced_by, &mut warnings)
+                            .summarize(
+                                (conv, &base),
+                                &plan,
+                                &mut usage,
+                                &mut produced_by,
+                                &mut warnings,
+                            )
                             .await?;
                         cached = Some((slot.covers.clone(), text.clone()));
                         Some(text)
@@ -374,9 +380,11 @@ impl Compactor {
         }))
     }
 
+    /// Summarises the plan's checkpoint items of `base` (the normalised conversation); `conv` is the
+    /// request as given, which the summariser may send back to read the provider's prompt cache.
     async fn summarize(
         &self,
-        base: &Conversation,
+        (conv, base): (&Conversation, &Conversation),
         plan: &Plan,
         usage: &mut SummaryUsage,
         produced_by: &mut Option<String>,
@@ -391,6 +399,7 @@ impl Compactor {
             max_tokens,
             counter: self.counter,
             also_preserve: None,
+            prefix: Some(conv),
         };
         let failure = match self.summarizer.summarize(request(())).await {
             Ok(s) if !s.text.trim().is_empty() => Ok(s),

@@ -60,6 +60,7 @@ impl Report {
                 "calls": self.summary_usage.calls,
                 "input_tokens": self.summary_usage.input_tokens,
                 "output_tokens": self.summary_usage.output_tokens,
+                "cached_input_tokens": self.summary_usage.cached_input_tokens,
             },
             "summary_tokens": self.summary_tokens,
             "usable": self.usable,

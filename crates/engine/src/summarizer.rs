@@ -1,6 +1,6 @@
 //! The [`Summarizer`] trait: turns a span of items (plus any previous checkpoint) into checkpoint text.
 
-use compact_core::model::{Checkpoint, Item};
+use compact_core::model::{Checkpoint, Conversation, Item};
 use compact_core::tokens::TokenCounter;
 use std::future::Future;
 use std::pin::Pin;
@@ -21,6 +21,11 @@ pub struct SummaryRequest<'a> {
     pub counter: TokenCounter,
     /// Extra instructions ("also preserve ..."), appended to the template.
     pub also_preserve: Option<&'a str>,
+    /// The whole conversation being compacted, as it is about to be sent to the agent's model (its
+    /// wire format, tools and request fields such as `model`): it starts with what the model last
+    /// saw, so a summariser may send it back with its own request appended and read the provider's
+    /// prompt cache instead of a fresh prompt. `None` when the caller has no such request.
+    pub prefix: Option<&'a Conversation>,
 }
 
 /// Token usage of a summariser's own model calls.
@@ -32,6 +37,8 @@ pub struct SummaryUsage {
     pub input_tokens: u64,
     /// Output tokens reported by the provider.
     pub output_tokens: u64,
+    /// Part of `input_tokens` the provider read from its prompt cache.
+    pub cached_input_tokens: u64,
 }
 
 /// A summary.
@@ -119,6 +126,9 @@ impl SummaryUsage {
             calls: self.calls.saturating_add(other.calls),
             input_tokens: self.input_tokens.saturating_add(other.input_tokens),
             output_tokens: self.output_tokens.saturating_add(other.output_tokens),
+            cached_input_tokens: self
+                .cached_input_tokens
+                .saturating_add(other.cached_input_tokens),
         }
     }
 }

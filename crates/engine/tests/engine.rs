@@ -49,6 +49,7 @@ impl Summarizer for Failing {
                     calls: 2,
                     input_tokens: 1_000,
                     output_tokens: 0,
+                    cached_input_tokens: 0,
                 }),
             )
         })
@@ -297,6 +298,7 @@ fn deterministic_summary_respects_its_budget() {
             max_tokens,
             counter: counter(),
             also_preserve: None,
+            prefix: None,
         };
         let s = block_on(DeterministicSummarizer.summarize(request)).unwrap();
         let n = counter().count_text(&s.text);

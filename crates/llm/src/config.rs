@@ -7,6 +7,7 @@ use crate::provider::{OutputCapField, ProviderKind, Sampling, StreamMode};
 use crate::retry::RetryPolicy;
 use crate::summarizer::LlmSummarizer;
 use crate::template::{PromptSource, Template};
+use crate::warm::CacheWarm;
 use compact_core::tokens::{Encoding, TokenCounter};
 use compact_engine::{DeterministicSummarizer, Summarizer};
 use std::path::PathBuf;
@@ -73,6 +74,9 @@ pub struct SummarizerConfig {
     pub stream: StreamMode,
     /// Truncation of the summariser input.
     pub limits: InputLimits,
+    /// Whether a summary may be asked for at the end of the conversation's own request, to read the
+    /// prompt cache its agent calls warmed (see [`crate::warm`]).
+    pub cache_warm: CacheWarm,
 }
 
 impl SummarizerConfig {
@@ -104,6 +108,7 @@ impl SummarizerConfig {
             cap_field: OutputCapField::MaxTokens,
             stream: StreamMode::Off,
             limits: InputLimits::default(),
+            cache_warm: CacheWarm::Auto,
         }
     }
 
@@ -233,7 +238,9 @@ pub fn build_summarizer(
         ProviderKind::OpenAi => config.seed,
         ProviderKind::Anthropic | ProviderKind::AnthropicCompaction => None,
     };
+    let cached_price_ratio = cached_price_ratio(&config.model);
     Ok(LlmSummarizer {
+        cached_price_ratio,
         kind: config.kind,
         model: config.model,
         url,
@@ -249,10 +256,23 @@ pub fn build_summarizer(
         },
         context_window: config.context_window,
         safety_margin: config.safety_margin,
+        cache_warm: config.cache_warm,
         limits: config.limits,
         counter: TokenCounter::new(config.encoding),
         fallback,
     })
+}
+
+/// The registry's cached-input price of `model` relative to its input price, or
+/// [`crate::warm::DEFAULT_CACHED_PRICE_RATIO`] when the registry does not price it.
+fn cached_price_ratio(model: &str) -> f64 {
+    compact_core::registry::ModelRegistry::builtin()
+        .lookup(model)
+        .and_then(|m| m.pricing)
+        .filter(|p| p.input > 0.0)
+        .map(|p| p.cached_input / p.input)
+        .filter(|r| r.is_finite() && (0.0..=1.0).contains(r))
+        .unwrap_or(crate::warm::DEFAULT_CACHED_PRICE_RATIO)
 }
 
 #[cfg(test)]

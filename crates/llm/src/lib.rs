@@ -28,6 +28,7 @@ pub mod provider;
 pub mod retry;
 mod summarizer;
 pub mod template;
+pub mod warm;
 
 pub use config::{
     build, build_summarizer, build_with_fallback, build_without_fallback, BuildError,
@@ -40,3 +41,4 @@ pub use provider::{OutputCapField, ProviderKind, StreamMode};
 pub use retry::RetryPolicy;
 pub use summarizer::{LlmSummarizer, OVERFLOW_STEPS, RECORD_HEADER};
 pub use template::{PromptSource, Template};
+pub use warm::CacheWarm;

@@ -92,6 +92,11 @@ pub struct Completion {
     pub input_tokens: Option<u64>,
     /// Output tokens reported by the provider.
     pub output_tokens: Option<u64>,
+    /// Part of the input the provider read from its prompt cache (OpenAI
+    /// `prompt_tokens_details.cached_tokens`, Anthropic `cache_read_input_tokens`).
+    pub cached_input_tokens: Option<u64>,
+    /// Generation stopped to call a tool (`tool_calls` / `tool_use`): any text is not the answer.
+    pub tool_call: bool,
     /// Generation stopped at the output cap.
     pub truncated: bool,
     /// The provider flagged a refusal.
@@ -232,6 +237,9 @@ fn compaction_completion(content: &[Value], stop: Option<&str>, usage: &Value) -
         text,
         input_tokens: sum("input_tokens").or_else(|| usage["input_tokens"].as_u64()),
         output_tokens: sum("output_tokens").or_else(|| usage["output_tokens"].as_u64()),
+        cached_input_tokens: sum("cache_read_input_tokens")
+            .or_else(|| usage["cache_read_input_tokens"].as_u64()),
+        tool_call: false,
         truncated: matches!(stop, Some("max_tokens" | "model_context_window_exceeded")),
         refused: stop == Some("refusal"),
     }
@@ -265,6 +273,12 @@ fn parse_chat(body: &str) -> Result<Completion, LlmError> {
         output_tokens: usage
             .and_then(|u| u.get("completion_tokens"))
             .and_then(Value::as_u64),
+        cached_input_tokens: usage.and_then(chat_cached),
+        tool_call: message
+            .get("tool_calls")
+            .and_then(Value::as_array)
+            .is_some_and(|c| !c.is_empty())
+            || choice.get("finish_reason").and_then(Value::as_str) == Some("tool_calls"),
         truncated: choice.get("finish_reason").and_then(Value::as_str) == Some("length"),
         refused: message.get("refusal").is_some_and(|r| !r.is_null())
             || choice.get("finish_reason").and_then(Value::as_str) == Some("content_filter"),
@@ -290,6 +304,8 @@ fn parse_messages(body: &str) -> Result<Completion, LlmError> {
         output_tokens: usage
             .and_then(|u| u.get("output_tokens"))
             .and_then(Value::as_u64),
+        cached_input_tokens: usage.and_then(anthropic_cached),
+        tool_call: stop == Some("tool_use"),
         truncated: stop == Some("max_tokens"),
         refused: stop == Some("refusal"),
     })
@@ -305,6 +321,18 @@ fn anthropic_input(u: &Value) -> u64 {
     .iter()
     .filter_map(|k| u.get(*k).and_then(Value::as_u64))
     .sum()
+}
+
+/// Anthropic's cache-read input tokens.
+fn anthropic_cached(u: &Value) -> Option<u64> {
+    u.get("cache_read_input_tokens").and_then(Value::as_u64)
+}
+
+/// OpenAI Chat's cached prompt tokens.
+fn chat_cached(u: &Value) -> Option<u64> {
+    u.get("prompt_tokens_details")
+        .and_then(|d| d.get("cached_tokens"))
+        .and_then(Value::as_u64)
 }
 
 /// One server-sent event.
@@ -413,15 +441,24 @@ fn parse_chat_stream(body: &str) -> Result<Completion, LlmError> {
             {
                 out.refused = true;
             }
+            if delta
+                .and_then(|d| d.get("tool_calls"))
+                .and_then(Value::as_array)
+                .is_some_and(|c| !c.is_empty())
+            {
+                out.tool_call = true;
+            }
             match choice.get("finish_reason").and_then(Value::as_str) {
                 Some("length") => out.truncated = true,
                 Some("content_filter") => out.refused = true,
+                Some("tool_calls") => out.tool_call = true,
                 _ => {}
             }
         }
         if let Some(u) = v.get("usage").filter(|u| !u.is_null()) {
             out.input_tokens = u.get("prompt_tokens").and_then(Value::as_u64);
             out.output_tokens = u.get("completion_tokens").and_then(Value::as_u64);
+            out.cached_input_tokens = chat_cached(u);
         }
     }
     if !done {
@@ -440,10 +477,9 @@ fn parse_messages_stream(body: &str) -> Result<Completion, LlmError> {
         match v.get("type").and_then(Value::as_str).unwrap_or("") {
             "error" => return Err(stream_error(&ev, &v)),
             "message_start" => {
-                out.input_tokens = v
-                    .get("message")
-                    .and_then(|m| m.get("usage"))
-                    .map(anthropic_input);
+                let usage = v.get("message").and_then(|m| m.get("usage"));
+                out.input_tokens = usage.map(anthropic_input);
+                out.cached_input_tokens = usage.and_then(anthropic_cached);
             }
             "content_block_delta" => {
                 if let Some(t) = v
@@ -463,6 +499,7 @@ fn parse_messages_stream(body: &str) -> Result<Completion, LlmError> {
                 {
                     Some("max_tokens") => out.truncated = true,
                     Some("refusal") => out.refused = true,
+                    Some("tool_use") => out.tool_call = true,
                     _ => {}
                 }
                 out.output_tokens = v

@@ -2,7 +2,9 @@
 //! is budgeted before sending and summarised in chunks (map-reduce) when it is too large; a provider
 //! overflow anyway thins tool outputs middle-out (0, 10, 20, 50, 100 %); a refusal or empty answer is
 //! retried once with the `brief` template; anything else that fails falls back (deterministic
-//! checkpoint) with a warning. A failure never touches the caller's history: it only returns.
+//! checkpoint) with a warning. A failure never touches the caller's history: it only returns. When
+//! it applies, a cache-warm call (the conversation's own request with the instruction appended, see
+//! [`crate::warm`]) comes first.
 
 use crate::error::LlmError;
 use crate::http::{HeaderSpec, HttpClient, RetryLog};
@@ -10,6 +12,7 @@ use crate::input::{self, Block, BlockKind, InputLimits};
 use crate::overflow::ContextOverflow;
 use crate::provider::{parse_response, request_body, Completion, ProviderKind, Sampling};
 use crate::template::{partial_note, system_prompt, PromptSource, Template, MERGE_NOTE};
+use crate::warm::CacheWarm;
 use compact_core::tokens::TokenCounter;
 use compact_engine::{
     BoxFuture, SummarizeError, Summarizer, Summary, SummaryRequest, SummaryUsage,
@@ -56,6 +59,9 @@ pub struct LlmSummarizer {
     pub(crate) sampling: Sampling,
     pub(crate) context_window: usize,
     pub(crate) safety_margin: usize,
+    pub(crate) cache_warm: CacheWarm,
+    /// Price of a cached input token relative to an uncached one (for [`CacheWarm::Auto`]).
+    pub(crate) cached_price_ratio: f64,
     pub(crate) limits: InputLimits,
     pub(crate) counter: TokenCounter,
     pub(crate) fallback: Option<Arc<dyn Summarizer>>,
@@ -131,8 +137,22 @@ impl LlmSummarizer {
             user,
             max_out as u64,
             &self.sampling,
-        )
-        .to_string();
+        );
+        let estimate = self.counter.count_text(system) + self.counter.count_text(user);
+        self.send(&body, estimate, max_out, trace).await
+    }
+
+    /// Posts one request `body` with retries; usage (the provider's, or `estimate` input tokens and
+    /// the counted answer when it reports none) and retries are recorded in `trace`. A refusal or an
+    /// answer without text is [`LlmError::Empty`].
+    pub(crate) async fn send(
+        &self,
+        body: &serde_json::Value,
+        estimate: usize,
+        max_out: usize,
+        trace: &mut Trace,
+    ) -> Result<Completion, LlmError> {
+        let body = body.to_string();
         let mut log = RetryLog::default();
         let result = self
             .http
@@ -145,14 +165,13 @@ impl LlmSummarizer {
                 .map(|r| format!("{} summariser: {r}", self.kind.name())),
         );
         let completion = parse_response(self.kind, self.sampling.stream, &result?.body)?;
-        let input = completion.input_tokens.unwrap_or_else(|| {
-            (self.counter.count_text(system) + self.counter.count_text(user)) as u64
-        });
+        let input = completion.input_tokens.unwrap_or(estimate as u64);
         let output = completion
             .output_tokens
             .unwrap_or_else(|| self.counter.count_text(&completion.text) as u64);
         trace.usage.input_tokens += input;
         trace.usage.output_tokens += output;
+        trace.usage.cached_input_tokens += completion.cached_input_tokens.unwrap_or(0).min(input);
         if completion.refused || is_refusal(&completion.text) {
             return Err(LlmError::Empty(if completion.text.trim().is_empty() {
                 "the model returned no text".to_owned()
@@ -337,9 +356,15 @@ impl LlmSummarizer {
         let result = if self.prompt == PromptSource::Builtin(Template::Plan) {
             crate::plan::run(self, &request, &mut trace).await
         } else {
-            self.run_template(&request, &mut trace)
-                .await
-                .map(|t| format!("{RECORD_HEADER}\n\n{t}"))
+            let warm = match crate::warm::prepare(self, &request) {
+                Some(body) => crate::warm::run(self, &body, &mut trace).await,
+                None => None,
+            };
+            match warm {
+                Some(text) => Ok(text),
+                None => self.run_template(&request, &mut trace).await,
+            }
+            .map(|t| format!("{RECORD_HEADER}\n\n{t}"))
         };
         match result {
             Ok(text) => Ok(Summary {

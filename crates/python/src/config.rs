@@ -3,9 +3,9 @@
 //! here by `compact-config`, exactly as `compactctl` resolves its file. Nothing is validated twice.
 
 use crate::errors::{raise, Failure};
-use compact_config::{Config, Overrides, SummarizerKind};
+use compact_config::{CacheWarmSetting, Config, Overrides, SummarizerKind};
 use compact_engine::Summarizer;
-use compact_llm::{ProviderKind, SummarizerConfig, Template};
+use compact_llm::{CacheWarm, ProviderKind, SummarizerConfig, Template};
 use compact_session::SessionConfig;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -47,6 +47,11 @@ pub fn llm_summarizer(config: &Config) -> Result<Option<Arc<dyn Summarizer>>, Fa
         llm.api_key_env.clone_from(env);
     }
     llm.template = template(config)?;
+    llm.cache_warm = match settings.cache_warm {
+        CacheWarmSetting::Auto => CacheWarm::Auto,
+        CacheWarmSetting::Always => CacheWarm::Always,
+        CacheWarmSetting::Off => CacheWarm::Off,
+    };
     compact_llm::build_without_fallback(llm)
         .map(Some)
         .map_err(|e| Failure::new("ConfigError", "summarizer", format!("summarizer: {e}")))

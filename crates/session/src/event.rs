@@ -34,7 +34,8 @@ pub enum EventKind {
     PolicyApplied,
     /// Seed 003: what a compaction removed from the view (`pruned_count`, tokens freed).
     PrunedMessages,
-    /// Seed 003: a compaction wrote a checkpoint (`summary_tokens`, the summariser).
+    /// Seed 003: a compaction wrote a checkpoint (`summary_tokens`, the summariser, its calls and
+    /// input tokens, `summarizer_cached_input_tokens` of them read from the provider's cache).
     SummaryCreated,
     /// Seed 003: a compaction that was due failed; the call failed with it.
     Failed,

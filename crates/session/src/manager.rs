@@ -1112,7 +1112,9 @@ pub(crate) fn seed_events(
             EventKind::SummaryCreated,
             json!({"model": model, "summary_tokens": summary_tokens,
                    "summarizer": report.summarizer,
-                   "summarizer_calls": report.summary_usage.calls}),
+                   "summarizer_calls": report.summary_usage.calls,
+                   "summarizer_input_tokens": report.summary_usage.input_tokens,
+                   "summarizer_cached_input_tokens": report.summary_usage.cached_input_tokens}),
         ));
     }
     events

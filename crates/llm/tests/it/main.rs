@@ -2,6 +2,7 @@
 //! validation, and end-to-end summarisation against the in-process simulator.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod cache_warm;
 mod overflow;
 mod plan;
 mod provider_compaction;

@@ -85,6 +85,7 @@ pub(crate) fn request<'a>(items: &'a [Item], max_tokens: usize) -> SummaryReques
         max_tokens,
         counter: TokenCounter::new(Encoding::O200kBase),
         also_preserve: None,
+        prefix: None,
     }
 }
 

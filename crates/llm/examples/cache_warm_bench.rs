@@ -1,0 +1,217 @@
+//! Cache-warm summariser figures for BENCHMARKS.md: generated coding sessions grow turn by turn
+//! against the in-process simulator (two agent calls a turn), compacted through the compactor with
+//! an LLM summariser whenever the request passes the trigger, with each `cache_warm` setting (`auto`,
+//! `always`, `off`) and two strategies (`tiered`, which replaces only what it must, and `codex`,
+//! which summarises all but the user's messages). Prints the summariser's input tokens, the cached
+//! share and the cost at the registry's prices of the summariser model (also the agent's).
+//!
+//! `cargo run -p compact-llm --example cache_warm_bench`
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
+
+use compact_core::model::Format;
+use compact_core::policy::{Policy, StrategyName};
+use compact_core::registry::ModelRegistry;
+use compact_core::tokens::{Encoding, TokenCounter};
+use compact_engine::{Compactor, SummaryUsage};
+use compact_formats::wire;
+use compact_llm::http::{HeaderSpec, HttpClient, RetryLog};
+use compact_llm::{build_without_fallback, CacheWarm, ProviderKind, RetryPolicy, SummarizerConfig};
+use compact_sim::{ScriptedReply, SimConfig, SimHandle, Simulator};
+use serde_json::{json, Value};
+use std::time::Duration;
+
+/// The agent's window: sessions pass its trigger several times.
+const AGENT_WINDOW: usize = 64_000;
+/// A summary of about 500 tokens, as summariser models write them.
+fn summary_text() -> String {
+    let line =
+        "- src/module_N.rs: trailing-comma parse error fixed; tests in tests/parse.rs pass.\n";
+    format!(
+        "## Goal and user requests\n- fix parse errors (in progress)\n## Progress\n{}",
+        line.repeat(25)
+    )
+}
+
+/// One turn of a coding session: a request, a tool call, its output, and the agent's conclusion.
+fn turn(format: Format, k: usize, seed: usize) -> Vec<Value> {
+    let output = format!(
+        "running 42 tests\n{}test result: FAILED. 40 passed; 2 failed (run {k})\n",
+        format!("test parse::case_{seed}_{k} ... ok\n").repeat(40)
+    );
+    let ask = format!(
+        "Step {k}: check src/module_{k}.rs for the parse error reported in issue #{seed}{k}."
+    );
+    let done = format!(
+        "module_{k}: the parser rejected trailing commas in argument lists; fixed and re-ran. {}",
+        "The remaining failures are in unrelated modules. ".repeat(3)
+    );
+    let id = format!("call_{k}");
+    match format {
+        Format::Anthropic => vec![
+            json!({"role": "user", "content": ask}),
+            json!({"role": "assistant", "content": [{"type": "tool_use", "id": id, "name": "bash",
+                   "input": {"command": "cargo test"}}]}),
+            json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": id, "content": output}]}),
+            json!({"role": "assistant", "content": done}),
+        ],
+        _ => vec![
+            json!({"role": "user", "content": ask}),
+            json!({"role": "assistant", "content": null, "tool_calls": [{"id": id, "type": "function",
+                   "function": {"name": "bash", "arguments": "{\"command\":\"cargo test\"}"}}]}),
+            json!({"role": "tool", "tool_call_id": id, "content": output}),
+            json!({"role": "assistant", "content": done}),
+        ],
+    }
+}
+
+fn opening(format: Format, model: &str) -> Value {
+    let system =
+        "You are a coding agent working in the repository `parser`. Use the tools to read, \
+edit and test code; keep changes small.";
+    let schema = json!({"type": "object", "properties": {"command": {"type": "string"}}});
+    match format {
+        Format::Anthropic => json!({"model": model, "max_tokens": 8192, "system": system,
+            "tools": [{"name": "bash", "description": "Run a shell command", "input_schema": schema}],
+            "messages": []}),
+        _ => json!({"model": model, "max_tokens": 8192,
+            "tools": [{"type": "function", "function": {"name": "bash", "description": "Run a shell command", "parameters": schema}}],
+            "messages": [{"role": "system", "content": system}]}),
+    }
+}
+
+async fn agent_call(sim: &SimHandle, http: &HttpClient, kind: ProviderKind, body: &Value) {
+    let (url, headers) = match kind {
+        ProviderKind::OpenAi => (
+            format!("{}/chat/completions", sim.openai_base_url()),
+            vec![],
+        ),
+        _ => (
+            format!("{}/v1/messages", sim.base_url()),
+            vec![HeaderSpec::Plain("anthropic-version", "2023-06-01".into())],
+        ),
+    };
+    http.post_json(&url, &headers, &body.to_string(), &mut RetryLog::default())
+        .await
+        .unwrap();
+}
+
+/// Runs one session of `turns` turns; returns the summariser usage summed over its compactions.
+async fn session(
+    kind: ProviderKind,
+    model: &str,
+    strategy: StrategyName,
+    turns: usize,
+    seed: usize,
+    warm: CacheWarm,
+) -> (usize, SummaryUsage) {
+    let format = match kind {
+        ProviderKind::OpenAi => Format::OpenAiChat,
+        _ => Format::Anthropic,
+    };
+    let sim = Simulator::spawn(SimConfig::default()).await.unwrap();
+    let http = HttpClient::new(Duration::from_secs(30), RetryPolicy::default()).unwrap();
+    std::env::set_var("COMPACT_BENCH_KEY", "sk-bench");
+    let mut c = SummarizerConfig::new(kind);
+    c.base_url = match kind {
+        ProviderKind::OpenAi => sim.openai_base_url(),
+        _ => sim.base_url(),
+    };
+    c.model = model.to_owned();
+    c.api_key_env = "COMPACT_BENCH_KEY".into();
+    c.cache_warm = warm;
+    let counter = TokenCounter::new(Encoding::O200kBase);
+    let compactor = Compactor::new(
+        Policy::for_window(AGENT_WINDOW),
+        build_without_fallback(c).unwrap(),
+        counter,
+    )
+    .unwrap()
+    .with_strategy(strategy);
+    let trigger = compactor.budget().trigger;
+    let mut request = opening(format, model);
+    let (mut compactions, mut usage) = (0, SummaryUsage::default());
+    let mut answer: Option<Value> = None;
+    for k in 0..turns {
+        let [ask, call, output, done] = <[Value; 4]>::try_from(turn(format, k, seed)).unwrap();
+        // Two agent calls a turn: after the user's request, and after the tool's output. Each
+        // request is the previous one plus the model's answer and what followed it.
+        let steps = [
+            answer.take().into_iter().chain([ask]).collect::<Vec<_>>(),
+            vec![call, output],
+        ];
+        for step in steps {
+            request["messages"].as_array_mut().unwrap().extend(step);
+            let conv = wire::decode(format, &request).unwrap();
+            if counter.total(&conv) > trigger {
+                for _ in 0..12 {
+                    sim.push_reply(ScriptedReply::text(summary_text()));
+                }
+                let compacted = compactor.compact(&conv).await.unwrap();
+                sim.clear();
+                compactions += 1;
+                usage = usage.plus(compacted.report.summary_usage);
+                request = wire::encode(&compacted.conversation, format).unwrap().value;
+            }
+            agent_call(&sim, &http, kind, &request).await;
+        }
+        answer = Some(done);
+    }
+    (compactions, usage)
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() {
+    let registry = ModelRegistry::builtin();
+    let sessions = [(1, 120), (2, 200), (3, 320)];
+    println!(
+        "{} sessions of {:?} turns each per row; agent window {AGENT_WINDOW} tokens; the agent's model is the summariser's.\n",
+        sessions.len(),
+        sessions.iter().map(|s| s.1).collect::<Vec<_>>()
+    );
+    println!("| provider / model | strategy | cache_warm | compactions | summariser calls | input tokens | cached | cached share | output tokens | cost (USD) | cost per call (USD) |");
+    println!("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for (kind, model) in [
+        (ProviderKind::OpenAi, "gpt-4.1-mini"),
+        (ProviderKind::Anthropic, "claude-haiku-4-5"),
+    ] {
+        let pricing = registry
+            .lookup(model)
+            .and_then(|m| m.pricing)
+            .expect("the registry prices the model");
+        for strategy in [StrategyName::Tiered, StrategyName::Codex] {
+            for warm in [CacheWarm::Auto, CacheWarm::Always, CacheWarm::Off] {
+                let (mut compactions, mut u) = (0, SummaryUsage::default());
+                for (seed, turns) in sessions {
+                    let (c, usage) = session(kind, model, strategy, turns, seed, warm).await;
+                    compactions += c;
+                    u = u.plus(usage);
+                }
+                let cost = pricing.cost(
+                    u.input_tokens - u.cached_input_tokens,
+                    u.cached_input_tokens,
+                    0,
+                    u.output_tokens,
+                );
+                println!(
+                    "| {} / {model} | {} | {warm} | {compactions} | {} | {} | {} | {:.0}% | {} | {cost:.4} | {:.5} |",
+                    kind.name(),
+                    strategy.as_str(),
+                    u.calls,
+                    u.input_tokens,
+                    u.cached_input_tokens,
+                    share(u.cached_input_tokens, u.input_tokens),
+                    u.output_tokens,
+                    cost / f64::from(u.calls.max(1)),
+                );
+            }
+        }
+    }
+}
+
+fn share(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        part as f64 * 100.0 / whole as f64
+    }
+}
