@@ -15,6 +15,7 @@
 
 use crate::facts::{classify, command_key, failure_of, Action, StepStatus};
 use crate::model::{Conversation, Item, ItemBody, Role, ToolCall};
+use crate::partition::is_user_message;
 use std::fmt;
 
 /// Which natural boundary a request is at.
@@ -91,10 +92,6 @@ pub fn is_check_command(command: &str) -> bool {
     }
 }
 
-fn is_user_message(item: &Item) -> bool {
-    matches!(item.body(), ItemBody::Message(m) if m.role == Role::User)
-}
-
 fn is_assistant_side(item: &Item) -> bool {
     matches!(
         item.body(),
@@ -147,17 +144,11 @@ fn done_steps(call: &ToolCall) -> Option<usize> {
     })
 }
 
-fn command_of(call: &ToolCall) -> Option<String> {
-    classify(call).into_iter().find_map(|a| match a {
-        Action::Command(c) => Some(c),
+fn command_in(actions: &[Action]) -> Option<&str> {
+    actions.iter().find_map(|a| match a {
+        Action::Command(c) => Some(c.as_str()),
         _ => None,
     })
-}
-
-fn modifies(call: &ToolCall) -> bool {
-    classify(call)
-        .iter()
-        .any(|a| matches!(a, Action::Modify(_)))
 }
 
 /// The natural boundary `conv` ends at, if any (see the module documentation). Items the model does
@@ -194,22 +185,24 @@ pub fn natural_boundary_after(head: &[Item], tail: &[Item]) -> Option<Boundary> 
             .unwrap_or(0);
         return (done > previous).then_some(Boundary::StepDone);
     }
-    let command = command_of(call)?;
-    if !is_check_command(&command) || result.is_error || failure_of(item).is_some() {
+    let actions = classify(call);
+    let command = command_in(&actions)?;
+    if !is_check_command(command) || result.is_error || failure_of(item).is_some() {
         return None;
     }
     // Files changed since the previous run of a check (or since the start).
-    let key = command_key(&command);
+    let key = command_key(command);
     let mut changed = false;
     for i in items.before(last) {
         let Some(c) = i.as_tool_call() else { continue };
         if c.call_id == call.call_id {
             continue;
         }
-        if command_of(c).is_some_and(|k| command_key(&k) == key) {
+        let actions = classify(c);
+        if command_in(&actions).is_some_and(|k| command_key(k) == key) {
             break;
         }
-        if modifies(c) {
+        if actions.iter().any(|a| matches!(a, Action::Modify(_))) {
             changed = true;
             break;
         }

@@ -26,6 +26,46 @@ pub fn parent_of(store: &dyn Store, session: &str) -> Result<Option<String>, Sto
         }))
 }
 
+/// `nodes` (sessions, rows...) in tree order: each right below its parent, roots and orphans (whose
+/// parent is not among them) in the given order, each with its depth. A loop a damaged log could
+/// hold is listed at the end, at depth 0, and no walk goes deeper than [`MAX_DEPTH`].
+pub fn tree_order<T>(
+    nodes: &[T],
+    id: impl Fn(&T) -> &str,
+    parent: impl Fn(&T) -> Option<&str>,
+) -> Vec<(&T, usize)> {
+    let index: std::collections::HashMap<&str, usize> =
+        nodes.iter().enumerate().map(|(i, n)| (id(n), i)).collect();
+    let mut children: Vec<Vec<usize>> = vec![Vec::new(); nodes.len()];
+    let mut roots = Vec::new();
+    for (i, n) in nodes.iter().enumerate() {
+        match parent(n).and_then(|p| index.get(p)) {
+            Some(&p) if p != i => children[p].push(i),
+            _ => roots.push(i),
+        }
+    }
+    let mut seen = vec![false; nodes.len()];
+    let mut out = Vec::with_capacity(nodes.len());
+    let mut stack: Vec<(usize, usize)> = roots.into_iter().rev().map(|i| (i, 0)).collect();
+    while let Some((i, depth)) = stack.pop() {
+        if std::mem::replace(&mut seen[i], true) {
+            continue;
+        }
+        out.push((&nodes[i], depth));
+        if depth < MAX_DEPTH {
+            stack.extend(children[i].iter().rev().map(|&c| (c, depth + 1)));
+        }
+    }
+    out.extend(
+        nodes
+            .iter()
+            .zip(&seen)
+            .filter(|(_, seen)| !**seen)
+            .map(|(n, _)| (n, 0)),
+    );
+    out
+}
+
 impl CompactManager {
     /// Links `session` (a subagent's, created if new) to `parent`; true when the link was logged
     /// now, false when it already was. Refused with [`SessionError::InvalidParent`] for the session
@@ -118,6 +158,18 @@ mod tests {
                 other => panic!("{child} -> {parent}: {other:?}"),
             }
         }
+        // Listed as a tree: children below their parent, a loop at the end.
+        let nodes = [
+            ("b", Some("a")),
+            ("a", None),
+            ("x", Some("y")),
+            ("y", Some("x")),
+        ];
+        let order: Vec<(&str, usize)> = tree_order(&nodes, |n| n.0, |n| n.1)
+            .into_iter()
+            .map(|(n, d)| (n.0, d))
+            .collect();
+        assert_eq!(order, [("a", 0), ("b", 1), ("x", 0), ("y", 0)]);
         // The link is one event in the child's log, nothing in the parent's.
         let events: Vec<_> = m
             .store()

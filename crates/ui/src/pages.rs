@@ -89,42 +89,6 @@ pub fn page(links: &Links, title: &str, body: &str) -> String {
     )
 }
 
-/// The sessions in list order with every subagent right below its parent, each with its depth
-/// (sessions whose parent is not listed are roots; a damaged log's loop is listed at the end).
-fn tree(sessions: &[Overview]) -> Vec<(&Overview, usize)> {
-    fn visit<'a>(
-        all: &'a [Overview],
-        s: &'a Overview,
-        depth: usize,
-        out: &mut Vec<(&'a Overview, usize)>,
-    ) {
-        out.push((s, depth));
-        if depth >= compact_session::link::MAX_DEPTH {
-            return;
-        }
-        for child in all
-            .iter()
-            .filter(|c| c.parent.as_deref() == Some(s.id.as_str()))
-        {
-            visit(all, child, depth + 1, out);
-        }
-    }
-    let listed = |id: &str| sessions.iter().any(|s| s.id == id);
-    let mut out = Vec::with_capacity(sessions.len());
-    for s in sessions
-        .iter()
-        .filter(|s| !s.parent.as_deref().is_some_and(listed))
-    {
-        visit(sessions, s, 0, &mut out);
-    }
-    for s in sessions {
-        if !out.iter().any(|(o, _)| std::ptr::eq(*o, s)) {
-            out.push((s, 0));
-        }
-    }
-    out
-}
-
 /// The session list: one row per session, filtered by `filter` (a case-insensitive substring of
 /// its id, agent or model) when given; the page's script filters as one types.
 pub fn list(links: &Links, sessions: &[Overview], filter: &str) -> String {
@@ -140,7 +104,9 @@ pub fn list(links: &Links, sessions: &[Overview], filter: &str) -> String {
         escape(filter)
     );
     let mut shown = 0;
-    for (s, depth) in tree(sessions) {
+    for (s, depth) in
+        compact_session::link::tree_order(sessions, |s| &s.id, |s| s.parent.as_deref())
+    {
         let key = format!("{} {} {}", s.id, s.agent, s.model).to_ascii_lowercase();
         if !needle.is_empty() && !key.contains(&needle) {
             continue;

@@ -15,7 +15,7 @@ use compact_core::tokens::{Encoding, TokenCounter};
 use compact_session::event::EventKind;
 use compact_session::record::{ItemSource, Record};
 use compact_session::{CompactManager, SessionConfig, SessionError, SqliteStore, Store};
-use serde_json::{json, Value};
+use serde_json::json;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::ExitCode;
@@ -299,8 +299,12 @@ fn list(store: &dyn Store, as_json: bool) -> anyhow::Result<ExitCode> {
         "items",
         "compactions"
     );
-    for r in tree_order(&rows) {
-        let depth = depth_of(&rows, r);
+    let tree = compact_session::link::tree_order(
+        &rows,
+        |r| r["id"].as_str().unwrap_or(""),
+        |r| r["parent"].as_str(),
+    );
+    for (r, depth) in tree {
         let name = format!("{}{}", "  ".repeat(depth), r["id"].as_str().unwrap_or(""));
         outln!(
             "{:<40} {:>8} {:>8} {:>11}  {}",
@@ -314,53 +318,6 @@ fn list(store: &dyn Store, as_json: bool) -> anyhow::Result<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// The parent of row `r` among `rows`, when it is listed.
-fn parent_row<'a>(rows: &'a [Value], r: &Value) -> Option<&'a Value> {
-    let parent = r["parent"].as_str()?;
-    rows.iter().find(|p| p["id"].as_str() == Some(parent))
-}
-
-/// How many listed ancestors row `r` has (bounded, so a damaged log cannot loop).
-fn depth_of(rows: &[Value], r: &Value) -> usize {
-    let mut depth = 0;
-    let mut at = r;
-    while let Some(p) = parent_row(rows, at) {
-        depth += 1;
-        if depth >= compact_session::link::MAX_DEPTH {
-            break;
-        }
-        at = p;
-    }
-    depth
-}
-
-/// The rows with every subagent right below its parent (roots and orphans in list order).
-fn tree_order(rows: &[Value]) -> Vec<&Value> {
-    fn visit<'a>(rows: &'a [Value], r: &'a Value, out: &mut Vec<&'a Value>, depth: usize) {
-        out.push(r);
-        if depth >= compact_session::link::MAX_DEPTH {
-            return;
-        }
-        for child in rows
-            .iter()
-            .filter(|c| c["parent"].as_str() == r["id"].as_str())
-        {
-            visit(rows, child, out, depth + 1);
-        }
-    }
-    let mut out = Vec::with_capacity(rows.len());
-    for r in rows.iter().filter(|r| parent_row(rows, r).is_none()) {
-        visit(rows, r, &mut out, 0);
-    }
-    // A damaged log could link sessions in a loop: they are listed all the same, at the end.
-    for r in rows {
-        if !out.iter().any(|o| std::ptr::eq(*o, r)) {
-            out.push(r);
-        }
-    }
-    out
 }
 
 fn show(store: &dyn Store, id: &str, as_json: bool) -> anyhow::Result<ExitCode> {
