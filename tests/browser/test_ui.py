@@ -152,3 +152,46 @@ def test_planted_markup_never_runs(page: Any, base_url: str, replayed: dict[str,
     page.goto(replayed["report"].as_uri())
     assert_inert(page)
     assert HOSTILE_NAME in page.locator("body").inner_text()
+
+
+def test_a_compaction_is_reviewed_edited_and_applied(page: Any, base_url: str, shots: Path) -> None:
+    # Last in the file: it adds a compaction to the SWE-agent session (no other test counts them).
+    open_session(page, base_url, "pydicom")
+    before = page.locator("a.open-diff").count()
+    page.click("#review-link")
+    page.wait_for_selector("form#review")
+    assert page.locator("#plan tbody tr").count() > 0
+    box = page.locator("textarea#checkpoint")
+    planned = box.input_value()
+    assert planned.strip(), "the planned compaction writes a checkpoint"
+    shot(page, shots, "review")
+    box.fill(planned.rstrip() + "\n- Reviewer: rerun the failing pydicom test first.")
+    key = page.locator("form#review input[name=proposal]").get_attribute("value")
+    action = base_url + page.locator("form#review").get_attribute("action")
+    page.click("#apply")
+    page.wait_for_url("**/compaction/**")
+    applied = page.url
+    assert "Reviewer: rerun the failing pydicom test first." in page.locator("pre.checkpoint").inner_text()
+    shot(page, shots, "reviewed")
+    # The same proposal does not apply twice.
+    again = page.request.post(action, form={"proposal": key, "checkpoint": "late"}, max_redirects=0)
+    assert again.status == 410
+    open_session(page, base_url, "pydicom")
+    diffs = page.locator("a.open-diff").evaluate_all("as => as.map(a => a.href)")
+    assert len(diffs) == before + 1
+    assert applied in diffs
+    assert not page.errors  # type: ignore[attr-defined]
+
+
+def test_a_review_of_planted_markup_is_inert(page: Any, base_url: str) -> None:
+    page.goto(base_url + "/")
+    page.locator("#sessions a", has_text="onerror").first.click()
+    page.wait_for_selector("svg.sawtooth")
+    page.click("#review-link")
+    page.wait_for_selector("form#review")
+    assert_inert(page)
+    text = page.locator("textarea#checkpoint").input_value() if page.locator("textarea#checkpoint").count() else ""
+    assert "<script>" not in page.content().split("<textarea", 1)[0]
+    if text:
+        # A planted closing tag stays inside the box, as text.
+        assert page.locator("textarea").count() == 1

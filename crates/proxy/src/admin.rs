@@ -10,7 +10,9 @@
 //! The web view (`compact-ui`) is mounted under `/admin/ui/`, behind the same token. A browser
 //! cannot send a bearer header when it follows a link, so `/admin/ui/login?token=...` checks the
 //! token and sets it as an `HttpOnly`, `SameSite=Strict` cookie for `/admin`, which the UI routes
-//! (only they) accept in place of the header; both are compared in constant time.
+//! (only they) accept in place of the header; both are compared in constant time. The UI's one form
+//! (`POST /admin/ui/s/{id}/review`, a reviewed compaction) must come from the proxy's own origin
+//! and carry the key of a proposal the page was shown.
 
 use crate::reply::{json_response, ProxyBody};
 use crate::server::Shared;
@@ -27,7 +29,7 @@ fn error(status: StatusCode, message: &str) -> Response<ProxyBody> {
 }
 
 /// Handles a request under `/admin`.
-pub(crate) async fn handle(shared: &Arc<Shared>, req: &Request<Incoming>) -> Response<ProxyBody> {
+pub(crate) async fn handle(shared: &Arc<Shared>, req: Request<Incoming>) -> Response<ProxyBody> {
     let Some(expected) = shared.config.admin_token.as_deref() else {
         return error(
             StatusCode::NOT_FOUND,
@@ -37,7 +39,7 @@ pub(crate) async fn handle(shared: &Arc<Shared>, req: &Request<Incoming>) -> Res
     let path = req.uri().path();
     let ui = path == UI_BASE || path.starts_with("/admin/ui/");
     if ui && path == UI_LOGIN {
-        return login(req, expected);
+        return login(&req, expected);
     }
     let given = req
         .headers()
@@ -46,7 +48,7 @@ pub(crate) async fn handle(shared: &Arc<Shared>, req: &Request<Incoming>) -> Res
         .and_then(|v| v.strip_prefix("Bearer "))
         .unwrap_or("");
     let by_cookie =
-        ui && cookie(req).is_some_and(|c| same_secret(c.as_bytes(), expected.as_bytes()));
+        ui && cookie(&req).is_some_and(|c| same_secret(c.as_bytes(), expected.as_bytes()));
     if !by_cookie && !same_secret(given.trim().as_bytes(), expected.as_bytes()) {
         let mut r = error(
             StatusCode::UNAUTHORIZED,
@@ -58,14 +60,14 @@ pub(crate) async fn handle(shared: &Arc<Shared>, req: &Request<Incoming>) -> Res
         );
         return r;
     }
+    if ui {
+        return ui_page(shared, req).await;
+    }
     if req.method() != Method::GET {
         return error(
             StatusCode::METHOD_NOT_ALLOWED,
             "the admin API only answers GET",
         );
-    }
-    if ui {
-        return ui_page(shared, req).await;
     }
     let segments: Option<Vec<String>> = req
         .uri()
@@ -96,7 +98,7 @@ pub(crate) async fn handle(shared: &Arc<Shared>, req: &Request<Incoming>) -> Res
 }
 
 /// Where the web view is mounted.
-const UI_BASE: &str = "/admin/ui";
+pub(crate) const UI_BASE: &str = "/admin/ui";
 /// The page that trades the token (query `token`) for the cookie.
 const UI_LOGIN: &str = "/admin/ui/login";
 /// The cookie holding the admin token for the web view.
@@ -150,20 +152,41 @@ fn login(req: &Request<Incoming>, expected: &str) -> Response<ProxyBody> {
     r
 }
 
-/// A page of the web view, rendered on the blocking pool.
-async fn ui_page(shared: &Arc<Shared>, req: &Request<Incoming>) -> Response<ProxyBody> {
-    if req.method() != Method::GET && req.method() != Method::HEAD {
+/// A page of the web view, rendered on the blocking pool; a `POST` is the review form.
+async fn ui_page(shared: &Arc<Shared>, req: Request<Incoming>) -> Response<ProxyBody> {
+    let head = req.method() == Method::HEAD;
+    let post = req.method() == Method::POST;
+    if req.method() != Method::GET && !head && !post {
         return error(
             StatusCode::METHOD_NOT_ALLOWED,
-            "the web view only answers GET",
+            "the web view answers GET, HEAD and its review form's POST",
         );
+    }
+    if post && !compact_ui::same_origin(&req) {
+        return error(StatusCode::FORBIDDEN, "a form from another origin");
     }
     let path = req.uri().path()[UI_BASE.len()..].to_owned();
     let query = req.uri().query().unwrap_or("").to_owned();
-    let head = req.method() == Method::HEAD;
+    let form = if post {
+        let limited =
+            http_body_util::Limited::new(req.into_body(), compact_ui::review::MAX_FORM_BYTES);
+        match http_body_util::BodyExt::collect(limited).await {
+            Ok(body) => match String::from_utf8(body.to_bytes().to_vec()) {
+                Ok(text) => Some(text),
+                Err(_) => return error(StatusCode::BAD_REQUEST, "the form is not UTF-8"),
+            },
+            Err(_) => return error(StatusCode::PAYLOAD_TOO_LARGE, "the form is too large"),
+        }
+    } else {
+        None
+    };
     let shared = Arc::clone(shared);
     let page = tokio::task::spawn_blocking(move || {
-        compact_ui::Ui::new(UI_BASE).handle(shared.managers.store().as_ref(), &path, &query)
+        let store = shared.managers.store().as_ref();
+        match form {
+            Some(form) => shared.ui.handle_post(store, &path, &form),
+            None => shared.ui.handle(store, &path, &query),
+        }
     })
     .await;
     let Ok(page) = page else {

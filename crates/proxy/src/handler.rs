@@ -42,7 +42,7 @@ pub(crate) async fn handle(
         _ => {}
     }
     if path == "/admin" || path.starts_with("/admin/") {
-        return Ok(admin::handle(&shared, &req).await);
+        return Ok(admin::handle(&shared, req).await);
     }
     let route = Route::of(req.method(), &path);
     let family = route.family(&path, req.headers());

@@ -87,6 +87,26 @@ impl Managers {
         Ok(manager)
     }
 
+    /// The manager that holds `session` in memory (the one its calls go through), else the one of
+    /// the window the session last ran at (from its log), else the configured window's: where a
+    /// manual or reviewed compaction of the session runs.
+    pub fn for_session(&self, session: &str) -> Result<Arc<CompactManager>, SessionError> {
+        let holding = self
+            .by_window
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .values()
+            .find(|m| m.holds(session))
+            .cloned();
+        match holding {
+            Some(m) => Ok(m),
+            None => match compact_session::last_window(self.store.as_ref(), session)? {
+                Some(window) => self.for_window(window),
+                None => self.default_manager(),
+            },
+        }
+    }
+
     /// The manager of the configured policy's window (admin recall reads the log through it).
     pub fn default_manager(&self) -> Result<Arc<CompactManager>, SessionError> {
         self.for_window(self.base.policy.max_context_tokens)

@@ -40,7 +40,9 @@ pub enum ProxyError {
 /// What every request handler shares.
 pub(crate) struct Shared {
     pub config: ProxyConfig,
-    pub managers: Managers,
+    pub managers: Arc<Managers>,
+    /// The web view under `/admin/ui/`, with its review desk (proposals waiting to be applied).
+    pub ui: compact_ui::Ui,
     pub client: UpstreamClient,
     pub metrics: Arc<Metrics>,
     pub log: Arc<dyn LogSink>,
@@ -74,15 +76,24 @@ impl Proxy {
         store: Arc<dyn Store>,
         log: Arc<dyn LogSink>,
     ) -> Result<Self, ProxyError> {
-        let managers = Managers::new(config.session.clone(), store)
-            .with_archive(config.archive.clone())
-            .with_exports(config.exports.clone());
+        let managers = Arc::new(
+            Managers::new(config.session.clone(), store)
+                .with_archive(config.archive.clone())
+                .with_exports(config.exports.clone()),
+        );
         // Fail at start-up, not on the first request, when the policy cannot be used.
         managers.default_manager()?;
+        // A reviewed compaction runs through the manager the session's calls go through.
+        let desk = {
+            let managers = Arc::clone(&managers);
+            compact_ui::Review::new(move |session: &str| managers.for_session(session))
+        };
+        let ui = compact_ui::Ui::new(crate::admin::UI_BASE).with_review(Arc::new(desk));
         Ok(Proxy {
             shared: Arc::new(Shared {
                 config,
                 managers,
+                ui,
                 client: UpstreamClient::new()?,
                 metrics: Arc::new(Metrics::default()),
                 log,

@@ -3,9 +3,29 @@
 //! and inspection (`compactctl sessions export`).
 
 use crate::error::SessionError;
+use crate::event::EventKind;
 use crate::manager::CompactManager;
+use crate::record::Record;
+use crate::{Store, StoreError};
 use compact_core::model::Conversation;
 use std::sync::Arc;
+
+/// The context window `session` last ran at (its latest `compact.trigger_decision` event), read
+/// from the log's events alone: a manual or reviewed compaction of a stored session plans for the
+/// window its calls used. `None` when no call was decided yet.
+pub fn last_window(store: &dyn Store, session: &str) -> Result<Option<usize>, StoreError> {
+    Ok(store
+        .read_kind(session, 0, "event", usize::MAX)?
+        .iter()
+        .rev()
+        .find_map(|s| match &s.record {
+            Record::Event(e) if e.kind == EventKind::TriggerDecision => e
+                .get("window")
+                .and_then(serde_json::Value::as_u64)
+                .and_then(|w| usize::try_from(w).ok()),
+            _ => None,
+        }))
+}
 
 impl CompactManager {
     /// The items of the session's current branch, exactly as received, with the tools, format and

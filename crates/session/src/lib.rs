@@ -106,6 +106,7 @@ pub use export::{
     CallbackExporter, ConsoleExporter, ExportError, ExportQueue, ExportStats, Exporter,
     JsonlExporter,
 };
+pub use history::last_window;
 pub use manager::{CompactManager, PreflightReport, Prepared, MAX_SESSION_ID_LEN, MAX_STRIKES};
 pub use manual::ManualCompaction;
 pub use memory::{MemoryConfig, DEFAULT_MEMORY_BUDGET};

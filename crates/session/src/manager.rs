@@ -225,6 +225,17 @@ impl CompactManager {
             .len()
     }
 
+    /// True when this manager holds `session`'s state in memory (a caller with several managers
+    /// over one store, one per window, sends a manual or reviewed compaction to the one that holds
+    /// the session, so that no other writer makes its next call meet a conflict).
+    pub fn holds(&self, session: &str) -> bool {
+        self.sessions
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .slots
+            .contains_key(session)
+    }
+
     /// Drops the in-memory state of `session` unless a call is using it (its next call reloads it
     /// from the store); true when it was dropped. Nothing is lost: the state is a cache of the log.
     pub fn evict(&self, session: &str) -> bool {

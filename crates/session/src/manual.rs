@@ -71,7 +71,9 @@ impl CompactManager {
             EventKind::Compacted,
             json!({"trigger": "manual", "note": note, "tokens_before": done.report.tokens_before,
                    "tokens_after": done.report.tokens_after, "items_compressed": compressed,
-                   "strategy": done.report.strategy.as_str(), "summarizer": done.report.summarizer}),
+                   "strategy": done.report.strategy.as_str(), "summarizer": done.report.summarizer,
+                   // The view is logged first, right after the current version.
+                   "view_seq": state.version + 1}),
         );
         self.redact_events(session, state, std::slice::from_mut(&mut event));
         let record = view_record(&view, &state.received, &state.chain, "manual");

@@ -125,7 +125,9 @@ impl CompactManager {
             EventKind::Compacted,
             json!({"trigger": "review", "edited": edited, "tokens_before": report.tokens_before,
                    "tokens_after": report.tokens_after, "items_compressed": proposal.items_compressed,
-                   "strategy": report.strategy.as_str(), "summarizer": report.summarizer}),
+                   "strategy": report.strategy.as_str(), "summarizer": report.summarizer,
+                   // The view is logged first, right after the current version.
+                   "view_seq": state.version + 1}),
         );
         self.redact_events(session, state, std::slice::from_mut(&mut event));
         let record = view_record(&view, &state.received, &state.chain, "review");

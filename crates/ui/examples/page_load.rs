@@ -119,9 +119,14 @@ fn main() {
         rt.block_on(async move {
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
             println!("listening on http://{}/", listener.local_addr().unwrap());
-            compact_ui::serve(listener, store, std::future::pending())
-                .await
-                .unwrap();
+            compact_ui::serve(
+                listener,
+                compact_ui::Ui::new(""),
+                store,
+                std::future::pending(),
+            )
+            .await
+            .unwrap();
         });
     }
     let _ = std::fs::remove_dir_all(&dir);

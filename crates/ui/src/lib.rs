@@ -10,6 +10,8 @@
 //!   (`/s/{id}/item/{ref}`: the recall of what a stub, marker or citation names) and search
 //!   (`/s/{id}/search?q=`; `&part=results` answers the results alone, for the search as one
 //!   types).
+//! - With a [`review::Review`] desk ([`Ui::with_review`]): `/s/{id}/review` plans a compaction and
+//!   shows it with its checkpoint to edit; [`Ui::handle_post`] applies it as edited.
 //! - [`report::html`] renders a replay's report as one self-contained file.
 //!
 //! Architecture invariants: **transcript text is hostile**: every text goes through
@@ -18,8 +20,10 @@
 //! so a planted `<script>` is shown as text and never runs. **Nothing is fetched at run time**: the
 //! script and stylesheet are compiled in (`include_str!`). **Bounded**: request targets over
 //! [`MAX_TARGET_BYTES`] and queries over [`MAX_QUERY_CHARS`] are refused, results are capped
-//! ([`pages::MAX_RESULTS`]), an item's page shows at most [`pages::MAX_ITEM_BYTES`]. **Read only**:
-//! the UI never appends to a log (recall reads the store, it logs no event).
+//! ([`pages::MAX_RESULTS`]), an item's page shows at most [`pages::MAX_ITEM_BYTES`], a form at most
+//! [`review::MAX_FORM_BYTES`]. **Read only but for review**: GET never appends to a log (recall
+//! reads the store, it logs no event); the one write is a reviewed compaction, by `POST`, through
+//! the session's manager, and only with the random key of a proposal the page was shown.
 //!
 //! ```
 //! use compact_session::MemoryStore;
@@ -39,15 +43,18 @@ pub mod html;
 pub mod overview;
 pub mod pages;
 pub mod report;
+pub mod review;
 mod serve;
 pub mod text;
 
 pub use overview::Overview;
 pub use pages::Links;
-pub use serve::{http_response, serve, ServeError};
+pub use review::Review;
+pub use serve::{http_response, is_loopback_host, same_origin, serve, ServeError};
 
 use compact_session::{Store, StoreError};
 use html::{percent_decode, query_param};
+use std::sync::Arc;
 
 /// The policy every page is served with: its own script and stylesheet only, images from itself
 /// or `data:`, requests (the live search) and forms to itself only, no framing.
@@ -73,28 +80,33 @@ pub struct Response {
     pub content_type: &'static str,
     /// The body.
     pub body: String,
+    /// Where a `303 See Other` leads (after a reviewed compaction applies).
+    pub location: Option<String>,
 }
 
 impl Response {
     /// The headers every answer carries besides its content type: the content security policy,
-    /// no sniffing, no referrer, no caching (pages show live logs), no framing.
+    /// no sniffing, no referrer to other sites, no caching (pages show live logs), no framing.
     pub fn headers(&self) -> [(&'static str, &'static str); 5] {
         [
             ("content-security-policy", CONTENT_SECURITY_POLICY),
             ("x-content-type-options", "nosniff"),
-            ("referrer-policy", "no-referrer"),
+            // `same-origin`: nothing is sent to other sites, and the browser still names the
+            // page's own origin on its form's POST (under `no-referrer` it sends `Origin: null`).
+            ("referrer-policy", "same-origin"),
             ("cache-control", "no-store"),
             ("x-frame-options", "DENY"),
         ]
     }
 }
 
-const HTML: &str = "text/html; charset=utf-8";
+pub(crate) const HTML: &str = "text/html; charset=utf-8";
 
 /// The router of one mounted UI.
 #[derive(Debug, Clone)]
 pub struct Ui {
     links: Links,
+    review: Option<Arc<Review>>,
 }
 
 impl Ui {
@@ -102,6 +114,46 @@ impl Ui {
     pub fn new(base: &str) -> Ui {
         Ui {
             links: Links::new(base),
+            review: None,
+        }
+    }
+
+    /// The same UI with reviewed compactions: session pages link to `/s/{id}/review`, and
+    /// [`Ui::handle_post`] applies what it proposes.
+    #[must_use]
+    pub fn with_review(mut self, review: Arc<Review>) -> Ui {
+        self.links = self.links.with_review();
+        self.review = Some(review);
+        self
+    }
+
+    /// True when the UI has a review desk (and so answers its form's `POST`).
+    pub fn reviews(&self) -> bool {
+        self.review.is_some()
+    }
+
+    /// Answers a `POST` of `path` with `form` (its `application/x-www-form-urlencoded` body): only
+    /// `/s/{id}/review` takes one, when the UI has a review desk. The server checks the origin.
+    pub fn handle_post(&self, store: &dyn Store, path: &str, form: &str) -> Response {
+        if path.len() > MAX_TARGET_BYTES {
+            return self.page(414, "Request too long", "The address is too long.");
+        }
+        let segments: Option<Vec<String>> = path
+            .split('/')
+            .filter(|s| !s.is_empty())
+            .map(|s| percent_decode(s, false))
+            .collect();
+        let Some(segments) = segments else {
+            return self.page(
+                400,
+                "Bad address",
+                "The path is not valid percent-encoded UTF-8.",
+            );
+        };
+        let parts: Vec<&str> = segments.iter().map(String::as_str).collect();
+        match (parts.as_slice(), &self.review) {
+            (["s", id, "review"], Some(review)) => review.apply(store, &self.links, id, form),
+            _ => self.page(405, "Not allowed", "This page is not a form."),
         }
     }
 
@@ -110,6 +162,7 @@ impl Ui {
             status,
             content_type: HTML,
             body: pages::error(&self.links, title, message),
+            location: None,
         }
     }
 
@@ -155,17 +208,20 @@ impl Ui {
                 status: 200,
                 content_type: "text/javascript; charset=utf-8",
                 body: SCRIPT.to_owned(),
+                location: None,
             },
             ["assets", "ui.css"] => Response {
                 status: 200,
                 content_type: "text/css; charset=utf-8",
                 body: STYLESHEET.to_owned(),
+                location: None,
             },
             ["s", id] => match Overview::load(store, id) {
                 Ok(o) => Response {
                     status: 200,
                     content_type: HTML,
                     body: pages::session(&self.links, &o),
+                    location: None,
                 },
                 Err(e) => self.store_error(&e),
             },
@@ -185,6 +241,7 @@ impl Ui {
                                 status: 200,
                                 content_type: HTML,
                                 body,
+                                location: None,
                             },
                             None => self.page(
                                 404,
@@ -202,6 +259,7 @@ impl Ui {
                         status: 200,
                         content_type: HTML,
                         body: pages::item(&self.links, id, &item),
+                        location: None,
                     },
                     Ok(None) => self.page(
                         404,
@@ -212,6 +270,10 @@ impl Ui {
                     Err(e) => self.page(500, "Recall failed", &e.to_string()),
                 }
             }
+            ["s", id, "review"] => match &self.review {
+                Some(review) => review.propose(&self.links, id),
+                None => self.page(404, "Not found", "This server does not review compactions."),
+            },
             ["s", id, "search"] => match store.read_kind(id, 0, "item", usize::MAX) {
                 // `part=results`: only the results, for the live search as one types.
                 Ok(records) if query_param(query, "part").as_deref() == Some("results") => {
@@ -219,12 +281,14 @@ impl Ui {
                         status: 200,
                         content_type: HTML,
                         body: pages::search_results(&self.links, id, &records, &q),
+                        location: None,
                     }
                 }
                 Ok(records) => Response {
                     status: 200,
                     content_type: HTML,
                     body: pages::search(&self.links, id, &records, &q),
+                    location: None,
                 },
                 Err(e) => self.store_error(&e),
             },
@@ -249,6 +313,7 @@ impl Ui {
             status: 200,
             content_type: HTML,
             body: pages::list(&self.links, &sessions, filter),
+            location: None,
         }
     }
 }

@@ -31,6 +31,7 @@ const CACHE_HEIGHT: f64 = 90.0;
 #[derive(Debug, Clone)]
 pub struct Links {
     base: String,
+    review: bool,
 }
 
 impl Links {
@@ -38,7 +39,20 @@ impl Links {
     pub fn new(base: &str) -> Links {
         Links {
             base: base.trim_end_matches('/').to_owned(),
+            review: false,
         }
+    }
+
+    /// The same links, with session pages linking to their review.
+    #[must_use]
+    pub fn with_review(mut self) -> Links {
+        self.review = true;
+        self
+    }
+
+    /// A session's review of a compaction (planned, then applied with the edited checkpoint).
+    pub fn review(&self, id: &str) -> String {
+        format!("{}/review", self.session(id))
     }
 
     /// The session list.
@@ -250,6 +264,13 @@ pub fn session(links: &Links, o: &Overview) -> String {
         .render(),
     );
     body.push_str("\n<h2>Compactions</h2>\n");
+    if links.review {
+        let _ = write!(
+            body,
+            r#"<p><a id="review-link" href="{}">Review a compaction now</a> <span class="muted">(plan one, read and edit its checkpoint, then apply it)</span></p>"#,
+            escape(&links.review(&o.id))
+        );
+    }
     if o.compactions.is_empty() {
         body.push_str("<p class=\"muted\">No compaction yet.</p>\n");
     } else {

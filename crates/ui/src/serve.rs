@@ -1,6 +1,8 @@
 //! [`serve`]: the pages over HTTP/1.1 with hyper (the stack the proxy uses), for `compactctl ui`.
-//! GET and HEAD only; request bodies are never read; each page is rendered on the blocking pool
-//! (stores are synchronous).
+//! GET and HEAD, and POST of a review form (at most [`crate::review::MAX_FORM_BYTES`], from the
+//! page's own origin) when the UI has a review desk; each page is rendered on the blocking pool
+//! (stores are synchronous). Served on a loopback address, requests must name a loopback host
+//! (`Host`), so that a page of another site that rebinds its name to 127.0.0.1 gets nothing.
 
 use crate::{Response as Page, Ui};
 use bytes::Bytes;
@@ -45,50 +47,148 @@ pub fn http_response<B>(page: Page, head: bool, body: impl FnOnce(String) -> B) 
     for (name, value) in headers {
         h.insert(name, hyper::header::HeaderValue::from_static(value));
     }
+    if let Some(v) = page
+        .location
+        .as_deref()
+        .and_then(|l| hyper::header::HeaderValue::from_str(l).ok())
+    {
+        h.insert(hyper::header::LOCATION, v);
+    }
     r
+}
+
+/// The host of a `Host` header or an origin's authority, without the port.
+fn host_name(authority: &str) -> &str {
+    if let Some(rest) = authority.strip_prefix('[') {
+        return rest.split(']').next().unwrap_or("");
+    }
+    authority.rsplit_once(':').map_or(authority, |(h, _)| h)
+}
+
+/// True for the names of this machine's loopback interface.
+pub fn is_loopback_host(authority: &str) -> bool {
+    let host = host_name(authority);
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// True when a state-changing request comes from the page's own origin: its `Origin` header, when
+/// the browser sent one, is `http://` or `https://` followed by the request's `Host`.
+pub fn same_origin<B>(req: &Request<B>) -> bool {
+    let Some(origin) = req.headers().get(hyper::header::ORIGIN) else {
+        return true;
+    };
+    let host = req
+        .headers()
+        .get(hyper::header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("");
+    let origin = origin.to_str().unwrap_or("");
+    let authority = origin
+        .strip_prefix("http://")
+        .or_else(|| origin.strip_prefix("https://"));
+    !host.is_empty() && authority.is_some_and(|a| a.eq_ignore_ascii_case(host))
+}
+
+fn plain(status: u16, text: &str) -> Page {
+    Page {
+        status,
+        content_type: "text/plain; charset=utf-8",
+        body: format!("{text}\n"),
+        location: None,
+    }
 }
 
 async fn answer(
     ui: Arc<Ui>,
     store: Arc<dyn Store>,
+    loopback: bool,
     req: Request<Incoming>,
 ) -> Result<Response<Full<Bytes>>, Infallible> {
     let head = req.method() == Method::HEAD;
-    if req.method() != Method::GET && !head {
-        let mut r = to_http(
-            Page {
-                status: 405,
-                content_type: "text/plain; charset=utf-8",
-                body: "only GET and HEAD\n".to_owned(),
-            },
-            false,
-        );
+    let post = req.method() == Method::POST && ui.reviews();
+    if req.method() != Method::GET && !head && !post {
+        let (allow, text) = if ui.reviews() {
+            ("GET, HEAD, POST", "only GET, HEAD and POST")
+        } else {
+            ("GET, HEAD", "only GET and HEAD")
+        };
+        let mut r = to_http(plain(405, text), false);
         r.headers_mut().insert(
             hyper::header::ALLOW,
-            hyper::header::HeaderValue::from_static("GET, HEAD"),
+            hyper::header::HeaderValue::from_static(allow),
         );
         return Ok(r);
     }
+    if loopback {
+        let host = req
+            .headers()
+            .get(hyper::header::HOST)
+            .map(|h| h.to_str().unwrap_or(""));
+        if host.is_some_and(|h| !is_loopback_host(h)) {
+            return Ok(to_http(
+                plain(
+                    421,
+                    "this server answers only for localhost and loopback addresses",
+                ),
+                head,
+            ));
+        }
+    }
     let path = req.uri().path().to_owned();
     let query = req.uri().query().unwrap_or("").to_owned();
-    let page = tokio::task::spawn_blocking(move || ui.handle(store.as_ref(), &path, &query))
-        .await
-        .unwrap_or_else(|_| Page {
-            status: 500,
-            content_type: "text/plain; charset=utf-8",
-            body: "the page failed\n".to_owned(),
-        });
+    let form = if post {
+        if !same_origin(&req) {
+            return Ok(to_http(plain(403, "a form from another origin"), false));
+        }
+        let form_type = req
+            .headers()
+            .get(hyper::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| {
+                v.split(';').next().is_some_and(|t| {
+                    t.trim()
+                        .eq_ignore_ascii_case("application/x-www-form-urlencoded")
+                })
+            });
+        if !form_type {
+            return Ok(to_http(
+                plain(415, "a form is sent as application/x-www-form-urlencoded"),
+                false,
+            ));
+        }
+        let limited = http_body_util::Limited::new(req.into_body(), crate::review::MAX_FORM_BYTES);
+        match http_body_util::BodyExt::collect(limited).await {
+            Ok(body) => match String::from_utf8(body.to_bytes().to_vec()) {
+                Ok(text) => Some(text),
+                Err(_) => return Ok(to_http(plain(400, "the form is not UTF-8"), false)),
+            },
+            Err(_) => return Ok(to_http(plain(413, "the form is too large"), false)),
+        }
+    } else {
+        None
+    };
+    let page = tokio::task::spawn_blocking(move || match form {
+        Some(form) => ui.handle_post(store.as_ref(), &path, &form),
+        None => ui.handle(store.as_ref(), &path, &query),
+    })
+    .await
+    .unwrap_or_else(|_| plain(500, "the page failed"));
     Ok(to_http(page, head))
 }
 
-/// Serves the pages of `store` at the root of `listener` until `shutdown` completes, then lets
-/// open requests finish.
+/// Serves the pages of `ui` (mounted at the root) over `store` on `listener` until `shutdown`
+/// completes, then lets open requests finish.
 pub async fn serve(
     listener: TcpListener,
+    ui: Ui,
     store: Arc<dyn Store>,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), ServeError> {
-    let ui = Arc::new(Ui::new(""));
+    let ui = Arc::new(ui);
+    let loopback = listener.local_addr()?.ip().is_loopback();
     let graceful = GracefulShutdown::new();
     tokio::pin!(shutdown);
     loop {
@@ -101,7 +201,7 @@ pub async fn serve(
                 };
                 let (ui, store) = (Arc::clone(&ui), Arc::clone(&store));
                 let service = hyper::service::service_fn(move |req| {
-                    answer(Arc::clone(&ui), Arc::clone(&store), req)
+                    answer(Arc::clone(&ui), Arc::clone(&store), loopback, req)
                 });
                 let conn = hyper::server::conn::http1::Builder::new()
                     .serve_connection(TokioIo::new(stream), service);

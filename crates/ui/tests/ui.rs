@@ -25,6 +25,11 @@ const HOSTILE_ID: &str = "s<script>alert(1)</script>";
 /// every hostile string planted in its user messages, tool arguments and outputs, and in another
 /// session's id.
 fn store() -> Arc<MemoryStore> {
+    filled().0
+}
+
+/// [`store`] and the manager that filled it (it holds the sessions in memory).
+fn filled() -> (Arc<MemoryStore>, Arc<CompactManager>) {
     let store = Arc::new(MemoryStore::new());
     let config = SessionConfig::new(
         Policy::for_window(8_000),
@@ -62,7 +67,7 @@ fn store() -> Arc<MemoryStore> {
     let mut other = Conversation::default();
     other.push(Item::text(Role::User, HOSTILE[0]));
     manager.preflight(HOSTILE_ID, &other).unwrap();
-    store
+    (store, Arc::new(manager))
 }
 
 /// Asserts that no planted string reaches `page` as markup.
@@ -265,9 +270,14 @@ fn the_server_answers_get_with_the_policy_and_refuses_other_methods() {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let server = tokio::spawn(compact_ui::serve(listener, store, async {
-            let _ = stopped.await;
-        }));
+        let server = tokio::spawn(compact_ui::serve(
+            listener,
+            compact_ui::Ui::new(""),
+            store,
+            async {
+                let _ = stopped.await;
+            },
+        ));
         let ask = |request: String| async move {
             let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
             s.write_all(request.as_bytes()).await.unwrap();
@@ -276,17 +286,26 @@ fn the_server_answers_get_with_the_policy_and_refuses_other_methods() {
             out
         };
         let page =
-            ask("GET /s/tools HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".into()).await;
+            ask("GET /s/tools HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".into())
+                .await;
         assert!(page.starts_with("HTTP/1.1 200"), "{page}");
         assert!(page
             .to_ascii_lowercase()
             .contains("content-security-policy: default-src 'none'"));
         assert!(page.contains("class=\"chart sawtooth\""));
         let post = ask(
-            "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".into(),
+            "POST / HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                .into(),
         )
         .await;
         assert!(post.starts_with("HTTP/1.1 405"), "{post}");
+        // A name rebound to 127.0.0.1 by another site gets nothing.
+        let rebound = ask(
+            "GET /s/tools HTTP/1.1\r\nHost: evil.example:8788\r\nConnection: close\r\n\r\n".into(),
+        )
+        .await;
+        assert!(rebound.starts_with("HTTP/1.1 421"), "{rebound}");
+        assert!(!rebound.contains("sawtooth"));
         let _ = stop.send(());
         server.await.unwrap().unwrap();
     });
@@ -322,4 +341,207 @@ fn subagents_are_listed_below_their_parent_and_link_to_it() {
     assert!(page.contains("subagent of"), "{page}");
     let other = ok(&ui, store.as_ref(), "/s/mm-other", "");
     inert(&other);
+}
+
+/// A UI with a review desk over [`filled`]'s store, compacting with the manager that holds the
+/// sessions.
+fn reviewing() -> (Arc<MemoryStore>, Arc<CompactManager>, Ui) {
+    let (store, manager) = filled();
+    let desk = {
+        let manager = Arc::clone(&manager);
+        compact_ui::Review::new(move |_: &str| Ok(Arc::clone(&manager)))
+    };
+    let ui = Ui::new("").with_review(Arc::new(desk));
+    (store, manager, ui)
+}
+
+/// The proposal key of a review page.
+fn proposal_key(page: &str) -> String {
+    page.split("name=\"proposal\" value=\"")
+        .nth(1)
+        .and_then(|s| s.split('"').next())
+        .expect("the review page holds a proposal key")
+        .to_owned()
+}
+
+fn form(key: &str, checkpoint: &str) -> String {
+    format!(
+        "proposal={}&checkpoint={}",
+        compact_ui::html::encode_segment(key),
+        compact_ui::html::encode_segment(checkpoint)
+    )
+}
+
+/// The checkpoint texts of the session's logged views, latest last.
+fn logged_checkpoints(store: &dyn Store, id: &str) -> Vec<String> {
+    use compact_session::record::Record;
+    let mut out = Vec::new();
+    for s in store.read(id, 0).unwrap() {
+        if let Record::View(v) = &s.record {
+            for entry in &v.entries {
+                if let compact_session::record::ViewEntry::Inline(item) = entry {
+                    if let ItemBody::Checkpoint(c) = item.body() {
+                        out.push(c.text.clone());
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn a_reviewed_compaction_applies_the_checkpoint_as_edited_and_leads_to_its_diff() {
+    let (store, _manager, ui) = reviewing();
+    let session = ok(&ui, store.as_ref(), "/s/tools", "");
+    assert!(session.contains("id=\"review-link\" href=\"/s/tools/review\""));
+    let before = compactions(&session).len();
+
+    let review = ok(&ui, store.as_ref(), "/s/tools/review", "");
+    inert(&review);
+    assert!(review.contains("<textarea id=\"checkpoint\" name=\"checkpoint\""));
+    assert!(review.contains("<table id=\"plan\">"));
+    assert!(
+        review.contains("class=\"fate summarize\""),
+        "the plan summarises"
+    );
+    let key = proposal_key(&review);
+    assert_eq!(key.len(), 32);
+    // Proposing changes nothing.
+    assert_eq!(
+        compactions(&ok(&ui, store.as_ref(), "/s/tools", "")).len(),
+        before
+    );
+
+    // The browser sends the text area with CRLF line ends.
+    let edited = "# Reviewed\r\n- The build is fixed; next: run the tests.\r\n";
+    let applied = ui.handle_post(store.as_ref(), "/s/tools/review", &form(&key, edited));
+    assert_eq!(applied.status, 303, "{}", applied.body);
+    let location = applied.location.clone().unwrap();
+    assert!(location.starts_with("/s/tools/compaction/"), "{location}");
+    assert_eq!(
+        logged_checkpoints(store.as_ref(), "tools")
+            .last()
+            .map(String::as_str),
+        Some("# Reviewed\n- The build is fixed; next: run the tests.")
+    );
+    let diff = ok(&ui, store.as_ref(), &location, "");
+    assert!(diff.contains("The build is fixed; next: run the tests."));
+    assert!(diff.contains("review"), "the diff names the trigger");
+    // The session page lists it, linked to its diff.
+    let listed = compactions(&ok(&ui, store.as_ref(), "/s/tools", ""));
+    assert_eq!(listed.len(), before + 1);
+    assert!(listed.contains(&location), "{listed:?}");
+
+    // A proposal applies once.
+    let again = ui.handle_post(store.as_ref(), "/s/tools/review", &form(&key, edited));
+    assert_eq!(again.status, 410, "{}", again.body);
+}
+
+#[test]
+fn a_review_is_refused_once_the_session_moved_on_and_a_bad_edit_can_be_corrected() {
+    let (store, manager, ui) = reviewing();
+    let key = proposal_key(&ok(&ui, store.as_ref(), "/s/tools/review", ""));
+    // Another session's page cannot apply it.
+    let elsewhere = ui.handle_post(
+        store.as_ref(),
+        &format!("/s/{}/review", compact_ui::html::encode_segment(HOSTILE_ID)),
+        &form(&key, "x"),
+    );
+    assert_eq!(elsewhere.status, 410);
+    // An empty edit is refused, and the proposal waits to be corrected.
+    let empty = ui.handle_post(store.as_ref(), "/s/tools/review", &form(&key, " \r\n "));
+    assert_eq!(empty.status, 422, "{}", empty.body);
+    assert!(empty.body.contains("empty"));
+    // A forged key is not a proposal.
+    let forged = ui.handle_post(
+        store.as_ref(),
+        "/s/tools/review",
+        &form(&"0".repeat(32), "x"),
+    );
+    assert_eq!(forged.status, 410);
+
+    // A call reaches the session first.
+    let mut conv = (*manager.view("tools").unwrap()).clone();
+    conv.push(Item::text(Role::User, "One more thing."));
+    manager.preflight("tools", &conv).unwrap();
+    let checkpoints = logged_checkpoints(store.as_ref(), "tools").len();
+    let outdated = ui.handle_post(store.as_ref(), "/s/tools/review", &form(&key, "# Late"));
+    assert_eq!(outdated.status, 409, "{}", outdated.body);
+    assert!(outdated.body.contains("href=\"/s/tools/review\""));
+    assert_eq!(
+        logged_checkpoints(store.as_ref(), "tools").len(),
+        checkpoints
+    );
+
+    // Without a desk there is no review.
+    let plain = Ui::new("");
+    assert_eq!(
+        plain.handle(store.as_ref(), "/s/tools/review", "").status,
+        404
+    );
+    assert_eq!(
+        plain
+            .handle_post(store.as_ref(), "/s/tools/review", &form(&key, "x"))
+            .status,
+        405
+    );
+    assert!(!ok(&plain, store.as_ref(), "/s/tools", "").contains("review-link"));
+}
+
+#[test]
+fn the_server_applies_a_review_form_from_its_own_origin_only() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let (store, _manager, ui) = reviewing();
+    let store: Arc<dyn Store> = store;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async move {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let server = tokio::spawn(compact_ui::serve(listener, ui, store, async {
+            let _ = stopped.await;
+        }));
+        let ask = |request: String| async move {
+            let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+            s.write_all(request.as_bytes()).await.unwrap();
+            let mut out = String::new();
+            s.read_to_string(&mut out).await.unwrap();
+            out
+        };
+        let host = format!("127.0.0.1:{}", addr.port());
+        let page = ask(format!(
+            "GET /s/tools/review HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+        ))
+        .await;
+        assert!(page.starts_with("HTTP/1.1 200"), "{page}");
+        let body = form(&proposal_key(&page), "# From the page");
+        let post = |origin: String, content_type: &'static str| {
+            let body = body.clone();
+            let host = host.clone();
+            async move {
+                ask(format!(
+                    "POST /s/tools/review HTTP/1.1\r\nHost: {host}\r\nOrigin: {origin}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                ))
+                .await
+            }
+        };
+        let foreign = post("https://evil.example".into(), "application/x-www-form-urlencoded").await;
+        assert!(foreign.starts_with("HTTP/1.1 403"), "{foreign}");
+        let json = post(format!("http://{host}"), "application/json").await;
+        assert!(json.starts_with("HTTP/1.1 415"), "{json}");
+        let done = post(format!("http://{host}"), "application/x-www-form-urlencoded").await;
+        assert!(done.starts_with("HTTP/1.1 303"), "{done}");
+        assert!(
+            done.to_ascii_lowercase().contains("location: /s/tools/compaction/"),
+            "{done}"
+        );
+        let _ = stop.send(());
+        server.await.unwrap().unwrap();
+    });
 }

@@ -480,22 +480,14 @@ fn gc(store: &dyn Store, older_than: &str, dry_run: bool) -> anyhow::Result<Exit
     Ok(ExitCode::SUCCESS)
 }
 
-/// The window `id` last ran at, from its latest `compact.trigger_decision` event.
+/// The window `id` last ran at (its latest `compact.trigger_decision` event).
 fn last_window(store: &dyn Store, id: &str) -> anyhow::Result<Option<usize>> {
-    let records = match store.read(id, 0) {
-        Ok(r) => r,
+    match compact_session::last_window(store, id) {
         Err(compact_session::StoreError::UnknownSession(_)) => {
-            return Err(BadInput(format!("unknown session `{id}`")).into())
+            Err(BadInput(format!("unknown session `{id}`")).into())
         }
-        Err(e) => return Err(e.into()),
-    };
-    Ok(records.iter().rev().find_map(|s| match &s.record {
-        Record::Event(e) if e.kind == EventKind::TriggerDecision => e
-            .get("window")
-            .and_then(serde_json::Value::as_u64)
-            .and_then(|w| usize::try_from(w).ok()),
-        _ => None,
-    }))
+        other => Ok(other?),
+    }
 }
 
 /// `sessions compact ID [--review]`.

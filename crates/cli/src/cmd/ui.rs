@@ -1,6 +1,8 @@
 //! `compactctl ui`: the web view of a session store (`compact-ui`), served on 127.0.0.1. Prints the
 //! address it listens on (`listening on http://127.0.0.1:PORT/`) on standard output, then serves
-//! until SIGINT or SIGTERM.
+//! until SIGINT or SIGTERM. Sessions can be compacted from their page after review (the plan and
+//! its checkpoint, edited in the page), with the configuration of `--config` and the window each
+//! session last ran at; `--read-only` serves the pages alone.
 
 use crate::cmd::serve::shutdown_signal;
 use crate::cmd::sessions::open_store;
@@ -8,8 +10,13 @@ use crate::exit::BadInput;
 use crate::output::outln;
 use anyhow::Context;
 use clap::Args;
+use compact_session::{CompactManager, SessionConfig, Store};
+use compact_ui::{Review, Ui};
+use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::Path;
 use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
 
 /// The port when none is given.
 const DEFAULT_PORT: u16 = 8788;
@@ -27,11 +34,47 @@ pub struct UiArgs {
     /// trusted network).
     #[arg(long, value_name = "IP")]
     bind: Option<IpAddr>,
+    /// Configuration file (YAML or TOML) for reviewed compactions (strategy, summariser, policy).
+    #[arg(long, value_name = "FILE")]
+    config: Option<String>,
+    /// Serve the pages only: no reviewed compaction from the web view.
+    #[arg(long)]
+    read_only: bool,
+}
+
+/// The review desk: per session, a manager for the window it last ran at (managers are kept per
+/// window), with the configuration resolved once.
+fn review_desk(store: &Arc<dyn Store>, config: Option<&str>) -> anyhow::Result<Review> {
+    let config =
+        compact_config::Config::load(config.map(Path::new), &compact_config::Overrides::default())
+            .map_err(|e| BadInput(e.to_string()))?;
+    let base = SessionConfig::from_config(&config);
+    let store = Arc::clone(store);
+    let managers: Mutex<HashMap<usize, Arc<CompactManager>>> = Mutex::new(HashMap::new());
+    Ok(Review::new(move |session: &str| {
+        let window = compact_session::last_window(store.as_ref(), session)?
+            .unwrap_or(base.policy.max_context_tokens);
+        let mut map = managers
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(m) = map.get(&window) {
+            return Ok(Arc::clone(m));
+        }
+        let mut config = base.clone();
+        config.policy.max_context_tokens = window;
+        let manager = Arc::new(CompactManager::open(config, Arc::clone(&store))?);
+        map.insert(window, Arc::clone(&manager));
+        Ok(manager)
+    }))
 }
 
 /// Serves the pages until SIGINT or SIGTERM.
 pub fn run(args: &UiArgs) -> anyhow::Result<ExitCode> {
     let store = open_store(args.store.as_deref())?;
+    let mut ui = Ui::new("");
+    if !args.read_only {
+        ui = ui.with_review(Arc::new(review_desk(&store, args.config.as_deref())?));
+    }
     let addr = SocketAddr::new(
         args.bind.unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST)),
         args.port,
@@ -46,7 +89,7 @@ pub fn run(args: &UiArgs) -> anyhow::Result<ExitCode> {
             .map_err(|e| BadInput(format!("cannot listen on {addr}: {e}")))?;
         let local = listener.local_addr()?;
         outln!("listening on http://{local}/");
-        compact_ui::serve(listener, store, shutdown_signal()).await?;
+        compact_ui::serve(listener, ui, store, shutdown_signal()).await?;
         Ok::<_, anyhow::Error>(())
     })?;
     Ok(ExitCode::SUCCESS)

@@ -11,7 +11,7 @@ fn get(addr: &str, path: &str) -> String {
     let mut stream = TcpStream::connect(addr).unwrap();
     write!(
         stream,
-        "GET {path} HTTP/1.1\r\nHost: ui\r\nConnection: close\r\n\r\n"
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
     )
     .unwrap();
     let mut response = String::new();
@@ -68,8 +68,36 @@ fn replay_fills_a_store_and_writes_a_report_that_ui_serves() {
         listed.stdout
     );
 
+    let (child, addr) = serve(&db, &[]);
+    let list = get(&addr, "/");
+    assert!(list.starts_with("HTTP/1.1 200"), "{list}");
+    assert!(
+        list.contains(r#"href="/s/claude-code-long.jsonl""#),
+        "{list}"
+    );
+    let session = get(&addr, "/s/claude-code-long.jsonl");
+    assert!(session.contains(r#"class="chart sawtooth""#), "{session}");
+    assert!(get(&addr, "/s/nope").starts_with("HTTP/1.1 404"));
+    // A stored session can be reviewed (planned at the window it ran at; nothing applied yet).
+    let review = get(&addr, "/s/claude-code-long.jsonl/review");
+    assert!(review.starts_with("HTTP/1.1 200"), "{review}");
+    assert!(
+        review.contains(r#"<form id="review" method="post""#),
+        "{review}"
+    );
+    stop(child);
+    // `--read-only` serves the pages without the form.
+    let (child, addr) = serve(&db, &["--read-only"]);
+    assert!(!get(&addr, "/s/claude-code-long.jsonl").contains("review-link"));
+    assert!(get(&addr, "/s/claude-code-long.jsonl/review").starts_with("HTTP/1.1 404"));
+    stop(child);
+}
+
+/// `compactctl ui` over `db` with `extra` arguments, on a free port: the process and its address.
+fn serve(db: &str, extra: &[&str]) -> (std::process::Child, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_compactctl"))
         .args(["ui", "--store", &format!("sqlite:{db}"), "--port", "0"])
+        .args(extra)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -85,15 +113,10 @@ fn replay_fills_a_store_and_writes_a_report_that_ui_serves() {
         .unwrap_or_else(|| panic!("{line}"))
         .to_owned();
     assert!(addr.starts_with("127.0.0.1:"), "{addr}");
-    let list = get(&addr, "/");
-    assert!(list.starts_with("HTTP/1.1 200"), "{list}");
-    assert!(
-        list.contains(r#"href="/s/claude-code-long.jsonl""#),
-        "{list}"
-    );
-    let session = get(&addr, "/s/claude-code-long.jsonl");
-    assert!(session.contains(r#"class="chart sawtooth""#), "{session}");
-    assert!(get(&addr, "/s/nope").starts_with("HTTP/1.1 404"));
+    (child, addr)
+}
+
+fn stop(mut child: std::process::Child) {
     let killed = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status()

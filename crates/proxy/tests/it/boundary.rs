@@ -14,9 +14,14 @@ use compact_sim::ScriptedReply;
 use serde_json::{json, Value};
 use std::sync::Arc;
 
-/// Steps between two user messages: each a `read_file` call and its output.
-const CHAIN: usize = 6;
-const TURNS: usize = 6;
+/// Steps between two user messages: each a `read_file` call and its output of [`LINES`] lines. A
+/// turn grows the history by about 0.6k tokens, half the band between the floor and the trigger
+/// (1.2k at this window), so no turn can jump over the band: whatever the counts' calibration
+/// (the proxy records each reply's usage in the background, so on a loaded machine a call may be
+/// counted before the previous reply calibrates it), every cycle meets a turn's end inside it.
+const CHAIN: usize = 2;
+const LINES: usize = 8;
+const TURNS: usize = 40;
 
 /// The compacting trigger decisions of every session: (reason, boundary, tokens counted).
 fn compactions(store: &MemoryStore) -> Vec<(String, Option<String>, u64)> {
@@ -70,7 +75,7 @@ async fn run(floor_pct: Option<f64>) -> (Vec<(String, Option<String>, u64)>, Bud
             let reply = h.post(wire.path(), &[], &request).await;
             assert_eq!(reply.status, 200, "step {step}: {}", reply.text());
             let t = wire.read(false, &reply.body);
-            let output = tool_output(&format!("src/file_{step}.rs"), step, 40);
+            let output = tool_output(&format!("src/file_{step}.rs"), step, LINES);
             wire.extend(&mut request, &t, &[output]);
             step += 1;
         }

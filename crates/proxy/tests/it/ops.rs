@@ -322,3 +322,89 @@ async fn a_store_that_is_down_makes_the_proxy_unready_but_requests_still_pass() 
     let _ = tx.send(());
     task.await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_compaction_reviewed_in_the_web_view_applies_through_the_sessions_manager() {
+    let h = Harness::with(Options {
+        admin_token: Some("tok-rev".into()),
+        ..Options::default()
+    })
+    .await;
+    let wire = Wire::Chat;
+    let session = [("x-compact-session", "ui/rev")];
+    let mut request = wire.first_request("sim-model", "Review session.", false);
+    let mut step = 0;
+    while step < 25 {
+        script_tool_call(&h.sim, step);
+        let reply = h.post(wire.path(), &session, &request).await;
+        assert_eq!(reply.status, 200);
+        let turn = wire.read(false, &reply.body);
+        wire.extend(&mut request, &turn, &[tool_output("src/rev.rs", step, 40)]);
+        step += 1;
+    }
+    let jar = [("cookie", "compact_admin=tok-rev")];
+    let page = h.get("/admin/ui/s/ui%2Frev/review", &jar).await;
+    assert_eq!(page.status, 200, "{}", page.text());
+    let page = page.text();
+    assert!(page.contains(r#"action="/admin/ui/s/ui%2Frev/review""#));
+    assert!(page.contains("<textarea id=\"checkpoint\""), "{page}");
+    let key = page
+        .split("name=\"proposal\" value=\"")
+        .nth(1)
+        .and_then(|s| s.split('"').next())
+        .unwrap()
+        .to_owned();
+    let form = format!(
+        "proposal={key}&checkpoint={}",
+        compact_ui::html::encode_segment("# Reviewed in the proxy\n- Next: fix src/rev.rs line 3.")
+    );
+    let form_type = ("content-type", "application/x-www-form-urlencoded");
+    let send = |headers: Vec<(&'static str, String)>| {
+        let form = form.clone();
+        let h = &h;
+        async move {
+            let headers: Vec<(&str, &str)> =
+                headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            h.send(
+                "POST",
+                "/admin/ui/s/ui%2Frev/review",
+                &headers,
+                Bytes::from(form),
+            )
+            .await
+        }
+    };
+    // Without the cookie, or from another origin: refused, nothing applied.
+    let anonymous = send(vec![(form_type.0, form_type.1.into())]).await;
+    assert_eq!(anonymous.status, 401);
+    let foreign = send(vec![
+        ("cookie", "compact_admin=tok-rev".into()),
+        (form_type.0, form_type.1.into()),
+        ("origin", "https://evil.example".into()),
+    ])
+    .await;
+    assert_eq!(foreign.status, 403);
+    let applied = send(vec![
+        ("cookie", "compact_admin=tok-rev".into()),
+        (form_type.0, form_type.1.into()),
+        ("origin", format!("http://{}", h.addr)),
+    ])
+    .await;
+    assert_eq!(applied.status, 303, "{}", applied.text());
+    let location = applied.headers["location"].to_str().unwrap().to_owned();
+    assert!(
+        location.starts_with("/admin/ui/s/ui%2Frev/compaction/"),
+        "{location}"
+    );
+    let diff = h.get(&location, &jar).await;
+    assert_eq!(diff.status, 200);
+    assert!(diff.text().contains("Reviewed in the proxy"));
+    // The agent's next call goes on from the reviewed view, through the same manager: no
+    // conflict, and the model reads the edited checkpoint.
+    script_tool_call(&h.sim, step);
+    let reply = h.post(wire.path(), &session, &request).await;
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    let sent = h.sim.requests().last().unwrap().body.to_string();
+    assert!(sent.contains("Next: fix src/rev.rs line 3."), "{sent}");
+    h.stop().await;
+}
