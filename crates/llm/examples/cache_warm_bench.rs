@@ -6,9 +6,15 @@
 //! share and the cost at the registry's prices of the summariser model (also the agent's).
 //!
 //! `cargo run -p compact-llm --example cache_warm_bench`
+//!
+//! With transcript files (`-- [--window N] FILE...`), real sessions instead: each is imported
+//! (lenient) and replayed call by call (a call before each run of assistant-side items, as
+//! `compactctl replay` counts them), its request sent to the simulator as the agent's call in the
+//! summariser's wire format, and compacted whenever it passes the trigger of an `N`-token window
+//! (default 32,000). Prints one row per setting, summed over the files.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
-use compact_core::model::Format;
+use compact_core::model::{Conversation, Format};
 use compact_core::policy::{Policy, StrategyName};
 use compact_core::registry::ModelRegistry;
 use compact_core::tokens::{Encoding, TokenCounter};
@@ -159,8 +165,160 @@ async fn session(
     (compactions, usage)
 }
 
+/// Replays one imported session call by call; returns (compactions, agent calls, summariser usage).
+async fn corpus_session(
+    kind: ProviderKind,
+    model: &str,
+    strategy: StrategyName,
+    warm: CacheWarm,
+    full: &Conversation,
+    window: usize,
+) -> (usize, usize, SummaryUsage) {
+    let format = match kind {
+        ProviderKind::OpenAi => Format::OpenAiChat,
+        _ => Format::Anthropic,
+    };
+    let sim = Simulator::spawn(SimConfig::with_window(1_000_000))
+        .await
+        .unwrap();
+    let http = HttpClient::new(Duration::from_secs(60), RetryPolicy::default()).unwrap();
+    std::env::set_var("COMPACT_BENCH_KEY", "sk-bench");
+    let mut c = SummarizerConfig::new(kind);
+    c.base_url = match kind {
+        ProviderKind::OpenAi => sim.openai_base_url(),
+        _ => sim.base_url(),
+    };
+    c.model = model.to_owned();
+    c.api_key_env = "COMPACT_BENCH_KEY".into();
+    c.cache_warm = warm;
+    let counter = TokenCounter::new(Encoding::O200kBase);
+    let compactor = Compactor::new(
+        Policy::for_window(window),
+        build_without_fallback(c).unwrap(),
+        counter,
+    )
+    .unwrap()
+    .with_strategy(strategy);
+    let trigger = compactor.budget().trigger;
+    let items: Vec<_> = full
+        .items
+        .iter()
+        .filter(|i| i.meta.visibility.model)
+        .cloned()
+        .collect();
+    // The agent's request fields: the summariser reads the cache only for its own model.
+    let mut extra = compact_core::model::Extra::new();
+    extra.insert("model".into(), json!(model));
+    extra.insert("max_tokens".into(), json!(8192));
+    let mut request = Conversation {
+        items: Vec::new(),
+        tools: full.tools.clone(),
+        format: Some(format),
+        extra,
+    };
+    let (mut compactions, mut calls, mut usage) = (0, 0, SummaryUsage::default());
+    let mut next = 0;
+    for point in compact_replay::call_points(&items) {
+        for item in &items[next..point] {
+            request.push(item.clone());
+        }
+        next = point;
+        if counter.total(&request) > trigger {
+            for _ in 0..12 {
+                sim.push_reply(ScriptedReply::text(summary_text()));
+            }
+            let Ok(compacted) = compactor.compact(&request).await else {
+                break; // Nothing more to gain (irreducible): the replay of this session ends.
+            };
+            sim.clear();
+            compactions += 1;
+            usage = usage.plus(compacted.report.summary_usage);
+            request.items = compacted.conversation.items;
+        }
+        let Ok(encoded) = wire::encode(&request, format) else {
+            break;
+        };
+        agent_call(&sim, &http, kind, &encoded.value).await;
+        calls += 1;
+    }
+    (compactions, calls, usage)
+}
+
+/// The rows for real sessions (`files`), at `window`.
+async fn corpus(files: &[String], window: usize) {
+    let registry = ModelRegistry::builtin();
+    let mut sessions = Vec::new();
+    for f in files {
+        let bytes = std::fs::read(f).unwrap();
+        let options = compact_formats::import::ImportOptions {
+            format: None,
+            mode: compact_formats::import::ImportMode::Lenient,
+        };
+        match compact_formats::import::import(&bytes, f, &options) {
+            Ok(i) => sessions.push(i.conversation),
+            Err(e) => eprintln!("skipped {f}: {e}"),
+        }
+    }
+    println!(
+        "{} sessions; agent window {window} tokens; the agent's model is the summariser's.\n",
+        sessions.len()
+    );
+    println!("| provider / model | strategy | cache_warm | compactions | agent calls | summariser calls | input tokens | cached | cached share | output tokens | cost (USD) | cost per call (USD) |");
+    println!("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for (kind, model) in [
+        (ProviderKind::OpenAi, "gpt-4.1-mini"),
+        (ProviderKind::Anthropic, "claude-haiku-4-5"),
+    ] {
+        let pricing = registry
+            .lookup(model)
+            .and_then(|m| m.pricing)
+            .expect("the registry prices the model");
+        for strategy in [StrategyName::Tiered, StrategyName::Codex] {
+            for warm in [CacheWarm::Auto, CacheWarm::Always, CacheWarm::Off] {
+                let (mut compactions, mut calls, mut u) = (0, 0, SummaryUsage::default());
+                for conv in &sessions {
+                    let (c, n, usage) =
+                        corpus_session(kind, model, strategy, warm, conv, window).await;
+                    compactions += c;
+                    calls += n;
+                    u = u.plus(usage);
+                }
+                let cost = pricing.cost(
+                    u.input_tokens - u.cached_input_tokens,
+                    u.cached_input_tokens,
+                    0,
+                    u.output_tokens,
+                );
+                println!(
+                    "| {} / {model} | {} | {warm} | {compactions} | {calls} | {} | {} | {} | {:.0}% | {} | {cost:.4} | {:.5} |",
+                    kind.name(),
+                    strategy.as_str(),
+                    u.calls,
+                    u.input_tokens,
+                    u.cached_input_tokens,
+                    share(u.cached_input_tokens, u.input_tokens),
+                    u.output_tokens,
+                    cost / f64::from(u.calls.max(1)),
+                );
+            }
+        }
+    }
+}
+
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    if !args.is_empty() {
+        let mut window = 32_000;
+        if let Some(at) = args.iter().position(|a| a == "--window") {
+            window = args[at + 1]
+                .parse()
+                .expect("--window takes a number of tokens");
+            args.drain(at..at + 2);
+        }
+        corpus(&args, window).await;
+        return;
+    }
     let registry = ModelRegistry::builtin();
     let sessions = [(1, 120), (2, 200), (3, 320)];
     println!(

@@ -219,3 +219,79 @@ async fn a_tool_call_instead_of_a_summary_falls_back_to_the_fresh_prompt_once() 
         .any(|w| w.contains("cache-warm call gave no summary")));
     assert_eq!(done.report.summarizer.as_deref(), Some("openai"));
 }
+
+/// Through the session runtime: an agent's conversation grows call by call through
+/// `CompactManager::preflight`, each prepared request goes to the simulator as the agent's call,
+/// and when a preflight compacts, its summariser (the agent's model, `cache_warm` at its default)
+/// sends back the request the model last saw and reads most of it from the cache that call warmed.
+#[test]
+fn through_the_session_runtime_the_summariser_reads_the_cache_the_agents_calls_warmed() {
+    use compact_session::event::EventKind;
+    use compact_session::{CompactManager, MemoryStore, SessionConfig, Store};
+    use std::sync::Arc;
+
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let sim = rt.block_on(Simulator::spawn(SimConfig::default())).unwrap();
+    let c = config(ProviderKind::OpenAi, &sim);
+    assert_eq!(c.cache_warm, CacheWarm::Auto);
+    let mut policy = Policy::for_window(AGENT_WINDOW);
+    policy.strategy = StrategyName::Codex;
+    let session = SessionConfig::new(policy, TokenCounter::new(Encoding::O200kBase))
+        .with_summarizer(build_without_fallback(c).unwrap());
+    let store = Arc::new(MemoryStore::new());
+    let manager = CompactManager::open(session, store.clone()).unwrap();
+
+    let full = wire::decode(Format::OpenAiChat, &agent_request(Format::OpenAiChat)).unwrap();
+    let http = HttpClient::new(Duration::from_secs(5), RetryPolicy::default()).unwrap();
+    let url = format!("{}/chat/completions", sim.openai_base_url());
+    let mut conv = compact_core::model::Conversation {
+        items: Vec::new(),
+        ..full.clone()
+    };
+    let mut compacted = 0;
+    for item in full.items {
+        let opens_call = item.role() == compact_core::model::Role::User;
+        conv.push(item);
+        if !opens_call {
+            continue;
+        }
+        // The agent calls the model with what the runtime prepared (preflight runs on this
+        // thread, outside the runtime: the summariser brings its own for its call).
+        let prepared = manager.preflight("warm", &conv).unwrap();
+        if prepared.report.compaction.is_some() {
+            compacted += 1;
+        }
+        let mut body = wire::encode(&prepared.conversation, Format::OpenAiChat)
+            .unwrap()
+            .value;
+        body["model"] = json!(MODEL);
+        rt.block_on(http.post_json(&url, &[], &body.to_string(), &mut RetryLog::default()))
+            .unwrap();
+    }
+    assert!(compacted >= 1, "the session outgrows the window");
+    let summaries: Vec<(u64, u64)> = store
+        .read("warm", 0)
+        .unwrap()
+        .into_iter()
+        .filter_map(|s| match s.record {
+            compact_session::record::Record::Event(e) if e.kind == EventKind::SummaryCreated => {
+                Some((
+                    e.get("summarizer_input_tokens")?.as_u64()?,
+                    e.get("summarizer_cached_input_tokens")?.as_u64()?,
+                ))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(summaries.len(), compacted, "{summaries:?}");
+    for (input, cached) in &summaries {
+        assert!(
+            cached * 100 >= input * 80,
+            "the summariser read its input from the agent's cache: {summaries:?}"
+        );
+    }
+}
