@@ -222,6 +222,18 @@ class CompactManager:
         out = self._native.recover(session_id, status, body, format=format, system=system)
         return from_wire(out["messages"], as_messages)
 
+    def link_parent(self, session_id: str, parent_id: str) -> bool:
+        """Links a subagent's session (an Agents SDK handoff, a LangGraph subgraph, a Task tool)
+        to the session that started it: the subagent keeps its own log, model, window and
+        compactions, and sessions lists show it below its parent. True when the link was logged
+        now, False when it already was; :class:`~compact.errors.InvalidInputError` for the
+        session itself, a cycle, a tree deeper than 32 or a session already linked elsewhere."""
+        return self._native.link_parent(session_id, parent_id)
+
+    def parent(self, session_id: str) -> str | None:
+        """The session ``session_id`` is linked to as a subagent, if any."""
+        return self._native.parent_of(session_id)
+
     def recall(self, session_id: str, reference: str, *, format: Format | None = None) -> list[Any]:
         """The original of an item (a tool output, a message) by the id a checkpoint, reference
         stub or truncation marker names, as messages of ``format`` (Chat by default)."""

@@ -197,3 +197,19 @@ def test_events_reach_a_callback_and_a_failing_exporter_never_fails_the_call() -
         out = m.preflight("events", chat_history(2))
     assert out == chat_history(2)
     assert "compact.token_estimate" in seen and "compact.trigger_decision" in seen and "compact.sent" in seen
+
+
+def test_a_subagent_session_is_linked_to_its_parent_once() -> None:
+    m = manager()
+    m.prepare("lead", chat_history(2))
+    m.prepare("lead/task-1", chat_history(1))
+    assert m.parent("lead/task-1") is None
+    assert m.link_parent("lead/task-1", "lead") is True
+    assert m.link_parent("lead/task-1", "lead") is False, "logged once"
+    assert m.parent("lead/task-1") == "lead"
+    # Its own compactions: the subagent's log holds the link, the parent's does not.
+    assert m.parent("lead") is None
+    for bad in [("lead", "lead"), ("lead", "lead/task-1"), ("lead/task-1", "other")]:
+        with pytest.raises(compact.errors.InvalidInputError) as refused:
+            m.link_parent(*bad)
+        assert refused.value.kind == "invalid_parent", bad

@@ -100,6 +100,10 @@ impl From<SessionError> for Failure {
             SessionError::InvalidSessionId(id) => {
                 Failure::input("invalid_session_id", message).with(json!({"session_id": id}))
             }
+            SessionError::InvalidParent {
+                session, parent, ..
+            } => Failure::input("invalid_parent", message)
+                .with(json!({"session_id": session, "parent_id": parent})),
             SessionError::EmptyRequest => Failure::input("empty_request", message),
             SessionError::MalformedRequest(_) => Failure::input("malformed_request", message),
             SessionError::UnknownSession(id) => {

@@ -379,6 +379,22 @@ impl Manager {
         outcome_to_py(py, &outcome)
     }
 
+    /// Links a subagent's session to the session that started it (logged once, in the subagent's
+    /// log); true when logged now, false when it already was.
+    #[pyo3(signature = (session_id, parent_id))]
+    fn link_parent(&self, py: Python<'_>, session_id: &str, parent_id: &str) -> PyResult<bool> {
+        let manager = &self.inner;
+        let linked = py.detach(|| manager.link_parent(session_id, parent_id));
+        raise(py, linked.map_err(Failure::from))
+    }
+
+    /// The session `session_id` is linked to as a subagent, if any.
+    fn parent_of(&self, py: Python<'_>, session_id: &str) -> PyResult<Option<String>> {
+        let store = &self.store;
+        let parent = py.detach(|| compact_session::link::parent_of(store.as_ref(), session_id));
+        raise(py, parent.map_err(Failure::from))
+    }
+
     /// The original of an item by the id a checkpoint, stub or truncation marker names:
     /// `{"id", "messages"}` (the item as messages of `format`, Chat by default).
     #[pyo3(signature = (session_id, reference, *, format=None))]
