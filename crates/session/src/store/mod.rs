@@ -104,6 +104,21 @@ pub trait Store: Send + Sync {
             .collect())
     }
 
+    /// The sequence numbers of every record of one kind, in order, without decoding a record: a
+    /// reader that needs two views of hundreds (a compaction's diff) finds them with this, then
+    /// reads them with [`Store::read_kind`].
+    ///
+    /// The default filters [`Store::read`]; the SQLite and PostgreSQL stores select the numbers
+    /// alone.
+    fn seqs_of_kind(&self, session: &str, kind: &str) -> Result<Vec<u64>, StoreError> {
+        Ok(self
+            .read(session, 0)?
+            .into_iter()
+            .filter(|s| s.record.kind() == kind)
+            .map(|s| s.seq)
+            .collect())
+    }
+
     /// The item records whose item has id `item_id`, oldest first.
     fn find_items(&self, session: &str, item_id: &str) -> Result<Vec<Stored>, StoreError>;
 

@@ -286,6 +286,24 @@ impl Store for PostgresStore {
         )
     }
 
+    fn seqs_of_kind(&self, session: &str, kind: &str) -> Result<Vec<u64>, StoreError> {
+        let mut client = self.lock()?;
+        version_of(&mut *client, session)?;
+        let rows = client
+            .query(
+                "SELECT seq FROM compact_records WHERE session = $1 AND kind = $2 ORDER BY seq",
+                &[&session, &kind],
+            )
+            .map_err(backend)?;
+        rows.iter()
+            .map(|r| {
+                r.try_get::<_, i64>(0)
+                    .map(|seq| u64::try_from(seq).unwrap_or(0))
+                    .map_err(backend)
+            })
+            .collect()
+    }
+
     fn find_items(&self, session: &str, item_id: &str) -> Result<Vec<Stored>, StoreError> {
         let mut client = self.lock()?;
         version_of(&mut *client, session)?;

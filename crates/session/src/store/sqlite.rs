@@ -351,6 +351,22 @@ impl Store for SqliteStore {
         decode_rows(session, rows)
     }
 
+    fn seqs_of_kind(&self, session: &str, kind: &str) -> Result<Vec<u64>, StoreError> {
+        let conn = self.lock()?;
+        version_of(&conn, session)?;
+        let mut stmt = conn
+            .prepare_cached("SELECT seq FROM records WHERE session = ?1 AND kind = ?2 ORDER BY seq")
+            .map_err(backend)?;
+        let rows = stmt
+            .query_map(params![session, kind], |r| r.get::<_, i64>(0))
+            .map_err(backend)?;
+        rows.map(|r| {
+            r.map(|seq| u64::try_from(seq).unwrap_or(0))
+                .map_err(backend)
+        })
+        .collect()
+    }
+
     fn find_items(&self, session: &str, item_id: &str) -> Result<Vec<Stored>, StoreError> {
         let conn = self.lock()?;
         version_of(&conn, session)?;

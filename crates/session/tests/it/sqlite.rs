@@ -311,7 +311,8 @@ fn a_full_disk_is_a_typed_error_and_loses_nothing_written() {
 }
 
 /// `read_kind` returns the records of one kind after a sequence number, in order, at most `limit`,
-/// as `read` filtered would (every store: the default on the memory store, SQL on the others).
+/// and `seqs_of_kind` their numbers, as `read` filtered would (every store: the defaults on the
+/// memory store, SQL on the others).
 pub(crate) fn reads_records_of_one_kind(store: Arc<dyn Store>) {
     let manager = manager_with(8_000, Arc::clone(&store));
     let mut agent = Agent::new(5, Format::OpenAiChat);
@@ -333,6 +334,8 @@ pub(crate) fn reads_records_of_one_kind(store: Arc<dyn Store>) {
             .map(|s| s.seq)
             .collect();
         assert_eq!(got, expected, "{kind}");
+        // The numbers alone, without decoding.
+        assert_eq!(store.seqs_of_kind("k", kind).unwrap(), expected, "{kind}");
         if let Some(&first) = expected.first() {
             let after: Vec<u64> = store
                 .read_kind("k", first, kind, 2)
@@ -348,6 +351,10 @@ pub(crate) fn reads_records_of_one_kind(store: Arc<dyn Store>) {
     }
     assert!(matches!(
         store.read_kind("nope", 0, "event", 1),
+        Err(StoreError::UnknownSession(_))
+    ));
+    assert!(matches!(
+        store.seqs_of_kind("nope", "view"),
         Err(StoreError::UnknownSession(_))
     ));
 }
