@@ -60,6 +60,7 @@ class Manager:
         *,
         cache_read_input_tokens: int = 0,
         cache_creation_input_tokens: int = 0,
+        cached_input_tokens: int = 0,
         model: str | None = None,
     ) -> dict[str, Any]: ...
     def recover(

@@ -198,16 +198,21 @@ class CompactManager:
         *,
         cache_read_input_tokens: int = 0,
         cache_creation_input_tokens: int = 0,
+        cached_input_tokens: int = 0,
         model: str | None = None,
     ) -> dict[str, Any]:
         """Feeds the provider's reported input tokens for the last prepared request back: the
         ratio of the provider's count to ours calibrates the next decisions (bounded 0.5 to 2).
-        Returns the calibration update."""
+        ``cache_read_input_tokens`` / ``cache_creation_input_tokens`` are Anthropic's counts,
+        ``cached_input_tokens`` OpenAI's cached part of ``input_tokens``
+        (``prompt_tokens_details.cached_tokens``); the cached share per call is logged and shown
+        in the web view. Returns the calibration update."""
         return self._native.record_usage(
             session_id,
             input_tokens,
             cache_read_input_tokens=cache_read_input_tokens,
             cache_creation_input_tokens=cache_creation_input_tokens,
+            cached_input_tokens=cached_input_tokens,
             model=model,
         )
 

@@ -103,6 +103,15 @@ def test_record_usage_calibrates() -> None:
     update = m.record_usage("usage", prepared.report["tokens"] * 2)
     assert update["sample"] == pytest.approx(2.0, rel=0.01)
     assert update["ratio"] > 1.0
+    assert update["cached_input_tokens"] == 0
+    # OpenAI's cached part of the input (logged for the web view's cache-hit share per call).
+    m.prepare("usage", chat_history(3))
+    update = m.record_usage("usage", 3000, cached_input_tokens=2048)
+    assert update["cached_input_tokens"] == 2048
+    # Anthropic's cache reads count too; the share never exceeds the input.
+    m.prepare("usage", chat_history(4))
+    update = m.record_usage("usage", 100, cache_read_input_tokens=900, cached_input_tokens=5000)
+    assert update["cached_input_tokens"] == 1000
 
 
 def test_recovery_after_a_real_overflow_error(sim: Sim) -> None:

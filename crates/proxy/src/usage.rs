@@ -21,6 +21,7 @@ pub fn usage_in(route: Route, value: &Value) -> Option<Usage> {
     match route {
         Route::ChatCompletions => Some(Usage {
             input_tokens: count("prompt_tokens")?,
+            cached_input_tokens: cached(usage, "prompt_tokens_details"),
             model,
             ..Usage::default()
         }),
@@ -32,6 +33,7 @@ pub fn usage_in(route: Route, value: &Value) -> Option<Usage> {
                 .is_some_and(|o| o.iter().any(|i| i["type"] == "compaction"));
             Some(Usage {
                 input_tokens,
+                cached_input_tokens: cached(usage, "input_tokens_details"),
                 model,
                 provider_compaction: compacted.then(|| CompactionPass {
                     input_tokens,
@@ -55,11 +57,16 @@ pub fn usage_in(route: Route, value: &Value) -> Option<Usage> {
                 cache_read_input_tokens: count("cache_read_input_tokens").unwrap_or(0),
                 cache_creation_input_tokens: count("cache_creation_input_tokens").unwrap_or(0),
                 model,
-                provider_compaction: None,
+                ..Usage::default()
             }),
         },
         Route::CountTokens | Route::Other => None,
     }
+}
+
+/// OpenAI's `usage.<details>.cached_tokens` (0 when absent).
+fn cached(usage: &Value, details: &str) -> u64 {
+    usage[details]["cached_tokens"].as_u64().unwrap_or(0)
 }
 
 /// The compaction pass of an Anthropic `usage.iterations`, with the bill of every iteration.
@@ -95,9 +102,16 @@ mod tests {
         assert_eq!((u.input_tokens, u.model.as_deref()), (7, Some("m")));
         let start = json!({"type": "message_start", "message": {"model": "c", "usage": {"input_tokens": 3, "cache_read_input_tokens": 100, "cache_creation_input_tokens": 5}}});
         assert_eq!(
-            usage_in(Route::Messages, &start).map(|u| u.total_input()),
-            Some(108)
+            usage_in(Route::Messages, &start).map(|u| (u.total_input(), u.cached_input())),
+            Some((108, 100))
         );
+        // OpenAI's cached part of the input, on both routes.
+        let cached_chat = json!({"usage": {"prompt_tokens": 1000, "prompt_tokens_details": {"cached_tokens": 768}}});
+        let u = usage_in(Route::ChatCompletions, &cached_chat).unwrap();
+        assert_eq!((u.total_input(), u.cached_input()), (1000, 768));
+        let cached_responses = json!({"response": {"usage": {"input_tokens": 2048, "input_tokens_details": {"cached_tokens": 1024}}}});
+        let u = usage_in(Route::Responses, &cached_responses).unwrap();
+        assert_eq!((u.total_input(), u.cached_input()), (2048, 1024));
         let delta = json!({"type": "message_delta", "usage": {"output_tokens": 9}});
         assert!(usage_in(Route::Messages, &delta).is_none());
         // A compaction pass: the request's size is what it read; the bill is every iteration.

@@ -316,7 +316,8 @@ impl Manager {
     }
 
     /// Feeds the provider's reported usage of the last prepared request back (calibration).
-    #[pyo3(signature = (session_id, input_tokens, *, cache_read_input_tokens=0, cache_creation_input_tokens=0, model=None))]
+    #[pyo3(signature = (session_id, input_tokens, *, cache_read_input_tokens=0, cache_creation_input_tokens=0, cached_input_tokens=0, model=None))]
+    #[allow(clippy::too_many_arguments)]
     fn record_usage<'py>(
         &self,
         py: Python<'py>,
@@ -324,12 +325,14 @@ impl Manager {
         input_tokens: u64,
         cache_read_input_tokens: u64,
         cache_creation_input_tokens: u64,
+        cached_input_tokens: u64,
         model: Option<String>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let usage = Usage {
             input_tokens,
             cache_read_input_tokens,
             cache_creation_input_tokens,
+            cached_input_tokens,
             model,
             ..Usage::default()
         };
@@ -338,7 +341,7 @@ impl Manager {
         let update = raise(py, update.map_err(Failure::from))?;
         let v = json!({"model": update.model, "provider_tokens": update.provider_tokens,
             "our_tokens": update.our_tokens, "sample": update.sample, "ratio": update.ratio,
-            "clamped": update.clamped});
+            "clamped": update.clamped, "cached_input_tokens": usage.cached_input()});
         value_to_py(py, &v)
     }
 

@@ -136,8 +136,10 @@ impl Driver {
                 cache_creation_input_tokens: usage["cache_creation_input_tokens"]
                     .as_u64()
                     .unwrap_or(0),
-                model: None,
-                provider_compaction: None,
+                cached_input_tokens: usage["prompt_tokens_details"]["cached_tokens"]
+                    .as_u64()
+                    .unwrap_or(0),
+                ..Usage::default()
             };
             self.manager
                 .record_usage(id, &usage)

@@ -18,6 +18,10 @@ pub struct Usage {
     pub cache_read_input_tokens: u64,
     /// Anthropic `cache_creation_input_tokens` (0 for OpenAI).
     pub cache_creation_input_tokens: u64,
+    /// OpenAI's cached part of `input_tokens` (Chat `usage.prompt_tokens_details.cached_tokens`,
+    /// Responses `usage.input_tokens_details.cached_tokens`; 0 for Anthropic, whose cached tokens
+    /// are `cache_read_input_tokens`).
+    pub cached_input_tokens: u64,
     /// The model that answered, when known (else the last request's `model`).
     pub model: Option<String>,
     /// The provider's own compaction pass, when the reply says it ran one (Anthropic
@@ -47,6 +51,14 @@ impl Usage {
             .saturating_add(self.cache_read_input_tokens)
             .saturating_add(self.cache_creation_input_tokens)
     }
+
+    /// The input tokens the provider read from its prompt cache (OpenAI's cached part, Anthropic's
+    /// cache reads), at most [`Usage::total_input`].
+    pub fn cached_input(&self) -> u64 {
+        self.cached_input_tokens
+            .saturating_add(self.cache_read_input_tokens)
+            .min(self.total_input())
+    }
 }
 
 impl CompactManager {
@@ -70,7 +82,10 @@ impl CompactManager {
             EventKind::Calibration,
             json!({"model": update.model, "provider_tokens": update.provider_tokens,
                    "our_tokens": update.our_tokens, "sample": update.sample,
-                   "ratio": update.ratio, "clamped": update.clamped, "source": "usage"}),
+                   "ratio": update.ratio, "clamped": update.clamped, "source": "usage",
+                   // What the provider served from its prompt cache: the web view's cache-hit
+                   // share per call, as measured.
+                   "cached_input_tokens": usage.cached_input()}),
         );
         let mut records = vec![Record::Event(event)];
         if state.recovery_attempts > 0 {

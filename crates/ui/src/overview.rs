@@ -24,10 +24,14 @@ pub struct Call {
     pub items: usize,
     /// Of those, the leading items sent by the call before too.
     pub reused_items: usize,
-    /// The share of this request's tokens that repeat the previous request's prefix exactly (what a
-    /// provider's prompt cache can serve), estimated from the reused items: the whole previous
-    /// request when it was reused whole, else its reused share.
+    /// The share of this request's tokens the provider read from its prompt cache: as its usage
+    /// reported ([`Call::cache_measured`]; the `compact.calibration` event after the call), else
+    /// the share that repeats the previous request's prefix exactly (what a prompt cache can
+    /// serve), estimated from the reused items: the whole previous request when it was reused
+    /// whole, else its reused share.
     pub cache_share: f64,
+    /// True when [`Call::cache_share`] is the provider's report, not the estimate.
+    pub cache_measured: bool,
     /// When it was sent (ms since the Unix epoch).
     pub at_ms: u64,
 }
@@ -188,8 +192,21 @@ impl Overview {
                         items,
                         reused_items,
                         cache_share,
+                        cache_measured: false,
                         at_ms: e.at_ms,
                     });
+                }
+                EventKind::Calibration => {
+                    // The provider's usage for the last call sent: its cached share, measured.
+                    let provider = usize_of(e, "provider_tokens").unwrap_or(0);
+                    if let (Some(cached), Some(call)) =
+                        (usize_of(e, "cached_input_tokens"), o.calls.last_mut())
+                    {
+                        if provider > 0 && str_of(e, "source") == "usage" {
+                            call.cache_share = (cached as f64 / provider as f64).min(1.0);
+                            call.cache_measured = true;
+                        }
+                    }
                 }
                 _ => {}
             }
@@ -216,7 +233,13 @@ impl Overview {
             .sum()
     }
 
-    /// The share of all tokens sent that repeat the previous request's prefix.
+    /// Calls whose cached share the provider reported.
+    pub fn cache_measured(&self) -> usize {
+        self.calls.iter().filter(|c| c.cache_measured).count()
+    }
+
+    /// The share of all tokens sent that the provider read from its cache (as reported, else as
+    /// estimated per call).
     pub fn cache_share(&self) -> Option<f64> {
         let total: f64 = self.calls.iter().map(|c| c.tokens as f64).sum();
         (total > 0.0).then(|| {
@@ -293,5 +316,40 @@ mod tests {
         assert!((o.calls[1].cache_share - 50.0 / 300.0).abs() < 1e-9);
         assert!((o.calls[2].cache_share - 0.75).abs() < 1e-9);
         assert_eq!(o.last_ms, Some(9_000));
+        assert_eq!(o.cache_measured(), 0);
+    }
+
+    #[test]
+    fn a_reported_cache_read_replaces_the_estimate_of_its_call() {
+        let mut log = vec![
+            event(
+                1,
+                EventKind::Sent,
+                json!({"tokens": 100, "items": 2, "reused_items": 0}),
+            ),
+            event(
+                2,
+                EventKind::Sent,
+                json!({"tokens": 400, "items": 5, "reused_items": 2}),
+            ),
+        ];
+        log.push(event(
+            3,
+            EventKind::Calibration,
+            json!({"source": "usage", "provider_tokens": 420, "cached_input_tokens": 105}),
+        ));
+        let o = Overview::read("s", &log);
+        assert!((o.calls[0].cache_share - 0.0).abs() < 1e-9);
+        assert!(!o.calls[0].cache_measured);
+        assert!((o.calls[1].cache_share - 0.25).abs() < 1e-9);
+        assert!(o.calls[1].cache_measured);
+        assert_eq!(o.cache_measured(), 1);
+        // A calibration from an overflow error (no usage) changes nothing.
+        log.push(event(
+            4,
+            EventKind::Calibration,
+            json!({"source": "overflow", "provider_tokens": 420, "cached_input_tokens": 420}),
+        ));
+        assert!((Overview::read("s", &log).calls[1].cache_share - 0.25).abs() < 1e-9);
     }
 }

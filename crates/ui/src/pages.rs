@@ -246,7 +246,17 @@ pub fn session(links: &Links, o: &Overview) -> String {
         escape(&links.search(&o.id))
     );
     body.push_str(&sawtooth(links, o));
-    body.push_str("\n<h2>Cache-hit share per call</h2>\n<p class=\"muted\">The share of each request that repeats the previous request's prefix exactly (what a provider's prompt cache can serve), from the items each call reused.</p>\n");
+    body.push_str("\n<h2>Cache-hit share per call</h2>\n");
+    let measured = o.cache_measured();
+    if measured > 0 {
+        let _ = writeln!(
+            body,
+            "<p class=\"muted\" id=\"cache-source\">The share of each request the provider read from its prompt cache, as its usage reported ({measured} of {} calls); a call without a report shows the share that repeats the previous request's prefix exactly, estimated from the items it reused.</p>",
+            o.calls.len()
+        );
+    } else {
+        body.push_str("<p class=\"muted\" id=\"cache-source\">The share of each request that repeats the previous request's prefix exactly (what a provider's prompt cache can serve), estimated from the items each call reused: no provider usage was recorded for this session.</p>\n");
+    }
     body.push_str(
         &LineChart {
             class: "cache",

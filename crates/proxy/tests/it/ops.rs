@@ -195,6 +195,13 @@ async fn the_web_view_is_behind_the_admin_token_by_header_or_cookie() {
     let session = h.get("/admin/ui/s/ui%2Fone", &bearer).await;
     assert_eq!(session.status, 200);
     assert!(session.text().contains("class=\"chart sawtooth\""));
+    // The cache-hit share per call is the simulator's reported cached tokens (the proxy records
+    // each reply's usage), not the estimate.
+    assert!(
+        session.text().contains("as its usage reported"),
+        "{}",
+        session.text()
+    );
     assert!(session.text().contains("/admin/ui/s/ui%2Fone/compaction/"));
     // Logging in sets an HttpOnly, SameSite=Strict cookie for /admin that opens the pages (and
     // only them: the JSON API still wants the header).
