@@ -101,21 +101,24 @@ async fn agent_call(sim: &SimHandle, http: &HttpClient, kind: ProviderKind, body
         .unwrap();
 }
 
-/// Runs one session of `turns` turns; returns the summariser usage summed over its compactions.
-async fn session(
+/// The agent's wire format, a simulator, an HTTP client for the agent's calls, and a compactor for
+/// an agent `window` whose summariser (of `kind`, for `model`, `cache_warm` = `warm`) calls that
+/// simulator.
+async fn setup(
     kind: ProviderKind,
     model: &str,
     strategy: StrategyName,
-    turns: usize,
-    seed: usize,
     warm: CacheWarm,
-) -> (usize, SummaryUsage) {
+    window: usize,
+) -> (Format, SimHandle, HttpClient, Compactor) {
     let format = match kind {
         ProviderKind::OpenAi => Format::OpenAiChat,
         _ => Format::Anthropic,
     };
-    let sim = Simulator::spawn(SimConfig::default()).await.unwrap();
-    let http = HttpClient::new(Duration::from_secs(30), RetryPolicy::default()).unwrap();
+    let sim = Simulator::spawn(SimConfig::with_window(1_000_000))
+        .await
+        .unwrap();
+    let http = HttpClient::new(Duration::from_secs(60), RetryPolicy::default()).unwrap();
     std::env::set_var("COMPACT_BENCH_KEY", "sk-bench");
     let mut c = SummarizerConfig::new(kind);
     c.base_url = match kind {
@@ -125,14 +128,27 @@ async fn session(
     c.model = model.to_owned();
     c.api_key_env = "COMPACT_BENCH_KEY".into();
     c.cache_warm = warm;
-    let counter = TokenCounter::new(Encoding::O200kBase);
     let compactor = Compactor::new(
-        Policy::for_window(AGENT_WINDOW),
+        Policy::for_window(window),
         build_without_fallback(c).unwrap(),
-        counter,
+        TokenCounter::new(Encoding::O200kBase),
     )
     .unwrap()
     .with_strategy(strategy);
+    (format, sim, http, compactor)
+}
+
+/// Runs one session of `turns` turns; returns the summariser usage summed over its compactions.
+async fn session(
+    kind: ProviderKind,
+    model: &str,
+    strategy: StrategyName,
+    turns: usize,
+    seed: usize,
+    warm: CacheWarm,
+) -> (usize, SummaryUsage) {
+    let (format, sim, http, compactor) = setup(kind, model, strategy, warm, AGENT_WINDOW).await;
+    let counter = TokenCounter::new(Encoding::O200kBase);
     let trigger = compactor.budget().trigger;
     let mut request = opening(format, model);
     let (mut compactions, mut usage) = (0, SummaryUsage::default());
@@ -174,31 +190,8 @@ async fn corpus_session(
     full: &Conversation,
     window: usize,
 ) -> (usize, usize, SummaryUsage) {
-    let format = match kind {
-        ProviderKind::OpenAi => Format::OpenAiChat,
-        _ => Format::Anthropic,
-    };
-    let sim = Simulator::spawn(SimConfig::with_window(1_000_000))
-        .await
-        .unwrap();
-    let http = HttpClient::new(Duration::from_secs(60), RetryPolicy::default()).unwrap();
-    std::env::set_var("COMPACT_BENCH_KEY", "sk-bench");
-    let mut c = SummarizerConfig::new(kind);
-    c.base_url = match kind {
-        ProviderKind::OpenAi => sim.openai_base_url(),
-        _ => sim.base_url(),
-    };
-    c.model = model.to_owned();
-    c.api_key_env = "COMPACT_BENCH_KEY".into();
-    c.cache_warm = warm;
+    let (format, sim, http, compactor) = setup(kind, model, strategy, warm, window).await;
     let counter = TokenCounter::new(Encoding::O200kBase);
-    let compactor = Compactor::new(
-        Policy::for_window(window),
-        build_without_fallback(c).unwrap(),
-        counter,
-    )
-    .unwrap()
-    .with_strategy(strategy);
     let trigger = compactor.budget().trigger;
     let items: Vec<_> = full
         .items
@@ -265,14 +258,8 @@ async fn corpus(files: &[String], window: usize) {
     );
     println!("| provider / model | strategy | cache_warm | compactions | agent calls | summariser calls | input tokens | cached | cached share | output tokens | cost (USD) | cost per call (USD) |");
     println!("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
-    for (kind, model) in [
-        (ProviderKind::OpenAi, "gpt-4.1-mini"),
-        (ProviderKind::Anthropic, "claude-haiku-4-5"),
-    ] {
-        let pricing = registry
-            .lookup(model)
-            .and_then(|m| m.pricing)
-            .expect("the registry prices the model");
+    for (kind, model) in SUMMARISERS {
+        let pricing = pricing_of(&registry, model);
         for strategy in [StrategyName::Tiered, StrategyName::Codex] {
             for warm in [CacheWarm::Auto, CacheWarm::Always, CacheWarm::Off] {
                 let (mut compactions, mut calls, mut u) = (0, 0, SummaryUsage::default());
@@ -283,22 +270,11 @@ async fn corpus(files: &[String], window: usize) {
                     calls += n;
                     u = u.plus(usage);
                 }
-                let cost = pricing.cost(
-                    u.input_tokens - u.cached_input_tokens,
-                    u.cached_input_tokens,
-                    0,
-                    u.output_tokens,
-                );
                 println!(
-                    "| {} / {model} | {} | {warm} | {compactions} | {calls} | {} | {} | {} | {:.0}% | {} | {cost:.4} | {:.5} |",
+                    "| {} / {model} | {} | {warm} | {compactions} | {calls} | {}",
                     kind.name(),
                     strategy.as_str(),
-                    u.calls,
-                    u.input_tokens,
-                    u.cached_input_tokens,
-                    share(u.cached_input_tokens, u.input_tokens),
-                    u.output_tokens,
-                    cost / f64::from(u.calls.max(1)),
+                    usage_columns(&u, &pricing)
                 );
             }
         }
@@ -328,14 +304,8 @@ async fn main() {
     );
     println!("| provider / model | strategy | cache_warm | compactions | summariser calls | input tokens | cached | cached share | output tokens | cost (USD) | cost per call (USD) |");
     println!("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|");
-    for (kind, model) in [
-        (ProviderKind::OpenAi, "gpt-4.1-mini"),
-        (ProviderKind::Anthropic, "claude-haiku-4-5"),
-    ] {
-        let pricing = registry
-            .lookup(model)
-            .and_then(|m| m.pricing)
-            .expect("the registry prices the model");
+    for (kind, model) in SUMMARISERS {
+        let pricing = pricing_of(&registry, model);
         for strategy in [StrategyName::Tiered, StrategyName::Codex] {
             for warm in [CacheWarm::Auto, CacheWarm::Always, CacheWarm::Off] {
                 let (mut compactions, mut u) = (0, SummaryUsage::default());
@@ -344,26 +314,48 @@ async fn main() {
                     compactions += c;
                     u = u.plus(usage);
                 }
-                let cost = pricing.cost(
-                    u.input_tokens - u.cached_input_tokens,
-                    u.cached_input_tokens,
-                    0,
-                    u.output_tokens,
-                );
                 println!(
-                    "| {} / {model} | {} | {warm} | {compactions} | {} | {} | {} | {:.0}% | {} | {cost:.4} | {:.5} |",
+                    "| {} / {model} | {} | {warm} | {compactions} | {}",
                     kind.name(),
                     strategy.as_str(),
-                    u.calls,
-                    u.input_tokens,
-                    u.cached_input_tokens,
-                    share(u.cached_input_tokens, u.input_tokens),
-                    u.output_tokens,
-                    cost / f64::from(u.calls.max(1)),
+                    usage_columns(&u, &pricing)
                 );
             }
         }
     }
+}
+
+/// The summarisers measured (each also the agent's model).
+const SUMMARISERS: [(ProviderKind, &str); 2] = [
+    (ProviderKind::OpenAi, "gpt-4.1-mini"),
+    (ProviderKind::Anthropic, "claude-haiku-4-5"),
+];
+
+fn pricing_of(registry: &ModelRegistry, model: &str) -> compact_core::registry::Pricing {
+    registry
+        .lookup(model)
+        .and_then(|m| m.pricing)
+        .expect("the registry prices the model")
+}
+
+/// The summariser's columns of a row: calls, input, cached, cached share, output, cost and cost
+/// per call at `pricing` (uncached input, cached input, output).
+fn usage_columns(u: &SummaryUsage, pricing: &compact_core::registry::Pricing) -> String {
+    let cost = pricing.cost(
+        u.input_tokens - u.cached_input_tokens,
+        u.cached_input_tokens,
+        0,
+        u.output_tokens,
+    );
+    format!(
+        "{} | {} | {} | {:.0}% | {} | {cost:.4} | {:.5} |",
+        u.calls,
+        u.input_tokens,
+        u.cached_input_tokens,
+        share(u.cached_input_tokens, u.input_tokens),
+        u.output_tokens,
+        cost / f64::from(u.calls.max(1)),
+    )
 }
 
 fn share(part: u64, whole: u64) -> f64 {

@@ -160,23 +160,30 @@ impl Ui {
         if path.len() > MAX_TARGET_BYTES {
             return self.page(414, "Request too long", "The address is too long.");
         }
-        let segments: Option<Vec<String>> = path
-            .split('/')
-            .filter(|s| !s.is_empty())
-            .map(|s| percent_decode(s, false))
-            .collect();
-        let Some(segments) = segments else {
-            return self.page(
-                400,
-                "Bad address",
-                "The path is not valid percent-encoded UTF-8.",
-            );
+        let segments = match self.segments(path) {
+            Ok(s) => s,
+            Err(refused) => return refused,
         };
         let parts: Vec<&str> = segments.iter().map(String::as_str).collect();
         match (parts.as_slice(), &self.review) {
             (["s", id, "review"], Some(review)) => review.apply(store, &self.links, id, form),
             _ => self.page(405, "Not allowed", "This page is not a form."),
         }
+    }
+
+    /// The percent-decoded segments of `path`; a 400 page when one is not valid UTF-8.
+    fn segments(&self, path: &str) -> Result<Vec<String>, Response> {
+        path.split('/')
+            .filter(|s| !s.is_empty())
+            .map(|s| percent_decode(s, false))
+            .collect::<Option<Vec<String>>>()
+            .ok_or_else(|| {
+                self.page(
+                    400,
+                    "Bad address",
+                    "The path is not valid percent-encoded UTF-8.",
+                )
+            })
     }
 
     fn page(&self, status: u16, title: &str, message: &str) -> Response {
@@ -211,17 +218,9 @@ impl Ui {
                 &format!("A query holds at most {MAX_QUERY_CHARS} characters."),
             );
         }
-        let segments: Option<Vec<String>> = path
-            .split('/')
-            .filter(|s| !s.is_empty())
-            .map(|s| percent_decode(s, false))
-            .collect();
-        let Some(segments) = segments else {
-            return self.page(
-                400,
-                "Bad address",
-                "The path is not valid percent-encoded UTF-8.",
-            );
+        let segments = match self.segments(path) {
+            Ok(s) => s,
+            Err(refused) => return refused,
         };
         let parts: Vec<&str> = segments.iter().map(String::as_str).collect();
         match parts.as_slice() {

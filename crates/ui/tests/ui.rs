@@ -259,32 +259,10 @@ fn errors_and_bounds() {
 
 #[test]
 fn the_server_answers_get_with_the_policy_and_refuses_other_methods() {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let store: Arc<dyn Store> = store();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async move {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let server = tokio::spawn(compact_ui::serve(
-            listener,
-            compact_ui::Ui::new(""),
-            store,
-            async {
-                let _ = stopped.await;
-            },
-        ));
-        let ask = |request: String| async move {
-            let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
-            s.write_all(request.as_bytes()).await.unwrap();
-            let mut out = String::new();
-            s.read_to_string(&mut out).await.unwrap();
-            out
-        };
+    runtime().block_on(async move {
+        let server = Served::start(Ui::new(""), store).await;
+        let ask = |request: String| server.ask(request);
         let page =
             ask("GET /s/tools HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".into())
                 .await;
@@ -306,8 +284,7 @@ fn the_server_answers_get_with_the_policy_and_refuses_other_methods() {
         .await;
         assert!(rebound.starts_with("HTTP/1.1 421"), "{rebound}");
         assert!(!rebound.contains("sawtooth"));
-        let _ = stop.send(());
-        server.await.unwrap().unwrap();
+        server.stop().await;
     });
 }
 
@@ -341,6 +318,48 @@ fn subagents_are_listed_below_their_parent_and_link_to_it() {
     assert!(page.contains("subagent of"), "{page}");
     let other = ok(&ui, store.as_ref(), "/s/mm-other", "");
     inert(&other);
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// `compact_ui::serve` of a UI on a free loopback port.
+struct Served {
+    addr: std::net::SocketAddr,
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<Result<(), compact_ui::ServeError>>,
+}
+
+impl Served {
+    async fn start(ui: Ui, store: Arc<dyn Store>) -> Served {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(compact_ui::serve(listener, ui, store, async {
+            let _ = stopped.await;
+        }));
+        Served { addr, stop, task }
+    }
+
+    /// Sends one raw request (`Connection: close`) and reads the whole answer.
+    async fn ask(&self, request: String) -> String {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut s = tokio::net::TcpStream::connect(self.addr).await.unwrap();
+        s.write_all(request.as_bytes()).await.unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).await.unwrap();
+        out
+    }
+
+    async fn stop(self) {
+        let _ = self.stop.send(());
+        self.task.await.unwrap().unwrap();
+    }
 }
 
 /// A UI with a review desk over [`filled`]'s store, compacting with the manager that holds the
@@ -491,29 +510,12 @@ fn a_review_is_refused_once_the_session_moved_on_and_a_bad_edit_can_be_corrected
 
 #[test]
 fn the_server_applies_a_review_form_from_its_own_origin_only() {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let (store, _manager, ui) = reviewing();
     let store: Arc<dyn Store> = store;
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async move {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let server = tokio::spawn(compact_ui::serve(listener, ui, store, async {
-            let _ = stopped.await;
-        }));
-        let ask = |request: String| async move {
-            let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
-            s.write_all(request.as_bytes()).await.unwrap();
-            let mut out = String::new();
-            s.read_to_string(&mut out).await.unwrap();
-            out
-        };
-        let host = format!("127.0.0.1:{}", addr.port());
+    runtime().block_on(async move {
+        let server = Served::start(ui, store).await;
+        let ask = |request: String| server.ask(request);
+        let host = format!("127.0.0.1:{}", server.addr.port());
         let page = ask(format!(
             "GET /s/tools/review HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
         ))
@@ -541,7 +543,6 @@ fn the_server_applies_a_review_form_from_its_own_origin_only() {
             done.to_ascii_lowercase().contains("location: /s/tools/compaction/"),
             "{done}"
         );
-        let _ = stop.send(());
-        server.await.unwrap().unwrap();
+        server.stop().await;
     });
 }
