@@ -9,6 +9,8 @@ use crate::html::{encode_segment, escape, percent, preview, thousands, utc};
 use crate::overview::Overview;
 use crate::text::{checkpoint, find_ignore_case, linkify, snippet};
 use compact_core::model::{Item, ItemBody};
+use compact_core::registry::ModelRegistry;
+use compact_core::tokens::{Encoding, TokenCounter};
 use compact_session::record::{Record, Stored};
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -391,7 +393,11 @@ pub fn compaction(
             );
         }
     }
-    body.push_str(r#"<h2>Items</h2><table id="diff"><thead><tr><th>fate</th><th>item</th><th>kind</th><th class="n">chars before</th><th class="n">after</th><th>before</th><th>after</th></tr></thead><tbody>"#);
+    body.push_str(r#"<h2>Items</h2><table id="diff"><thead><tr><th>fate</th><th>item</th><th>kind</th><th class="n">tokens before</th><th class="n">after</th><th>before</th><th>after</th></tr></thead><tbody>"#);
+    // Sizes in the session model's tokens (o200k when the model is unknown), as `compactctl diff`.
+    let counter = ModelRegistry::builtin()
+        .lookup(&o.model)
+        .map_or_else(|| TokenCounter::new(Encoding::O200kBase), |m| m.counter());
     for row in &d.rows {
         let item = row.before.or(row.after);
         let Some(item) = item else { continue };
@@ -417,12 +423,14 @@ pub fn compaction(
             escape(&links.item(&o.id, id)),
             escape(id),
             escape(&kind(item)),
-            thousands(before_text.chars().count() as u64),
-            if row.after.is_some() {
-                thousands(after_text.chars().count() as u64)
-            } else {
-                "-".to_owned()
-            },
+            row.before.map_or_else(
+                || "-".to_owned(),
+                |i| thousands(counter.count_item(i) as u64)
+            ),
+            row.after.map_or_else(
+                || "-".to_owned(),
+                |i| thousands(counter.count_item(i) as u64)
+            ),
             escape(&preview(&before_text, PREVIEW_CHARS)),
             after_cell
         );

@@ -168,6 +168,23 @@ fn the_session_page_draws_the_sawtooth_and_the_diff_classifies_items() {
         + diff.matches(r#"data-fate="truncate""#).count()
         + diff.matches(r#"data-fate="drop""#).count();
     assert!(kept > 0 && changed > 0, "kept {kept}, changed {changed}");
+    // Sizes are tokens: a truncated or referenced output is smaller after than before.
+    assert!(diff.contains(r#"<th class="n">tokens before</th>"#));
+    let sizes: Vec<(u64, u64)> = diff
+        .split("<tr class=\"fate ")
+        .skip(1)
+        .filter(|row| row.starts_with("reference") || row.starts_with("truncate"))
+        .filter_map(|row| {
+            let cells: Vec<&str> = row.split(r#"<td class="n">"#).skip(1).collect();
+            let number = |c: &str| c.split('<').next()?.replace(',', "").parse::<u64>().ok();
+            Some((number(cells.first()?)?, number(cells.get(1)?)?))
+        })
+        .collect();
+    assert!(!sizes.is_empty(), "some output was referenced or truncated");
+    assert!(
+        sizes.iter().all(|(before, after)| after < before),
+        "{sizes:?}"
+    );
     if diff.contains(r#"data-fate="reference""#) {
         // A stub's id links to the original.
         assert!(diff.contains(r#"<a class="recall" href="/admin/ui/s/tools/item/"#));
