@@ -227,6 +227,27 @@ class CompactManager:
         out = self._native.recover(session_id, status, body, format=format, system=system)
         return from_wire(out["messages"], as_messages)
 
+    def memory(self, session_id: str, *, all: bool = False) -> list[dict[str, Any]]:
+        """The session's remembered facts (with ``memory:`` on in the configuration): decisions,
+        errors, file states, dependencies, constraints and preferences, each with its ``id``,
+        ``kind``, ``lifecycle``, ``text``, ``confidence``, ``evidence`` and ``sources`` (the ids
+        of the items it came from). The trusted ones (active, pinned), or every one with
+        ``all=True``."""
+        return self._native.memory(session_id, all=all)
+
+    def forget(self, session_id: str, fact_id: str) -> bool:
+        """Forgets a fact: it is never injected again, and the same statement is never admitted
+        again. Logged; False when it was forgotten already."""
+        return self._native.set_fact_lifecycle(session_id, fact_id, "forgotten")
+
+    def pin(self, session_id: str, fact_id: str) -> bool:
+        """Pins a fact: injected first and never evicted by its kind's cap."""
+        return self._native.set_fact_lifecycle(session_id, fact_id, "pinned")
+
+    def unpin(self, session_id: str, fact_id: str) -> bool:
+        """Makes a pinned fact an ordinary active one again."""
+        return self._native.set_fact_lifecycle(session_id, fact_id, "active")
+
     def link_parent(self, session_id: str, parent_id: str) -> bool:
         """Links a subagent's session (an Agents SDK handoff, a LangGraph subgraph, a Task tool)
         to the session that started it: the subagent keeps its own log, model, window and

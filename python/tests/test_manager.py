@@ -222,3 +222,46 @@ def test_a_subagent_session_is_linked_to_its_parent_once() -> None:
         with pytest.raises(compact.errors.InvalidInputError) as refused:
             m.link_parent(*bad)
         assert refused.value.kind == "invalid_parent", bad
+
+
+def test_remembered_facts_can_be_listed_pinned_and_forgotten() -> None:
+    m = CompactManager(CompactConfig.from_yaml(f"max_context_tokens: {WINDOW}\nmemory:\n  enabled: true\n"))
+    messages: list[Any] = [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": "Refactor the parser. Never push to main without review."},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "edit_1",
+                    "type": "function",
+                    "function": {
+                        "name": "Edit",
+                        "arguments": json.dumps({"file_path": "/work/app/src/parser.rs", "old_string": "a", "new_string": "b"}),
+                    },
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "edit_1", "content": "ok"},
+    ]
+    sent = m.preflight("facts", messages)
+    facts = m.memory("facts")
+    kinds = {f["kind"]: f for f in facts}
+    assert {"constraint", "file_state"} <= set(kinds), facts
+    rule = kinds["constraint"]
+    assert "Never push to main without review" in rule["text"]
+    assert rule["lifecycle"] == "active" and rule["sources"], rule
+    assert any("Never push to main" in json.dumps(msg) for msg in sent[1:2]), "the block follows the system prompt"
+    assert m.pin("facts", rule["id"]) is True
+    assert m.pin("facts", rule["id"]) is False, "pinned already"
+    assert {f["id"]: f["lifecycle"] for f in m.memory("facts")}[rule["id"]] == "pinned"
+    assert m.unpin("facts", rule["id"]) is True
+    assert m.forget("facts", rule["id"]) is True
+    assert rule["id"] not in {f["id"] for f in m.memory("facts")}
+    assert {f["id"]: f["lifecycle"] for f in m.memory("facts", all=True)}[rule["id"]] == "forgotten"
+    # The next call no longer carries it.
+    resent = m.preflight("facts", messages + [{"role": "user", "content": "Go on."}])
+    assert not any("Never push to main without review" in json.dumps(msg) for msg in resent[1:2])
+    with pytest.raises(compact.errors.InvalidInputError):
+        m.pin("facts", "f0000000000")

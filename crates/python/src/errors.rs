@@ -104,6 +104,9 @@ impl From<SessionError> for Failure {
                 session, parent, ..
             } => Failure::input("invalid_parent", message)
                 .with(json!({"session_id": session, "parent_id": parent})),
+            SessionError::Memory { session, .. } => {
+                Failure::input("memory", message).with(json!({"session_id": session}))
+            }
             SessionError::EmptyRequest => Failure::input("empty_request", message),
             SessionError::MalformedRequest(_) => Failure::input("malformed_request", message),
             SessionError::UnknownSession(id) => {

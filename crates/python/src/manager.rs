@@ -391,6 +391,57 @@ impl Manager {
         raise(py, linked.map_err(Failure::from))
     }
 
+    /// The session's facts (structured memory) as dicts: the trusted ones (active and pinned), or
+    /// every one with `all`.
+    #[pyo3(signature = (session_id, *, all=false))]
+    fn memory<'py>(
+        &self,
+        py: Python<'py>,
+        session_id: &str,
+        all: bool,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let manager = &self.inner;
+        let memory = py.detach(|| manager.memory(session_id));
+        let memory = raise(py, memory.map_err(Failure::from))?;
+        let facts: Vec<Value> = memory
+            .facts()
+            .iter()
+            .filter(|f| all || f.lifecycle.trusted())
+            .map(compact_core::memory::Fact::to_json)
+            .collect();
+        list(py, &facts)
+    }
+
+    /// Moves fact `fact_id` of the session to `lifecycle` (`forgotten`, `pinned` or `active`):
+    /// logged, and the next call's memory block is rendered again. False when it was there.
+    fn set_fact_lifecycle(
+        &self,
+        py: Python<'_>,
+        session_id: &str,
+        fact_id: &str,
+        lifecycle: &str,
+    ) -> PyResult<bool> {
+        use compact_core::memory::Lifecycle;
+        let to =
+            match lifecycle {
+                "forgotten" => Lifecycle::Forgotten,
+                "pinned" => Lifecycle::Pinned,
+                "active" => Lifecycle::Active,
+                other => return raise(
+                    py,
+                    Err(Failure::input(
+                        "invalid_lifecycle",
+                        format!(
+                            "a fact can be made `forgotten`, `pinned` or `active`, not `{other}`"
+                        ),
+                    )),
+                ),
+            };
+        let manager = &self.inner;
+        let changed = py.detach(|| manager.set_fact_lifecycle(session_id, fact_id, to));
+        raise(py, changed.map(|c| c.is_some()).map_err(Failure::from))
+    }
+
     /// The session `session_id` is linked to as a subagent, if any.
     fn parent_of(&self, py: Python<'_>, session_id: &str) -> PyResult<Option<String>> {
         let store = &self.store;

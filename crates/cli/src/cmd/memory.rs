@@ -146,15 +146,6 @@ fn memory_of(store: &dyn Store, log: &str) -> anyhow::Result<(Memory, Vec<Logged
     Ok((memory, changes))
 }
 
-fn fact_json(f: &Fact) -> Value {
-    json!({
-        "id": f.id, "kind": f.kind.as_str(), "lifecycle": f.lifecycle.as_str(),
-        "text": f.text, "subject": f.subject, "path": f.path, "confidence": f.confidence,
-        "evidence": f.evidence, "sources": f.sources, "origin": f.origin.as_str(),
-        "superseded_by": f.superseded_by,
-    })
-}
-
 fn list(store: &dyn Store, log: &str, all: bool, as_json: bool) -> anyhow::Result<ExitCode> {
     let (memory, _) = memory_of(store, log)?;
     let facts: Vec<&Fact> = memory
@@ -163,7 +154,7 @@ fn list(store: &dyn Store, log: &str, all: bool, as_json: bool) -> anyhow::Resul
         .filter(|f| all || f.lifecycle.trusted())
         .collect();
     if as_json {
-        let rows: Vec<Value> = facts.iter().map(|f| fact_json(f)).collect();
+        let rows: Vec<Value> = facts.iter().map(|f| f.to_json()).collect();
         outln!("{}", serde_json::to_string_pretty(&rows)?);
         return Ok(ExitCode::SUCCESS);
     }
@@ -224,7 +215,7 @@ fn show(store: &dyn Store, log: &str, id: &str, as_json: bool) -> anyhow::Result
         .filter_map(|c| history_entry(c, id))
         .collect();
     if as_json {
-        let mut doc = fact_json(fact);
+        let mut doc = fact.to_json();
         doc["history"] = Value::Array(history);
         outln!("{}", serde_json::to_string_pretty(&doc)?);
         return Ok(ExitCode::SUCCESS);

@@ -236,6 +236,18 @@ pub struct Fact {
 }
 
 impl Fact {
+    /// The fact as JSON, the shape `compactctl memory list --json` prints and the Python binding
+    /// returns: id, kind, lifecycle, text, subject, path, confidence, evidence, sources, origin,
+    /// superseded_by.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "id": self.id, "kind": self.kind.as_str(), "lifecycle": self.lifecycle.as_str(),
+            "text": self.text, "subject": self.subject, "path": self.path,
+            "confidence": self.confidence, "evidence": self.evidence, "sources": self.sources,
+            "origin": self.origin.as_str(), "superseded_by": self.superseded_by,
+        })
+    }
+
     /// What the cap compares: evidence weighted by confidence. Pinned facts are never compared.
     pub fn strength(&self) -> f64 {
         self.confidence * f64::from(self.evidence)
