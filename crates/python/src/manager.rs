@@ -422,12 +422,12 @@ impl Manager {
         lifecycle: &str,
     ) -> PyResult<bool> {
         use compact_core::memory::Lifecycle;
-        let to =
-            match lifecycle {
-                "forgotten" => Lifecycle::Forgotten,
-                "pinned" => Lifecycle::Pinned,
-                "active" => Lifecycle::Active,
-                other => return raise(
+        let to = match lifecycle {
+            "forgotten" => Lifecycle::Forgotten,
+            "pinned" => Lifecycle::Pinned,
+            "active" => Lifecycle::Active,
+            other => {
+                return raise(
                     py,
                     Err(Failure::input(
                         "invalid_lifecycle",
@@ -435,8 +435,9 @@ impl Manager {
                             "a fact can be made `forgotten`, `pinned` or `active`, not `{other}`"
                         ),
                     )),
-                ),
-            };
+                )
+            }
+        };
         let manager = &self.inner;
         let changed = py.detach(|| manager.set_fact_lifecycle(session_id, fact_id, to));
         raise(py, changed.map(|c| c.is_some()).map_err(Failure::from))

@@ -226,7 +226,7 @@ pub(crate) fn redact_candidates(
 
 /// The candidates in a request's new items: what [`compact_core::facts::extract`] finds, and what
 /// the checkpoints and provider summaries among them state. The memory block itself is skipped.
-pub(crate) fn candidates_of(items: &[Item]) -> Vec<Candidate> {
+pub fn candidates_of(items: &[Item]) -> Vec<Candidate> {
     let items: Vec<Item> = items
         .iter()
         .filter(|i| !is_block_item(i))

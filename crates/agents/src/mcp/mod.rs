@@ -8,7 +8,10 @@
 //!   items compaction hid included ([`search`]), with snippets and item ids;
 //! - `context_status()`: tokens the model sees now, the window, the next compaction threshold;
 //! - `checkpoint(max_tokens?)`: Compact's deterministic checkpoint of the whole log (what
-//!   compaction hid included, the agent's own summaries left out).
+//!   compaction hid included, the agent's own summaries left out);
+//! - `memory(all?, cursor?)`: the facts remembered for the session (constraints, decisions, file
+//!   states, dependencies, errors) with the item ids they came from: the runtime's memory of a
+//!   store session that keeps one, else the facts read from the whole log.
 //!
 //! Every result is at most [`MAX_RESULT_CHARS`] characters; a longer one ends with a `next_cursor`
 //! to pass back. A malformed call (a missing or mistyped argument, an unknown tool, a bad cursor)

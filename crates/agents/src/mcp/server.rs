@@ -66,6 +66,18 @@ pub struct CheckpointArgs {
     pub cursor: Option<usize>,
 }
 
+/// Arguments of `memory`.
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryArgs {
+    /// Also list the facts no longer trusted (stale, superseded, forgotten); default false.
+    #[serde(default)]
+    pub all: Option<bool>,
+    /// Where to continue: the cursor the last line names.
+    #[serde(default)]
+    pub cursor: Option<usize>,
+}
+
 /// Arguments of `context_status` (none).
 #[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -89,7 +101,8 @@ compaction removed from your context. Use search_history to find an earlier erro
 decision by words; recall to read one item whole by its id (ids appear in search results, in \
 Compact's checkpoints as [id], and in truncation markers); context_status to see how full the \
 window is; checkpoint for a compact record of the work so far (failed approaches, files changed, \
-decisions, task list).";
+decisions, task list); memory for the facts remembered across compactions (constraints, decisions, \
+file states, errors), each with the ids of the items it came from.";
 
 fn text(value: &Value) -> CallToolResult {
     CallToolResult::success(vec![ContentBlock::text(value.to_string())])
@@ -298,6 +311,51 @@ decisions, and the latest task list, each citing item ids for recall. Within max
         if let Some(next) = page.next {
             text.push_str(&format!(
                 "\n[continued: call checkpoint again with the same max_tokens and cursor {next}]"
+            ));
+        }
+        Ok(CallToolResult::success(vec![ContentBlock::text(text)]))
+    }
+
+    #[tool(
+        description = "The facts Compact remembers about this session across compactions: \
+constraints and preferences the user stated, decisions, files modified, dependencies and errors, \
+each with its kind, how often it was seen and the ids of the items it came from (pass one to \
+recall to read it whole). Trusted facts only, unless all is true."
+    )]
+    async fn memory(
+        &self,
+        Parameters(args): Parameters<MemoryArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let history = self.history().map_err(|e| internal(&e))?;
+        let memory = history.memory().map_err(|e| internal(&e))?;
+        let all = args.all.unwrap_or(false);
+        let mut text = String::new();
+        for f in memory
+            .facts()
+            .iter()
+            .filter(|f| all || f.lifecycle.trusted())
+        {
+            text.push_str(&format!(
+                "- [{}] {} ({}, seen {}x, from {}): {}\n",
+                f.id,
+                f.kind.as_str(),
+                f.lifecycle.as_str(),
+                f.evidence,
+                f.sources.join(", "),
+                f.text
+            ));
+        }
+        if text.is_empty() {
+            text.push_str("No facts remembered for this session yet.\n");
+        }
+        let page = match page(&text, args.cursor.unwrap_or(0), MAX_CONTENT_CHARS) {
+            Ok(page) => page,
+            Err(message) => return Ok(tool_error(message)),
+        };
+        let mut text = page.text;
+        if let Some(next) = page.next {
+            text.push_str(&format!(
+                "\n[continued: call memory again with cursor {next}]"
             ));
         }
         Ok(CallToolResult::success(vec![ContentBlock::text(text)]))

@@ -71,6 +71,25 @@ impl History {
         Ok(self.conversation.find_cited(reference).cloned())
     }
 
+    /// The facts remembered for the session: the runtime's memory of a store session when it
+    /// keeps one (with the user's forgets and pins), else the facts read from every item of the
+    /// log now (tool-call fields, messages, checkpoints and provider summaries), admitted with the
+    /// default caps.
+    pub fn memory(&self) -> Result<compact_core::memory::Memory, AgentsError> {
+        if let Some((manager, session)) = &self.manager {
+            let kept = manager.memory(session)?;
+            if !kept.facts().is_empty() {
+                return Ok(kept);
+            }
+        }
+        let mut memory = compact_core::memory::Memory::new();
+        memory.admit(
+            compact_session::memory::candidates_of(&self.conversation.items),
+            &compact_core::memory::Limits::default(),
+        );
+        Ok(memory)
+    }
+
     /// The model the session talks to, when recorded.
     pub fn model(&self) -> Option<String> {
         self.conversation

@@ -219,3 +219,31 @@ fn latest_codex_rollouts_of_one_directory_written_together_are_ambiguous() {
         .unwrap();
     assert_eq!(latest(Agent::Codex, &home, cwd).unwrap(), second);
 }
+
+#[test]
+fn memory_reads_the_facts_of_the_whole_log_with_their_sources() {
+    let history = Source::Transcript(fixture("claude-session.jsonl"))
+        .load()
+        .unwrap();
+    let memory = history.memory().unwrap();
+    let facts = memory.facts();
+    assert!(
+        !facts.is_empty(),
+        "the fixture edits files and fails a test"
+    );
+    for f in facts {
+        assert!(!f.sources.is_empty(), "{f:?}");
+        // Every source is an item of the log, which recall can open.
+        for s in &f.sources {
+            assert!(history.recall(s).unwrap().is_some(), "{s}");
+        }
+    }
+    let has = |kind: &str, words: &str| {
+        facts
+            .iter()
+            .any(|f| f.kind.as_str() == kind && f.text.contains(words))
+    };
+    assert!(has("constraint", "Never change the public signature"));
+    assert!(has("file_state", "src/import.rs (modified)"));
+    assert!(has("error", "error[E0308]: mismatched types in sniff"));
+}

@@ -22,7 +22,7 @@ import sys
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 
-TOOLS = {"recall", "search_history", "context_status", "checkpoint"}
+TOOLS = {"recall", "search_history", "context_status", "checkpoint", "memory"}
 
 
 def failed_results(transcript):
@@ -133,6 +133,11 @@ async def check_session(session, transcript):
     assert text.startswith("# Record of earlier work"), text[:200]
     assert "Add a regression test for semicolon-separated exports" in text, text
 
+    # memory: the facts of the whole log, each citing the items it came from.
+    text = text_of(await session.call_tool("memory", {}))
+    assert "constraint (active" in text and "Never change the public signature" in text, text
+    assert "error[E0308]" in text, text
+
     # Malformed calls: MCP errors, and the server carries on.
     await expect_error(session, "recall", {}, "reference", "missing argument")
     await expect_error(session, "recall", {"reference": 42}, "invalid type", "mistyped argument")
@@ -143,6 +148,7 @@ async def check_session(session, transcript):
     await expect_error(session, "search_history", {"query": "sniff", "limit": "ten"}, "invalid type", "limit not a number")
     await expect_error(session, "search_history", {"query": " ;; "}, "query", "no words")
     await expect_error(session, "checkpoint", {"max_tokens": 5}, "max_tokens", "budget too small")
+    await expect_error(session, "memory", {"all": "yes"}, "invalid type", "all not a boolean")
     await expect_error(session, "no_such_tool", {}, "not found", "unknown tool")
     status_again = json.loads(text_of(await session.call_tool("context_status", {})))
     assert status_again == status
