@@ -146,7 +146,8 @@ impl Review {
         let again = Some(("Propose again", links.review(session)));
         let back = Some(("Back to the session", links.session(session)));
         match e {
-            SessionError::UnknownSession(_) => {
+            SessionError::UnknownSession(_)
+            | SessionError::Store(compact_session::StoreError::UnknownSession(_)) => {
                 message(links, 404, "Not found", &e.to_string(), None)
             }
             SessionError::ProposalOutdated { .. } => {

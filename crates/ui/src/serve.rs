@@ -92,6 +92,15 @@ pub fn same_origin<B>(req: &Request<B>) -> bool {
     !host.is_empty() && authority.is_some_and(|a| a.eq_ignore_ascii_case(host))
 }
 
+/// False when the browser says the request comes from another site (`Sec-Fetch-Site` other than
+/// `same-origin` or `none`, the user's own navigation); true when it does not say.
+pub fn fetched_from_here<B>(req: &Request<B>) -> bool {
+    req.headers()
+        .get("sec-fetch-site")
+        .and_then(|v| v.to_str().ok())
+        .is_none_or(|site| site == "same-origin" || site == "none")
+}
+
 fn plain(status: u16, text: &str) -> Page {
     Page {
         status,
@@ -139,6 +148,14 @@ async fn answer(
     }
     let path = req.uri().path().to_owned();
     let query = req.uri().query().unwrap_or("").to_owned();
+    // Planning a compaction may call an LLM summariser: only the UI's own pages lead there (a page
+    // of another site that loads or opens the address is refused, where the browser says so).
+    if path.ends_with("/review") && !fetched_from_here(&req) {
+        return Ok(to_http(
+            plain(403, "a review is opened from the session's page"),
+            head,
+        ));
+    }
     let form = if post {
         if !same_origin(&req) {
             return Ok(to_http(plain(403, "a form from another origin"), false));

@@ -550,6 +550,12 @@ fn the_server_applies_a_review_form_from_its_own_origin_only() {
                 .await
             }
         };
+        // Another site cannot make the browser plan one (it may call an LLM summariser).
+        let planted = ask(format!(
+            "GET /s/tools/review HTTP/1.1\r\nHost: {host}\r\nSec-Fetch-Site: cross-site\r\nConnection: close\r\n\r\n"
+        ))
+        .await;
+        assert!(planted.starts_with("HTTP/1.1 403"), "{planted}");
         let foreign = post("https://evil.example".into(), "application/x-www-form-urlencoded").await;
         assert!(foreign.starts_with("HTTP/1.1 403"), "{foreign}");
         let json = post(format!("http://{host}"), "application/json").await;

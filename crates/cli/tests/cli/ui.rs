@@ -85,6 +85,7 @@ fn replay_fills_a_store_and_writes_a_report_that_ui_serves() {
         review.contains(r#"<form id="review" method="post""#),
         "{review}"
     );
+    assert!(get(&addr, "/s/nope/review").starts_with("HTTP/1.1 404"));
     stop(child);
     // `--read-only` serves the pages without the form.
     let (child, addr) = serve(&db, &["--read-only"]);
