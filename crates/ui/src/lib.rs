@@ -2,8 +2,9 @@
 //! inline SVG charts drawn in Rust, one small built-in script and one stylesheet.
 //!
 //! - [`Ui::handle`] is the router: a path (below the mount point) and a query in, a [`Response`]
-//!   out. It reads the store and renders; it does no other I/O and holds no state, so
-//!   `compactctl ui` ([`serve`]) and the proxy's `/admin/ui/` routes serve the same pages.
+//!   out. It reads the store and renders; it does no other I/O, so `compactctl ui` ([`serve`])
+//!   and the proxy's `/admin/ui/` routes serve the same pages. Its only state is a cache of the
+//!   list's rows by log version and, with a review desk, the proposals waiting.
 //! - Pages: the session list (`/`), a session (`/s/{id}`: the token sawtooth against the window
 //!   and trigger, compaction markers, the cache-hit share per call, the compactions), a
 //!   compaction's diff and checkpoint (`/s/{id}/compaction/{record}`), an original item
@@ -54,7 +55,8 @@ pub use serve::{http_response, is_loopback_host, same_origin, serve, ServeError}
 
 use compact_session::{Store, StoreError};
 use html::{percent_decode, query_param};
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 /// The policy every page is served with: its own script and stylesheet only, images from itself
 /// or `data:`, requests (the live search) and forms to itself only, no framing.
@@ -129,7 +131,13 @@ fn compaction_records(
 pub struct Ui {
     links: Links,
     review: Option<Arc<Review>>,
+    /// The list's rows by session, with the log version they were read at: the list reads again
+    /// only the sessions whose log moved on (shared by the clones of this UI).
+    overviews: Arc<Mutex<Overviews>>,
 }
+
+/// Session id → (log version, its overview).
+type Overviews = HashMap<String, (u64, Arc<Overview>)>;
 
 impl Ui {
     /// A UI whose pages link under `base` (`""` at the root, `/admin/ui` under the proxy).
@@ -137,6 +145,7 @@ impl Ui {
         Ui {
             links: Links::new(base),
             review: None,
+            overviews: Arc::default(),
         }
     }
 
@@ -326,14 +335,32 @@ impl Ui {
             Ok(s) => s,
             Err(e) => return self.store_error(&e),
         };
-        let mut sessions = Vec::with_capacity(summaries.len());
+        let mut cached = self
+            .overviews
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        // Sessions deleted since the last list leave the cache.
+        cached.retain(|id, _| summaries.iter().any(|s| &s.id == id));
+        let mut sessions: Vec<Arc<Overview>> = Vec::with_capacity(summaries.len());
         for s in summaries {
+            if let Some((version, o)) = cached.get(&s.id) {
+                if *version == s.version {
+                    sessions.push(Arc::clone(o));
+                    continue;
+                }
+            }
             match Overview::load(store, &s.id) {
-                Ok(o) => sessions.push(o),
+                Ok(o) => {
+                    let o = Arc::new(o);
+                    cached.insert(s.id, (s.version, Arc::clone(&o)));
+                    sessions.push(o);
+                }
                 Err(StoreError::UnknownSession(_)) => {} // Deleted since it was listed.
                 Err(e) => return self.store_error(&e),
             }
         }
+        drop(cached);
+        let sessions: Vec<&Overview> = sessions.iter().map(AsRef::as_ref).collect();
         Response {
             status: 200,
             content_type: HTML,

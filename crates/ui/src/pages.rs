@@ -107,7 +107,7 @@ pub fn page(links: &Links, title: &str, body: &str) -> String {
 
 /// The session list: one row per session, filtered by `filter` (a case-insensitive substring of
 /// its id, agent or model) when given; the page's script filters as one types.
-pub fn list(links: &Links, sessions: &[Overview], filter: &str) -> String {
+pub fn list(links: &Links, sessions: &[&Overview], filter: &str) -> String {
     let needle = filter.trim().to_ascii_lowercase();
     let mut body = String::with_capacity(512 + sessions.len() * 400);
     let _ = write!(

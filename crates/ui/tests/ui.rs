@@ -569,3 +569,97 @@ fn the_server_applies_a_review_form_from_its_own_origin_only() {
         server.stop().await;
     });
 }
+
+/// A store that counts the reads of records (`read` and `read_kind`).
+struct Counting {
+    inner: Arc<MemoryStore>,
+    reads: std::sync::atomic::AtomicUsize,
+}
+
+impl Counting {
+    fn reads(&self) -> usize {
+        self.reads.swap(0, std::sync::atomic::Ordering::SeqCst)
+    }
+    fn count(&self) {
+        self.reads.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+impl Store for Counting {
+    fn create(&self, session: &str) -> Result<bool, compact_session::StoreError> {
+        self.inner.create(session)
+    }
+    fn version(&self, session: &str) -> Result<u64, compact_session::StoreError> {
+        self.inner.version(session)
+    }
+    fn append(
+        &self,
+        session: &str,
+        expected: u64,
+        records: Vec<compact_session::record::Record>,
+    ) -> Result<u64, compact_session::StoreError> {
+        self.inner.append(session, expected, records)
+    }
+    fn read(
+        &self,
+        session: &str,
+        after: u64,
+    ) -> Result<Vec<compact_session::record::Stored>, compact_session::StoreError> {
+        self.count();
+        self.inner.read(session, after)
+    }
+    fn read_kind(
+        &self,
+        session: &str,
+        after: u64,
+        kind: &str,
+        limit: usize,
+    ) -> Result<Vec<compact_session::record::Stored>, compact_session::StoreError> {
+        self.count();
+        self.inner.read_kind(session, after, kind, limit)
+    }
+    fn find_items(
+        &self,
+        session: &str,
+        item_id: &str,
+    ) -> Result<Vec<compact_session::record::Stored>, compact_session::StoreError> {
+        self.inner.find_items(session, item_id)
+    }
+    fn sessions(&self) -> Result<Vec<String>, compact_session::StoreError> {
+        self.inner.sessions()
+    }
+    fn list_sessions(
+        &self,
+    ) -> Result<Vec<compact_session::SessionSummary>, compact_session::StoreError> {
+        self.inner.list_sessions()
+    }
+    fn delete_session(&self, session: &str) -> Result<bool, compact_session::StoreError> {
+        self.inner.delete_session(session)
+    }
+}
+
+#[test]
+fn the_list_reads_again_only_the_sessions_whose_log_moved_on() {
+    let (inner, manager) = filled();
+    let store = Counting {
+        inner,
+        reads: Default::default(),
+    };
+    let ui = Ui::new("");
+    let first = ok(&ui, &store, "/", "");
+    assert!(store.reads() >= 2, "both sessions read");
+    // Nothing changed: the rows come from the cache, the page is the same.
+    assert_eq!(ok(&ui, &store, "/", ""), first);
+    assert_eq!(store.reads(), 0);
+    // One session moves on: only it is read again, and its row shows the new call.
+    let mut conv = (*manager.view("tools").unwrap()).clone();
+    conv.push(Item::text(Role::User, "One more thing."));
+    manager.preflight("tools", &conv).unwrap();
+    let after = ok(&ui, &store, "/", "");
+    let reads = store.reads();
+    assert!((1..=2).contains(&reads), "{reads} reads for one session");
+    assert_ne!(after, first);
+    // A deleted session leaves the list.
+    store.delete_session("tools").unwrap();
+    assert!(!ok(&ui, &store, "/", "").contains("href=\"/s/tools\""));
+}
