@@ -43,6 +43,11 @@ impl CompactManager {
             return Err(SessionError::NothingPrepared(session.to_owned()));
         }
         let (current, sent_tokens) = self.sent_now(state);
+        // The compacted view carries the memory block as the facts stand now.
+        let current = match self.with_fresh_block(state, &current) {
+            Some(refreshed) => Arc::new(refreshed),
+            None => current,
+        };
         let ratio = state.calibration.ratio(&state.model);
         let policy = manual_policy(&self.calibrated_policy(ratio), sent_tokens);
         let done = self
@@ -88,6 +93,7 @@ impl CompactManager {
             &view,
             done.report.tokens_after,
         ));
+        self.note_block(state, &view);
         Ok(ManualCompaction {
             tokens_before: done.report.tokens_before,
             tokens_after: done.report.tokens_after,

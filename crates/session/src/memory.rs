@@ -390,6 +390,39 @@ pub(crate) fn project_candidates(
 }
 
 impl crate::CompactManager {
+    /// `conv` with its memory block rendered afresh from the session's facts, when memory is on and
+    /// the block it holds is not that one: what every compaction sends (manual, reviewed and
+    /// recovery ones as the automatic one), since the prompt changes from the checkpoint on anyway
+    /// and the block takes in what was learnt since it was last rendered. `None` when unchanged.
+    pub(crate) fn with_fresh_block(
+        &self,
+        state: &crate::state::SessionState,
+        conv: &Conversation,
+    ) -> Option<Conversation> {
+        let mc = self.config().memory.as_ref()?;
+        let fresh = compact_core::memory::render::render(
+            &state.memory,
+            mc.budget_tokens,
+            &self.config().counter,
+        );
+        if block_in(conv) == fresh {
+            return None;
+        }
+        let mut out = conv.clone();
+        inject(&mut out, fresh.as_deref());
+        out.renumber_turns();
+        Some(out)
+    }
+
+    /// After a manual, reviewed or recovery compaction adopted `view`: the block the session's
+    /// view holds now.
+    pub(crate) fn note_block(&self, state: &mut crate::state::SessionState, view: &Conversation) {
+        if self.config().memory.is_some() {
+            state.memory_block = block_in(view);
+            state.memory_refresh = false;
+        }
+    }
+
     /// The facts of `session` (or of a project's memory log, [`project_session`]), rebuilt from its
     /// log when the session is not held in memory.
     pub fn memory(&self, session: &str) -> Result<Memory, crate::SessionError> {

@@ -141,9 +141,12 @@ impl CompactManager {
         let shrunk = (sent_tokens as f64 * RECOVERY_SHRINK.powi(attempt as i32)) as usize;
         let mut policy = base.clone();
         policy.max_context_tokens = window_for_usable(&base, provider_usable.min(shrunk));
+        // The retried request carries the memory block as the facts stand now.
+        let refreshed = self.with_fresh_block(state, request);
+        let to_compact = refreshed.as_ref().unwrap_or(request);
         let outcome = self
             .compactor(policy)
-            .and_then(|c| block_on(c.compact(request)));
+            .and_then(|c| block_on(c.compact(to_compact)));
         let done = match outcome {
             Ok(done) => done,
             Err(CompactError::InsufficientBudget { floor, budget, .. }) => {
@@ -197,6 +200,7 @@ impl CompactManager {
         // Recovery has no warning channel: a failed archive write is dropped here (the log holds
         // everything it would have held).
         let _ = self.adopt_view(session, state, &view, after);
+        self.note_block(state, &view);
         state.recovery_last_tokens = Some(after);
         Ok(Recovery::Retry(view))
     }

@@ -139,6 +139,7 @@ impl CompactManager {
         report
             .warnings
             .extend(self.adopt_view(session, state, &view, report.tokens_after));
+        self.note_block(state, &view);
         Ok(ManualCompaction {
             tokens_before: report.tokens_before,
             tokens_after: report.tokens_after,

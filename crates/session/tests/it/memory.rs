@@ -259,3 +259,74 @@ fn secrets_in_facts_are_redacted_before_they_are_stored_or_injected() {
         }
     }
 }
+
+#[test]
+fn manual_reviewed_and_recovery_compactions_render_the_block_with_the_facts_learnt_since() {
+    let store = Arc::new(MemoryStore::new());
+    let m = manager(200_000, &store, None);
+    let mut a = agent();
+    let first = m.preflight("s", &a.history).unwrap();
+    let before = block(&first.conversation).unwrap().1;
+    let work = |a: &mut crate::common::Agent| {
+        for _ in 0..10 {
+            a.step();
+            m.preflight("s", &a.history).unwrap();
+        }
+    };
+    work(&mut a);
+    // A new rule arrives: the block is not rendered again until the prompt changes anyway.
+    a.user("Never delete the migrations folder.");
+    let next = m.preflight("s", &a.history).unwrap();
+    assert_eq!(block(&next.conversation).unwrap().1, before);
+    assert!(m
+        .memory("s")
+        .unwrap()
+        .facts()
+        .iter()
+        .any(|f| f.text.contains("Never delete the migrations folder")));
+    // A manual compaction rewrites the prompt: the block takes the rule in, and the next call
+    // keeps that block.
+    let done = m.manual_compact("s", "by hand").unwrap();
+    let fresh = block(&done.conversation).unwrap().1;
+    assert!(
+        fresh.contains("Never delete the migrations folder"),
+        "{fresh}"
+    );
+    assert!(
+        fresh.contains("Never push to main without review"),
+        "{fresh}"
+    );
+    a.step();
+    let after = m.preflight("s", &a.history).unwrap();
+    assert_eq!(block(&after.conversation).unwrap().1, fresh);
+
+    // A reviewed compaction and an overflow recovery do the same.
+    work(&mut a);
+    a.user("Never edit the generated files in src/gen.");
+    m.preflight("s", &a.history).unwrap();
+    let proposal = m.propose("s").unwrap();
+    assert!(block(&proposal.conversation)
+        .unwrap()
+        .1
+        .contains("Never edit the generated files"));
+    let applied = m.apply(&proposal, None).unwrap();
+    assert!(block(&applied.conversation)
+        .unwrap()
+        .1
+        .contains("Never edit the generated files"));
+    work(&mut a);
+    a.user("Never commit the .env file.");
+    let sent = m.preflight("s", &a.history).unwrap();
+    let body = json!({"type": "error", "error": {"type": "invalid_request_error",
+        "message": "prompt is too long: 250000 tokens > 200000 maximum"}})
+    .to_string();
+    match m.recover("s", &sent.conversation, 400, &body).unwrap() {
+        compact_session::Recovery::Retry(retry) => {
+            assert!(block(&retry)
+                .unwrap()
+                .1
+                .contains("Never commit the .env file"));
+        }
+        other => panic!("{other:?}"),
+    }
+}
