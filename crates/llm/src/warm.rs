@@ -420,16 +420,12 @@ mod tests {
         assert_eq!(body["stream"], true);
 
         // A string content becomes the same text as a block; after an assistant turn, a new message.
+        let short = |request: &Value, kind: ProviderKind| {
+            warm_body(request, kind, "x", 10, &sampling(StreamMode::Off))
+        };
         let mut s = agent.clone();
         s["messages"] = json!([{"role": "user", "content": "hi"}]);
-        let body = warm_body(
-            &s,
-            ProviderKind::Anthropic,
-            "x",
-            10,
-            &sampling(StreamMode::Off),
-        )
-        .unwrap();
+        let body = short(&s, ProviderKind::Anthropic).unwrap();
         assert_eq!(
             body["messages"][0]["content"],
             json!([{"type": "text", "text": "hi"}, {"type": "text", "text": "x"}])
@@ -437,14 +433,7 @@ mod tests {
         s["messages"] =
             json!([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "ok"}]);
         s["thinking"] = json!({"type": "enabled", "budget_tokens": 1024});
-        let body = warm_body(
-            &s,
-            ProviderKind::Anthropic,
-            "x",
-            10,
-            &sampling(StreamMode::Off),
-        )
-        .unwrap();
+        let body = short(&s, ProviderKind::Anthropic).unwrap();
         assert_eq!(messages(&body).len(), 3);
         assert_eq!(body["messages"][2]["role"], "user");
         assert_eq!(
@@ -452,14 +441,7 @@ mod tests {
             "the cap is above the thinking budget"
         );
         assert!(body.get("temperature").is_none());
-        assert!(warm_body(
-            &s,
-            ProviderKind::AnthropicCompaction,
-            "x",
-            10,
-            &sampling(StreamMode::Off)
-        )
-        .is_none());
+        assert!(short(&s, ProviderKind::AnthropicCompaction).is_none());
     }
 
     /// A summariser of `kind` for model `m` on a local (never contacted) endpoint.

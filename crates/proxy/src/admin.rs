@@ -168,14 +168,14 @@ async fn ui_page(shared: &Arc<Shared>, req: Request<Incoming>) -> Response<Proxy
     let path = req.uri().path()[UI_BASE.len()..].to_owned();
     let query = req.uri().query().unwrap_or("").to_owned();
     let form = if post {
-        let limited =
-            http_body_util::Limited::new(req.into_body(), compact_ui::review::MAX_FORM_BYTES);
-        match http_body_util::BodyExt::collect(limited).await {
-            Ok(body) => match String::from_utf8(body.to_bytes().to_vec()) {
-                Ok(text) => Some(text),
-                Err(_) => return error(StatusCode::BAD_REQUEST, "the form is not UTF-8"),
-            },
-            Err(_) => return error(StatusCode::PAYLOAD_TOO_LARGE, "the form is too large"),
+        match compact_ui::read_form(req.into_body()).await {
+            Ok(text) => Some(text),
+            Err((status, why)) => {
+                return error(
+                    StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST),
+                    why,
+                )
+            }
         }
     } else {
         None

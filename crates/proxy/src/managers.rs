@@ -1,6 +1,7 @@
 //! One [`CompactManager`] per context window, all over one store: the session runtime compacts
 //! for one window, and requests through the proxy name models with different windows. Managers
-//! are created on first use and kept for the life of the proxy.
+//! are created on first use and kept for the life of the proxy (`compactctl ui` reviews through
+//! them too).
 
 use compact_session::{Archive, CompactManager, ExportQueue, SessionConfig, SessionError, Store};
 use std::collections::HashMap;

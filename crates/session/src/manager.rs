@@ -688,14 +688,10 @@ impl CompactManager {
             };
             // A compaction rewrites the prompt from the checkpoint on: the block takes in what
             // was learnt since it was last rendered.
-            if let Some(mc) = memory_config {
-                let memory = memory_next.as_ref().unwrap_or(&state.memory);
-                let fresh = render(memory, mc.budget_tokens, &counter);
-                if crate::memory::block_in(&to_compact) != fresh {
-                    crate::memory::inject(to_compact.to_mut(), fresh.as_deref());
-                    to_compact.to_mut().renumber_turns();
-                }
-            }
+            self.refresh_block(
+                memory_next.as_ref().unwrap_or(&state.memory),
+                &mut to_compact,
+            );
             let candidate_ref: &Conversation = &to_compact;
             let policy_for_run = if manual {
                 manual_policy(&self.calibrated_policy(ratio), count)

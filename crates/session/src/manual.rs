@@ -44,9 +44,11 @@ impl CompactManager {
         }
         let (current, sent_tokens) = self.sent_now(state);
         // The compacted view carries the memory block as the facts stand now.
-        let current = match self.with_fresh_block(state, &current) {
-            Some(refreshed) => Arc::new(refreshed),
-            None => current,
+        let mut fresh = std::borrow::Cow::Borrowed(&*current);
+        self.refresh_block(&state.memory, &mut fresh);
+        let current = match fresh {
+            std::borrow::Cow::Owned(refreshed) => Arc::new(refreshed),
+            std::borrow::Cow::Borrowed(_) => current,
         };
         let ratio = state.calibration.ratio(&state.model);
         let policy = manual_policy(&self.calibrated_policy(ratio), sent_tokens);

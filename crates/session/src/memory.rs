@@ -390,28 +390,25 @@ pub(crate) fn project_candidates(
 }
 
 impl crate::CompactManager {
-    /// `conv` with its memory block rendered afresh from the session's facts, when memory is on and
-    /// the block it holds is not that one: what every compaction sends (manual, reviewed and
-    /// recovery ones as the automatic one), since the prompt changes from the checkpoint on anyway
-    /// and the block takes in what was learnt since it was last rendered. `None` when unchanged.
-    pub(crate) fn with_fresh_block(
+    /// Renders the memory block of `memory` into `conv` (copied only then) when memory is on and
+    /// the block `conv` holds is another: what every compaction (automatic, manual, reviewed or an
+    /// overflow recovery) compacts, since the prompt changes from the checkpoint on anyway and the
+    /// block takes in what was learnt since it was last rendered.
+    pub(crate) fn refresh_block(
         &self,
-        state: &crate::state::SessionState,
-        conv: &Conversation,
-    ) -> Option<Conversation> {
-        let mc = self.config().memory.as_ref()?;
-        let fresh = compact_core::memory::render::render(
-            &state.memory,
-            mc.budget_tokens,
-            &self.config().counter,
-        );
-        if block_in(conv) == fresh {
-            return None;
+        memory: &compact_core::memory::Memory,
+        conv: &mut std::borrow::Cow<'_, Conversation>,
+    ) {
+        let Some(mc) = self.config().memory.as_ref() else {
+            return;
+        };
+        let fresh =
+            compact_core::memory::render::render(memory, mc.budget_tokens, &self.config().counter);
+        if block_in(conv) != fresh {
+            let conv = conv.to_mut();
+            inject(conv, fresh.as_deref());
+            conv.renumber_turns();
         }
-        let mut out = conv.clone();
-        inject(&mut out, fresh.as_deref());
-        out.renumber_turns();
-        Some(out)
     }
 
     /// After a manual, reviewed or recovery compaction adopted `view`: the block the session's

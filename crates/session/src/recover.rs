@@ -142,11 +142,11 @@ impl CompactManager {
         let mut policy = base.clone();
         policy.max_context_tokens = window_for_usable(&base, provider_usable.min(shrunk));
         // The retried request carries the memory block as the facts stand now.
-        let refreshed = self.with_fresh_block(state, request);
-        let to_compact = refreshed.as_ref().unwrap_or(request);
+        let mut to_compact = std::borrow::Cow::Borrowed(request);
+        self.refresh_block(&state.memory, &mut to_compact);
         let outcome = self
             .compactor(policy)
-            .and_then(|c| block_on(c.compact(to_compact)));
+            .and_then(|c| block_on(c.compact(&to_compact)));
         let done = match outcome {
             Ok(done) => done,
             Err(CompactError::InsufficientBudget { floor, budget, .. }) => {

@@ -51,7 +51,7 @@ pub mod text;
 pub use overview::Overview;
 pub use pages::Links;
 pub use review::Review;
-pub use serve::{http_response, is_loopback_host, same_origin, serve, ServeError};
+pub use serve::{http_response, is_loopback_host, read_form, same_origin, serve, ServeError};
 
 use compact_session::{Store, StoreError};
 use html::{percent_decode, query_param};
@@ -87,6 +87,16 @@ pub struct Response {
 }
 
 impl Response {
+    /// An HTML page with `status`.
+    pub(crate) fn html(status: u16, body: String) -> Response {
+        Response {
+            status,
+            content_type: HTML,
+            body,
+            location: None,
+        }
+    }
+
     /// The headers every answer carries besides its content type: the content security policy,
     /// no sniffing, no referrer to other sites, no caching (pages show live logs), no framing.
     pub fn headers(&self) -> [(&'static str, &'static str); 5] {
@@ -196,12 +206,7 @@ impl Ui {
     }
 
     fn page(&self, status: u16, title: &str, message: &str) -> Response {
-        Response {
-            status,
-            content_type: HTML,
-            body: pages::error(&self.links, title, message),
-            location: None,
-        }
+        Response::html(status, pages::error(&self.links, title, message))
     }
 
     fn store_error(&self, e: &StoreError) -> Response {
@@ -247,12 +252,7 @@ impl Ui {
                 location: None,
             },
             ["s", id] => match Overview::load(store, id) {
-                Ok(o) => Response {
-                    status: 200,
-                    content_type: HTML,
-                    body: pages::session(&self.links, &o),
-                    location: None,
-                },
+                Ok(o) => Response::html(200, pages::session(&self.links, &o)),
                 Err(e) => self.store_error(&e),
             },
             ["s", id, "compaction", seq] => {
@@ -264,37 +264,22 @@ impl Ui {
                     );
                 };
                 match compaction_records(store, id, seq) {
-                    Ok(Some((o, records))) => {
-                        match pages::compaction(&self.links, &o, &records, seq) {
-                            Some(body) => Response {
-                                status: 200,
-                                content_type: HTML,
-                                body,
-                                location: None,
-                            },
-                            None => self.page(
-                                404,
-                                "Not found",
-                                &format!("Session `{id}` has no compaction at record {seq}."),
-                            ),
-                        }
-                    }
-                    Ok(None) => self.page(
-                        404,
-                        "Not found",
-                        &format!("Session `{id}` has no compaction at record {seq}."),
-                    ),
+                    Ok(found) => match found
+                        .and_then(|(o, records)| pages::compaction(&self.links, &o, &records, seq))
+                    {
+                        Some(body) => Response::html(200, body),
+                        None => self.page(
+                            404,
+                            "Not found",
+                            &format!("Session `{id}` has no compaction at record {seq}."),
+                        ),
+                    },
                     Err(e) => self.store_error(&e),
                 }
             }
             ["s", id, "item", reference] => {
                 match compact_session::archive::recall(store, None, id, reference) {
-                    Ok(Some(item)) => Response {
-                        status: 200,
-                        content_type: HTML,
-                        body: pages::item(&self.links, id, &item),
-                        location: None,
-                    },
+                    Ok(Some(item)) => Response::html(200, pages::item(&self.links, id, &item)),
                     Ok(None) => self.page(
                         404,
                         "Not found",
@@ -311,19 +296,9 @@ impl Ui {
             ["s", id, "search"] => match store.read_kind(id, 0, "item", usize::MAX) {
                 // `part=results`: only the results, for the live search as one types.
                 Ok(records) if query_param(query, "part").as_deref() == Some("results") => {
-                    Response {
-                        status: 200,
-                        content_type: HTML,
-                        body: pages::search_results(&self.links, id, &records, &q),
-                        location: None,
-                    }
+                    Response::html(200, pages::search_results(&self.links, id, &records, &q))
                 }
-                Ok(records) => Response {
-                    status: 200,
-                    content_type: HTML,
-                    body: pages::search(&self.links, id, &records, &q),
-                    location: None,
-                },
+                Ok(records) => Response::html(200, pages::search(&self.links, id, &records, &q)),
                 Err(e) => self.store_error(&e),
             },
             _ => self.page(404, "Not found", "No such page."),
@@ -361,11 +336,6 @@ impl Ui {
         }
         drop(cached);
         let sessions: Vec<&Overview> = sessions.iter().map(AsRef::as_ref).collect();
-        Response {
-            status: 200,
-            content_type: HTML,
-            body: pages::list(&self.links, &sessions, filter),
-            location: None,
-        }
+        Response::html(200, pages::list(&self.links, &sessions, filter))
     }
 }

@@ -59,22 +59,9 @@ fn new_key() -> Option<String> {
     Some(key)
 }
 
-/// Equal in time independent of where `a` and `b` differ.
+/// Equal in time independent of where `a` and `b` differ (the proxy's token comparison).
 fn same_key(a: &str, b: &str) -> bool {
-    a.len() == b.len()
-        && a.bytes()
-            .zip(b.bytes())
-            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
-            == 0
-}
-
-fn html(status: u16, body: String) -> Response {
-    Response {
-        status,
-        content_type: crate::HTML,
-        body,
-        location: None,
-    }
+    compact_core::redact::same_secret(a.as_bytes(), b.as_bytes())
 }
 
 fn message(
@@ -97,7 +84,7 @@ fn message(
             escape(label)
         );
     }
-    html(status, page(links, title, &body))
+    Response::html(status, page(links, title, &body))
 }
 
 impl Review {
@@ -115,13 +102,6 @@ impl Review {
         self.pending
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    /// Proposals waiting now.
-    pub fn pending(&self) -> usize {
-        let mut pending = self.lock();
-        pending.retain(|p| p.created.elapsed() < PENDING_TTL);
-        pending.len()
     }
 
     fn keep(&self, pending: Pending) {
@@ -193,7 +173,7 @@ impl Review {
             manager,
             proposal,
         });
-        html(200, page(links, &format!("review {session}"), &body))
+        Response::html(200, page(links, &format!("review {session}"), &body))
     }
 
     /// `POST /s/{id}/review` with `form` (`application/x-www-form-urlencoded`: `proposal`, the key

@@ -101,6 +101,20 @@ pub fn fetched_from_here<B>(req: &Request<B>) -> bool {
         .is_none_or(|site| site == "same-origin" || site == "none")
 }
 
+/// A review form's body as text: at most [`crate::review::MAX_FORM_BYTES`] (else 413), UTF-8
+/// (else 400). The error is the status and why, for the server to answer in its own shape.
+pub async fn read_form<B>(body: B) -> Result<String, (u16, &'static str)>
+where
+    B: hyper::body::Body,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let limited = http_body_util::Limited::new(body, crate::review::MAX_FORM_BYTES);
+    let body = http_body_util::BodyExt::collect(limited)
+        .await
+        .map_err(|_| (413, "the form is too large"))?;
+    String::from_utf8(body.to_bytes().to_vec()).map_err(|_| (400, "the form is not UTF-8"))
+}
+
 fn plain(status: u16, text: &str) -> Page {
     Page {
         status,
@@ -176,13 +190,9 @@ async fn answer(
                 false,
             ));
         }
-        let limited = http_body_util::Limited::new(req.into_body(), crate::review::MAX_FORM_BYTES);
-        match http_body_util::BodyExt::collect(limited).await {
-            Ok(body) => match String::from_utf8(body.to_bytes().to_vec()) {
-                Ok(text) => Some(text),
-                Err(_) => return Ok(to_http(plain(400, "the form is not UTF-8"), false)),
-            },
-            Err(_) => return Ok(to_http(plain(413, "the form is too large"), false)),
+        match read_form(req.into_body()).await {
+            Ok(text) => Some(text),
+            Err((status, why)) => return Ok(to_http(plain(status, why), false)),
         }
     } else {
         None

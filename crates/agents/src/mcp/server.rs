@@ -110,6 +110,20 @@ fn text(value: &Value) -> CallToolResult {
 
 /// A call the model can correct (a bad argument, an unknown id): a tool error it reads, as the
 /// SDK reports arguments that do not deserialise, rather than a protocol error.
+/// The page of `text` from `cursor` as a plain-text result; when more follows, a last line says
+/// how to get it (`[continued: {again} N]`). A bad cursor is a tool error.
+fn text_page(text: &str, cursor: Option<usize>, again: &str) -> CallToolResult {
+    let page = match page(text, cursor.unwrap_or(0), MAX_CONTENT_CHARS) {
+        Ok(page) => page,
+        Err(message) => return tool_error(message),
+    };
+    let mut out = page.text;
+    if let Some(next) = page.next {
+        out.push_str(&format!("\n[continued: {again} {next}]"));
+    }
+    CallToolResult::success(vec![ContentBlock::text(out)])
+}
+
 fn tool_error(message: String) -> CallToolResult {
     CallToolResult::error(vec![ContentBlock::text(message)])
 }
@@ -299,21 +313,11 @@ decisions, and the latest task list, each citing item ids for recall. Within max
             .cloned()
             .collect();
         let checkpoint = build(&items, None, &options);
-        let page = match page(
+        Ok(text_page(
             &checkpoint.text,
-            args.cursor.unwrap_or(0),
-            MAX_CONTENT_CHARS,
-        ) {
-            Ok(page) => page,
-            Err(message) => return Ok(tool_error(message)),
-        };
-        let mut text = page.text;
-        if let Some(next) = page.next {
-            text.push_str(&format!(
-                "\n[continued: call checkpoint again with the same max_tokens and cursor {next}]"
-            ));
-        }
-        Ok(CallToolResult::success(vec![ContentBlock::text(text)]))
+            args.cursor,
+            "call checkpoint again with the same max_tokens and cursor",
+        ))
     }
 
     #[tool(
@@ -348,17 +352,11 @@ recall to read it whole). Trusted facts only, unless all is true."
         if text.is_empty() {
             text.push_str("No facts remembered for this session yet.\n");
         }
-        let page = match page(&text, args.cursor.unwrap_or(0), MAX_CONTENT_CHARS) {
-            Ok(page) => page,
-            Err(message) => return Ok(tool_error(message)),
-        };
-        let mut text = page.text;
-        if let Some(next) = page.next {
-            text.push_str(&format!(
-                "\n[continued: call memory again with cursor {next}]"
-            ));
-        }
-        Ok(CallToolResult::success(vec![ContentBlock::text(text)]))
+        Ok(text_page(
+            &text,
+            args.cursor,
+            "call memory again with cursor",
+        ))
     }
 }
 

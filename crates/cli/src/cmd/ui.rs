@@ -10,13 +10,13 @@ use crate::exit::BadInput;
 use crate::output::outln;
 use anyhow::Context;
 use clap::Args;
-use compact_session::{CompactManager, SessionConfig, Store};
+use compact_proxy::managers::Managers;
+use compact_session::{SessionConfig, Store};
 use compact_ui::{Review, Ui};
-use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::Path;
 use std::process::ExitCode;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 /// The port when none is given.
 const DEFAULT_PORT: u16 = 8788;
@@ -42,29 +42,15 @@ pub struct UiArgs {
     read_only: bool,
 }
 
-/// The review desk: per session, a manager for the window it last ran at (managers are kept per
-/// window), with the configuration resolved once.
+/// The review desk: per session, the manager for the window it last ran at (the proxy's
+/// [`Managers`], one per window over the store), with the configuration resolved once.
 fn review_desk(store: &Arc<dyn Store>, config: Option<&str>) -> anyhow::Result<Review> {
     let config =
         compact_config::Config::load(config.map(Path::new), &compact_config::Overrides::default())
             .map_err(|e| BadInput(e.to_string()))?;
-    let base = SessionConfig::from_config(&config);
-    let store = Arc::clone(store);
-    let managers: Mutex<HashMap<usize, Arc<CompactManager>>> = Mutex::new(HashMap::new());
+    let managers = Managers::new(SessionConfig::from_config(&config), Arc::clone(store));
     Ok(Review::new(move |session: &str| {
-        let window = compact_session::last_window(store.as_ref(), session)?
-            .unwrap_or(base.policy.max_context_tokens);
-        let mut map = managers
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(m) = map.get(&window) {
-            return Ok(Arc::clone(m));
-        }
-        let mut config = base.clone();
-        config.policy.max_context_tokens = window;
-        let manager = Arc::new(CompactManager::open(config, Arc::clone(&store))?);
-        map.insert(window, Arc::clone(&manager));
-        Ok(manager)
+        managers.for_session(session)
     }))
 }
 

@@ -246,8 +246,6 @@ fn through_the_session_runtime_the_summariser_reads_the_cache_the_agents_calls_w
     let manager = CompactManager::open(session, store.clone()).unwrap();
 
     let full = wire::decode(Format::OpenAiChat, &agent_request(Format::OpenAiChat)).unwrap();
-    let http = HttpClient::new(Duration::from_secs(5), RetryPolicy::default()).unwrap();
-    let url = format!("{}/chat/completions", sim.openai_base_url());
     let mut conv = compact_core::model::Conversation {
         items: Vec::new(),
         ..full.clone()
@@ -269,8 +267,7 @@ fn through_the_session_runtime_the_summariser_reads_the_cache_the_agents_calls_w
             .unwrap()
             .value;
         body["model"] = json!(MODEL);
-        rt.block_on(http.post_json(&url, &[], &body.to_string(), &mut RetryLog::default()))
-            .unwrap();
+        rt.block_on(agent_call(&sim, ProviderKind::OpenAi, &body));
     }
     assert!(compacted >= 1, "the session outgrows the window");
     let summaries: Vec<(u64, u64)> = store
