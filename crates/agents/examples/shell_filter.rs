@@ -5,12 +5,14 @@
 //! one. Prints a Markdown table.
 //!
 //!   cargo run -p compact-agents --example shell_filter -- [--budgets 500,1000,2000] FILE...
+//!
+//! With `SHELL_FILTER_MISSES=1` it also lists, on stderr, each cut output that lost error lines.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use compact_core::model::{Conversation, Item, ItemBody, Part};
 use compact_core::tokens::{Encoding, TokenCounter};
-use compact_core::truncate::{filter_shell_output, is_error_line, render_line};
-use compact_formats::import::{import, ImportOptions};
+use compact_core::truncate::{error_message_key, filter_shell_output, is_error_line, render_line};
+use compact_formats::import::{import, ImportMode, ImportOptions};
 use compact_replay::ProbeSet;
 use std::collections::{HashMap, HashSet};
 
@@ -37,6 +39,8 @@ struct Tally {
     session_savings: Vec<f64>,
     error_lines: usize,
     error_kept: usize,
+    error_messages: usize,
+    error_messages_kept: usize,
     last_lines: usize,
     last_kept: usize,
     probes_before: usize,
@@ -99,12 +103,19 @@ fn main() {
             .collect();
         args.drain(..2);
     }
+    // SHELL_FILTER_MISSES=1 lists, on stderr, every cut output whose error lines were not all kept.
+    let show_misses = std::env::var_os("SHELL_FILTER_MISSES").is_some();
     let counter = TokenCounter::new(Encoding::O200kBase);
     let mut tallies: Vec<Tally> = budgets.iter().map(|_| Tally::default()).collect();
     let mut skipped = 0;
     for file in &args {
         let bytes = std::fs::read(file).expect("reading a transcript");
-        let imported = match import(&bytes, file, &ImportOptions::default()) {
+        // Lenient, as `compactctl replay --lenient`: a broken line is skipped, not the whole session.
+        let options = ImportOptions {
+            mode: ImportMode::Lenient,
+            ..ImportOptions::default()
+        };
+        let imported = match import(&bytes, file, &options) {
             Ok(i) => i,
             Err(e) => {
                 eprintln!("skipped {file}: {e}");
@@ -152,11 +163,35 @@ fn main() {
                     .map(rendered)
                     .filter(|l| !l.trim().is_empty())
                     .collect();
+                let mut missed = Vec::new();
                 for line in &errors {
                     t.error_lines += 1;
                     let probe: String = line.chars().take(400).collect();
                     if out.contains(&probe) {
                         t.error_kept += 1;
+                    } else {
+                        missed.push(probe);
+                    }
+                }
+                // The same message (digits aside) counts once, kept when any of its lines is.
+                let mut messages: HashMap<String, bool> = HashMap::new();
+                for line in &errors {
+                    let probe: String = line.chars().take(400).collect();
+                    *messages.entry(error_message_key(line)).or_default() |= out.contains(&probe);
+                }
+                t.error_messages += messages.len();
+                t.error_messages_kept += messages.values().filter(|k| **k).count();
+                if show_misses && !missed.is_empty() {
+                    eprintln!(
+                        "{budget}\t{file}\t{}\t{} of {} error lines missed, {} -> {} tokens",
+                        item.meta.id,
+                        missed.len(),
+                        errors.len(),
+                        cut.original_tokens,
+                        cut.tokens
+                    );
+                    for m in &missed {
+                        eprintln!("\t\t{}", m.chars().take(160).collect::<String>());
                     }
                 }
                 if let Some(last) = text.lines().map(rendered).rfind(|l| !l.trim().is_empty()) {
@@ -181,9 +216,9 @@ fn main() {
         }
     }
     println!(
-        "| budget | sessions | shell outputs | passed unchanged | shell tokens before | after | saved | median session saved | error lines kept | last line kept | probes lost (all in recallable outputs) |"
+        "| budget | sessions | shell outputs | passed unchanged | shell tokens before | after | saved | median session saved | error lines kept | distinct error messages kept | last line kept | probes lost (all in recallable outputs) |"
     );
-    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for (b, t) in tallies.iter_mut().enumerate() {
         t.session_savings.sort_by(|a, b| a.total_cmp(b));
         let median = t
@@ -192,7 +227,7 @@ fn main() {
             .copied()
             .unwrap_or(0.0);
         println!(
-            "| {} | {} | {} | {} | {} | {} | {} | {:.1}% | {} ({}/{}) | {} | {} of {} ({}) |",
+            "| {} | {} | {} | {} | {} | {} | {} | {:.1}% | {} ({}/{}) | {} ({}/{}) | {} | {} of {} ({}) |",
             budgets[b],
             t.sessions,
             t.outputs,
@@ -207,6 +242,9 @@ fn main() {
             pct(t.error_kept, t.error_lines),
             t.error_kept,
             t.error_lines,
+            pct(t.error_messages_kept, t.error_messages),
+            t.error_messages_kept,
+            t.error_messages,
             pct(t.last_kept, t.last_lines),
             t.probes_lost,
             t.probes_before,

@@ -348,3 +348,106 @@ fn a_single_huge_line_keeps_its_start_and_end_within_the_budget() {
         &t.text[t.text.len() - 40..]
     );
 }
+
+/// A log whose middle repeats one timestamped error many times and holds one other error late.
+fn repeated_error_log() -> String {
+    let mut lines = vec!["starting the device monitor".to_owned()];
+    for i in 0..120 {
+        lines.push(format!(
+            "10:{:02}:{:02} monitor: [modem] error: get device status failed",
+            i / 60,
+            i % 60
+        ));
+        lines.push(format!("10:{:02}:{:02} monitor: polling", i / 60, i % 60));
+        if i == 100 {
+            lines.push("10:01:40 monitor: panic: tethering socket closed".to_owned());
+        }
+    }
+    lines.push("monitor stopped".to_owned());
+    lines.join("\n")
+}
+
+#[test]
+fn every_distinct_error_message_comes_before_repetitions_of_one() {
+    let log = repeated_error_log();
+    let c = counter();
+    let out = truncate_output(&log, &TruncationPolicy::tokens(300), &c, &id());
+    assert!(out.truncated);
+    // Head-first in order, the 120 repetitions of the modem error would take all the room; one of
+    // each message is chosen first, then repetitions while room is left.
+    assert!(
+        out.text.contains("panic: tethering socket closed"),
+        "{}",
+        out.text
+    );
+    let repeats = out
+        .text
+        .lines()
+        .filter(|l| l.contains("get device status failed"))
+        .count();
+    assert!(
+        repeats >= 2,
+        "room left over goes to repetitions:\n{}",
+        out.text
+    );
+    assert!(repeats < 120);
+    // The marker counts the error lines it had no room for.
+    let marker = out.text.lines().find(|l| l.starts_with("[… ")).unwrap();
+    let kept_from_middle = out.kept_error_lines;
+    assert!(
+        marker.contains(&format!(
+            "{kept_from_middle} error lines from it kept below"
+        )) && marker.contains("more not shown"),
+        "{marker}"
+    );
+    // Kept error lines stay in their order.
+    let at = |s: &str| out.text.find(s).unwrap();
+    assert!(at("10:00:00 monitor: [modem]") < at("panic: tethering"));
+}
+
+#[test]
+fn an_error_line_repeated_word_for_word_is_kept_once() {
+    let mut lines = vec!["build started".to_owned()];
+    for i in 0..200 {
+        lines.push(format!("compiling unit {i}"));
+        if i % 40 == 7 {
+            lines.push("error: linker `cc` not found".to_owned());
+        }
+    }
+    lines.push("build failed".to_owned());
+    let log = lines.join("\n");
+    let out = truncate_output(&log, &TruncationPolicy::tokens(200), &counter(), &id());
+    assert_eq!(
+        out.text.matches("error: linker `cc` not found").count(),
+        1,
+        "already in the head, the line is not repeated from the middle:\n{}",
+        out.text
+    );
+    assert!(out.text.find("error: linker").unwrap() < out.text.find("[… ").unwrap());
+    assert_eq!(out.kept_error_lines, 0);
+    let marker = out.text.lines().find(|l| l.starts_with("[… ")).unwrap();
+    assert!(!marker.contains("not shown"), "{marker}");
+}
+
+#[test]
+fn error_lines_without_room_are_counted_in_the_marker() {
+    let mut lines = vec!["run".to_owned()];
+    for i in 0..300 {
+        lines.push(format!(
+            "case {i}: error: expected {i} but the parser returned something else entirely"
+        ));
+    }
+    lines.push("done".to_owned());
+    let log = lines.join("\n");
+    let policy = TruncationPolicy {
+        keep_error_lines: true,
+        ..TruncationPolicy::tokens(120)
+    };
+    let out = truncate_output(&log, &policy, &counter(), &id());
+    let marker = out.text.lines().find(|l| l.starts_with("[… ")).unwrap();
+    assert!(
+        marker.contains("not shown") || marker.contains("error lines in it"),
+        "{marker}"
+    );
+    assert!(counter().count_text(&out.text) <= 144, "within 120 x 1.2");
+}

@@ -1,9 +1,10 @@
 //! The head/tail cut behind [`super::truncate_output`]: choose the kept lines, keep error lines from
 //! the removed middle, write the marker, and check the result against the limit.
 
-use super::{is_error_line, thousands, Limit, Unit, MARKER_OPEN};
+use super::{error_message_key, is_error_line, thousands, Limit, Unit, MARKER_OPEN};
 use crate::model::ItemId;
 use crate::tokens::TokenCounter;
+use std::collections::HashSet;
 
 /// At most this share of the kept budget goes to error lines from the middle, so head and tail
 /// (setup and conclusion) always keep most of the space (tool outputs in a transcript).
@@ -14,6 +15,9 @@ const MAX_ERROR_LINE_CHARS: usize = 400;
 /// Attempts at fitting before falling back to the marker alone. Each attempt shrinks the space by the
 /// measured excess, so one or two suffice in practice (BPE counts are not exactly additive).
 const MAX_ATTEMPTS: usize = 8;
+/// Error lines that do not fit (a shorter one after them may) before the selection stops: bounds
+/// the work on an output of millions of error lines.
+const MAX_ERROR_MISSES: usize = 32;
 /// No token is longer than this many bytes in practice: bounds the search for a partial line.
 const MAX_BYTES_PER_TOKEN: usize = 32;
 /// Cost of the newline that joins two pieces.
@@ -44,6 +48,8 @@ struct Layout {
     head: usize,
     head_partial: Option<String>,
     errors: Vec<String>,
+    /// Distinct error lines of the removed middle not kept (the marker counts them).
+    errors_left_out: usize,
     tail_partial: Option<String>,
     tail: usize,
 }
@@ -52,14 +58,21 @@ fn marker(
     removed_tokens: usize,
     removed_lines: usize,
     kept_errors: usize,
+    left_out_errors: usize,
     reference: &ItemId,
 ) -> String {
     let lines = if removed_lines == 1 { "line" } else { "lines" };
-    let errors = match kept_errors {
+    let mut errors = match kept_errors {
         0 => String::new(),
         1 => ", 1 error line from it kept below".to_owned(),
         n => format!(", {n} error lines from it kept below"),
     };
+    match (kept_errors, left_out_errors) {
+        (_, 0) => {}
+        (0, 1) => errors.push_str(", 1 error line in it"),
+        (0, n) => errors.push_str(&format!(", {} error lines in it", thousands(n))),
+        (_, n) => errors.push_str(&format!(", {} more not shown", thousands(n))),
+    }
     format!(
         "{MARKER_OPEN}{} tokens / {} {lines} truncated{errors}; full output: compactctl recall {reference}]",
         thousands(removed_tokens),
@@ -85,8 +98,9 @@ pub(super) fn cut(
     } else {
         Vec::new()
     };
-    // Reserve room for the widest marker this text could need.
-    let widest = marker(text_tokens, lines.len(), error_idx.len(), opts.reference);
+    // Reserve room for the widest marker this text could need, but for the count of error lines
+    // left out: that clause is rare, and when it is there the measured excess shrinks the room.
+    let widest = marker(text_tokens, lines.len(), error_idx.len(), 0, opts.reference);
     let reserve = opts.limit.measure(counter, &widest) + 2 * NEWLINE_COST;
     if opts.limit.max > reserve {
         let mut avail = opts.limit.max - reserve;
@@ -120,12 +134,14 @@ fn plan(
         (avail as f64 * opts.error_share.clamp(0.0, 1.0)) as usize
     };
     let mut layout = head_tail(lines, avail - err_reserve, opts, counter);
-    let (errors, used) = pick_errors(lines, error_idx, &layout, err_reserve, opts, counter);
+    let (errors, used, left_out) =
+        pick_errors(lines, error_idx, &layout, err_reserve, opts, counter);
     if used < err_reserve {
         layout = head_tail(lines, avail - used, opts, counter);
-        layout.errors = pick_errors(lines, error_idx, &layout, used, opts, counter).0;
+        (layout.errors, _, layout.errors_left_out) =
+            pick_errors(lines, error_idx, &layout, used, opts, counter);
     } else {
-        layout.errors = errors;
+        (layout.errors, layout.errors_left_out) = (errors, left_out);
     }
     layout
 }
@@ -178,7 +194,11 @@ fn head_tail(
     layout
 }
 
-/// Error lines strictly inside the removed middle, in order, while they fit `budget`.
+/// Error lines strictly inside the removed middle that fit `budget`, in their order, the tokens they
+/// take and how many distinct error lines of the middle are left out. Distinct
+/// messages come first: one line of each message (lines equal once digits are ignored: the same
+/// error at another time, line number or address) not already in the kept head or tail, then the
+/// others, in order, while room is left; a line identical to one already in view is not repeated.
 fn pick_errors(
     lines: &[&str],
     error_idx: &[usize],
@@ -186,22 +206,54 @@ fn pick_errors(
     budget: usize,
     opts: &CutOptions<'_>,
     counter: &TokenCounter,
-) -> (Vec<String>, usize) {
+) -> (Vec<String>, usize, usize) {
     let n = lines.len();
     let lo = layout.head + usize::from(layout.head_partial.is_some());
     let hi = n - layout.tail - usize::from(layout.tail_partial.is_some());
+    let (middle, outside): (Vec<usize>, Vec<usize>) =
+        error_idx.iter().partition(|&&i| i >= lo && i < hi);
     let mut used = 0;
-    let mut out = Vec::new();
-    for &i in error_idx.iter().filter(|&&i| i >= lo && i < hi) {
-        let line = shorten(lines[i]);
-        let c = cost(&line, opts, counter);
-        if used + c > budget {
+    let mut misses = 0;
+    let mut chosen: Vec<(usize, String)> = Vec::new();
+    // Lines and messages already in view (the kept head and tail, then each chosen line).
+    let mut seen_lines: HashSet<&str> = outside.iter().map(|&i| lines[i].trim_end()).collect();
+    let mut seen_messages: HashSet<String> =
+        seen_lines.iter().map(|l| error_message_key(l)).collect();
+    let mut distinct = 0;
+    let mut later: Vec<usize> = Vec::new();
+    let take = |i: usize, used: &mut usize, chosen: &mut Vec<(usize, String)>| -> bool {
+        let kept = shorten(lines[i].trim_end());
+        let c = cost(&kept, opts, counter);
+        if *used + c > budget {
+            return false;
+        }
+        *used += c;
+        chosen.push((i, kept));
+        true
+    };
+    for &i in &middle {
+        let line = lines[i].trim_end();
+        if !seen_lines.insert(line) {
+            continue;
+        }
+        distinct += 1;
+        if !seen_messages.insert(error_message_key(line)) {
+            later.push(i);
+        } else if misses < MAX_ERROR_MISSES && !take(i, &mut used, &mut chosen) {
+            misses += 1;
+        }
+    }
+    for i in later {
+        if misses >= MAX_ERROR_MISSES {
             break;
         }
-        used += c;
-        out.push(line);
+        if !take(i, &mut used, &mut chosen) {
+            misses += 1;
+        }
     }
-    (out, used)
+    let left_out = distinct - chosen.len();
+    chosen.sort_by_key(|(i, _)| *i);
+    (chosen.into_iter().map(|(_, l)| l).collect(), used, left_out)
 }
 
 fn shorten(line: &str) -> String {
@@ -249,6 +301,7 @@ fn assemble(
         removed_tokens,
         removed_lines,
         layout.errors.len(),
+        layout.errors_left_out,
         reference,
     );
     let mut pieces = before;
@@ -269,7 +322,7 @@ fn marker_only(
     opts: &CutOptions<'_>,
     counter: &TokenCounter,
 ) -> Cut {
-    let full = marker(text_tokens, total_lines, 0, opts.reference);
+    let full = marker(text_tokens, total_lines, 0, 0, opts.reference);
     let short = format!(
         "{MARKER_OPEN}output truncated; compactctl recall {}]",
         opts.reference

@@ -64,6 +64,25 @@ pub fn is_error_line(line: &str) -> bool {
     false
 }
 
+/// The message of an error line: its trimmed text with every run of ASCII digits as one `#`, so the
+/// same error at another time, line number, address or count has the same message.
+pub fn error_message_key(line: &str) -> String {
+    let mut key = String::with_capacity(line.len());
+    let mut in_digits = false;
+    for c in line.trim().chars() {
+        if c.is_ascii_digit() {
+            if !in_digits {
+                key.push('#');
+            }
+            in_digits = true;
+        } else {
+            key.push(c);
+            in_digits = false;
+        }
+    }
+    key
+}
+
 #[cfg(test)]
 mod tests {
     use super::is_error_line;
