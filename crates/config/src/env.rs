@@ -26,6 +26,8 @@
 //! | `COMPACT_TOOL_OUTPUT_HEAD_FRACTION` | `policy.tool_output.head_fraction` |
 //! | `COMPACT_USER_MESSAGE_MAX_TOKENS` | `policy.user_message_max_tokens` |
 //! | `COMPACT_TIER1_MIN_SAVINGS_TOKENS` | `policy.tier1_min_savings_tokens` |
+//! | `COMPACT_OVERFLOW_MAX_RETRIES` | `policy.overflow_max_retries` |
+//! | `COMPACT_IDLE_DELAY_MS` | `policy.idle_delay_ms` (0: off) |
 //! | `COMPACT_SUMMARY_MAX_TOKENS` | `policy.summary_max_tokens` |
 //! | `COMPACT_ON_SUMMARIZER_FAILURE` | `policy.on_summarizer_failure` |
 //! | `COMPACT_SUMMARIZER` | `summarizer.kind` |
@@ -45,7 +47,7 @@ use crate::layer::Overrides;
 use std::str::FromStr;
 
 /// Every variable read, in documentation order.
-pub const VARIABLES: [&str; 34] = [
+pub const VARIABLES: [&str; 35] = [
     "COMPACT_MODE",
     "COMPACT_MODEL",
     "COMPACT_MAX_CONTEXT_TOKENS",
@@ -68,6 +70,7 @@ pub const VARIABLES: [&str; 34] = [
     "COMPACT_TOOL_OUTPUT_HEAD_FRACTION",
     "COMPACT_USER_MESSAGE_MAX_TOKENS",
     "COMPACT_OVERFLOW_MAX_RETRIES",
+    "COMPACT_IDLE_DELAY_MS",
     "COMPACT_TIER1_MIN_SAVINGS_TOKENS",
     "COMPACT_SUMMARY_MAX_TOKENS",
     "COMPACT_ON_SUMMARIZER_FAILURE",
@@ -151,6 +154,7 @@ where
             "COMPACT_TOOL_OUTPUT_HEAD_FRACTION" => o.tool_output_head_fraction = num(var, value)?,
             "COMPACT_USER_MESSAGE_MAX_TOKENS" => o.user_message_max_tokens = num(var, value)?,
             "COMPACT_OVERFLOW_MAX_RETRIES" => o.overflow_max_retries = num(var, value)?,
+            "COMPACT_IDLE_DELAY_MS" => o.idle_delay_ms = num(var, value)?,
             "COMPACT_TIER1_MIN_SAVINGS_TOKENS" => o.tier1_min_savings_tokens = num(var, value)?,
             "COMPACT_REVERSIBLE" => o.reversible = s,
             "COMPACT_SUMMARY_MAX_TOKENS" => o.summary_max_tokens = num(var, value)?,

@@ -50,6 +50,9 @@ pub struct Overrides {
     pub user_message_max_tokens: Option<usize>,
     /// `policy.overflow_max_retries`: overflow recoveries per turn in the session runtime.
     pub overflow_max_retries: Option<u32>,
+    /// `policy.idle_delay_ms`: quiet time after which the session runtime compacts a session
+    /// whose next call would (0: never).
+    pub idle_delay_ms: Option<u64>,
     /// `policy.manual_trigger_phrases`: latest-user-message phrases that ask for a compaction.
     pub manual_trigger_phrases: Option<Vec<String>>,
     /// Tier-1 minimum savings.
@@ -113,6 +116,7 @@ impl Overrides {
             tool_output_head_fraction,
             user_message_max_tokens,
             overflow_max_retries,
+            idle_delay_ms,
             manual_trigger_phrases,
             tier1_min_savings_tokens,
             reversible,

@@ -36,6 +36,7 @@
 //!   summary_max_tokens: 6000
 //!   on_summarizer_failure: deterministic
 //!   overflow_max_retries: 3     # session runtime: recoveries per turn after a provider overflow (0-10)
+//!   idle_delay_ms: 5000         # session runtime: compact a quiet session whose next call would (off when absent or 0)
 //!   manual_trigger_phrases: ["/compact", "/summarize", "Please compact this conversation"]
 //! summarizer: { kind: openai, model: gpt-4o-mini, base_url: "https://api.openai.com/v1", template: task_state, api_key_env: OPENAI_API_KEY, cache_warm: auto }
 //! models:

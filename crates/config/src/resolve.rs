@@ -752,6 +752,7 @@ impl Config {
         }
         let session = SessionSettings {
             overflow_max_retries: o.overflow_max_retries,
+            idle_delay_ms: o.idle_delay_ms.filter(|&ms| ms > 0),
             manual_trigger_phrases: o.manual_trigger_phrases.clone(),
             storage: storage_settings(&parsed),
             redaction: parsed

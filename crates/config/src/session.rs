@@ -70,6 +70,9 @@ pub struct ArchiveRetention {
 pub struct SessionSettings {
     /// `policy.overflow_max_retries` (at most [`MAX_OVERFLOW_MAX_RETRIES`]).
     pub overflow_max_retries: Option<u32>,
+    /// `policy.idle_delay_ms`: idle-time compaction after this many quiet milliseconds (`None`
+    /// or 0: off).
+    pub idle_delay_ms: Option<u64>,
     /// `policy.manual_trigger_phrases` (an empty list turns detection off).
     pub manual_trigger_phrases: Option<Vec<String>>,
     /// `storage:`.

@@ -288,6 +288,14 @@ fn session_settings_are_accepted_and_resolved() {
     let env = env::from_vars([("COMPACT_OVERFLOW_MAX_RETRIES", "1")]).unwrap();
     let c = Config::from_sources(Some(("c.yaml", yaml)), &env, &none()).unwrap();
     assert_eq!(c.session().overflow_max_retries, Some(1));
+    // Idle-time compaction: off unless set, off at 0, from the file or the environment.
+    assert_eq!(c.session().idle_delay_ms, None);
+    let idle = "policy:\n  idle_delay_ms: 5000\n";
+    let c = Config::from_sources(Some(("c.yaml", idle)), &none(), &none()).unwrap();
+    assert_eq!(c.session().idle_delay_ms, Some(5000));
+    let env = env::from_vars([("COMPACT_IDLE_DELAY_MS", "0")]).unwrap();
+    let c = Config::from_sources(Some(("c.yaml", idle)), &env, &none()).unwrap();
+    assert_eq!(c.session().idle_delay_ms, None, "0 turns it off");
 }
 
 #[test]

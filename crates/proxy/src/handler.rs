@@ -36,7 +36,9 @@ pub(crate) async fn handle(
             return Ok(text_response(
                 StatusCode::OK,
                 "text/plain; version=0.0.4",
-                shared.metrics.render(),
+                shared
+                    .metrics
+                    .render_with_idle(shared.managers.idle_counts()),
             ))
         }
         _ => {}

@@ -3,7 +3,9 @@
 //! are created on first use and kept for the life of the proxy (`compactctl ui` reviews through
 //! them too).
 
-use compact_session::{Archive, CompactManager, ExportQueue, SessionConfig, SessionError, Store};
+use compact_session::{
+    Archive, CompactManager, ExportQueue, IdleCompactor, SessionConfig, SessionError, Store,
+};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -18,6 +20,9 @@ pub struct Managers {
     archive: Option<Arc<dyn Archive>>,
     exports: Option<Arc<ExportQueue>>,
     by_window: Mutex<HashMap<usize, Arc<CompactManager>>>,
+    /// The idle-time compactor of each manager, when the configuration turns it on (stopped when
+    /// the managers are dropped).
+    idle: Mutex<Vec<IdleCompactor>>,
 }
 
 impl std::fmt::Debug for Managers {
@@ -37,6 +42,7 @@ impl Managers {
             archive: None,
             exports: None,
             by_window: Mutex::new(HashMap::new()),
+            idle: Mutex::new(Vec::new()),
         }
     }
 
@@ -84,6 +90,15 @@ impl Managers {
             manager = manager.with_exports(Arc::clone(exports));
         }
         let manager = Arc::new(manager);
+        if let Some(settings) = self.base.idle {
+            // Without its thread the proxy still works, compacting at the next call as usual.
+            if let Ok(idle) = IdleCompactor::start(&manager, settings) {
+                self.idle
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .push(idle);
+            }
+        }
         map.insert(window, Arc::clone(&manager));
         Ok(manager)
     }
@@ -106,6 +121,23 @@ impl Managers {
                 None => self.default_manager(),
             },
         }
+    }
+
+    /// Quiet sessions the idle-time compactors looked at, and those they compacted, so far (0
+    /// and 0 when they are off).
+    pub fn idle_counts(&self) -> (u64, u64) {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.idle
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .iter()
+            .fold((0, 0), |(checked, compacted), i| {
+                let s = i.stats();
+                (
+                    checked + s.checked.load(Relaxed),
+                    compacted + s.compacted.load(Relaxed),
+                )
+            })
     }
 
     /// The manager of the configured policy's window (admin recall reads the log through it).

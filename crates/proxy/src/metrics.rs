@@ -137,6 +137,31 @@ impl Metrics {
             .sum()
     }
 
+    /// The Prometheus text exposition, with the count of idle-time compactions (done by the
+    /// session runtime's idle compactors, outside any request).
+    /// `idle` is (quiet sessions looked at, sessions compacted).
+    pub fn render_with_idle(&self, idle: (u64, u64)) -> String {
+        let mut out = self.render();
+        for (name, help, value) in [
+            (
+                "compact_proxy_idle_checks_total",
+                "Quiet sessions the idle-time compactor looked at.",
+                idle.0,
+            ),
+            (
+                "compact_proxy_idle_compactions_total",
+                "Sessions compacted while quiet, ahead of their next call.",
+                idle.1,
+            ),
+        ] {
+            let _ = writeln!(
+                out,
+                "# HELP {name} {help}\n# TYPE {name} counter\n{name} {value}"
+            );
+        }
+        out
+    }
+
     /// The Prometheus text exposition.
     pub fn render(&self) -> String {
         let mut out = String::new();

@@ -36,6 +36,9 @@ pub struct SessionConfig {
     pub max_cached_sessions: usize,
     /// Structured fact memory (`None`: off, the default). See [`crate::memory`].
     pub memory: Option<crate::memory::MemoryConfig>,
+    /// Idle-time compaction (`None`: off, the default). The manager only keeps the clock; a host
+    /// that wants it starts an [`crate::IdleCompactor`] with these settings.
+    pub idle: Option<crate::idle::IdleSettings>,
 }
 
 /// Default of [`SessionConfig::max_cached_sessions`]: a 200k-token session holds a few megabytes
@@ -52,6 +55,7 @@ impl std::fmt::Debug for SessionConfig {
             .field("overflow_max_retries", &self.overflow_max_retries)
             .field("max_cached_sessions", &self.max_cached_sessions)
             .field("memory", &self.memory)
+            .field("idle", &self.idle)
             .field(
                 "redactor",
                 &self.redactor.as_ref().map(|r| r.kinds().count()),
@@ -77,6 +81,7 @@ impl SessionConfig {
             max_cached_sessions: DEFAULT_MAX_CACHED_SESSIONS,
             redactor: Some(Arc::new(Redactor::new())),
             memory: None,
+            idle: None,
         }
     }
 
@@ -84,7 +89,8 @@ impl SessionConfig {
     /// is the deterministic one: a model summariser is built by the caller (`compact-llm`) and set
     /// with [`SessionConfig::with_summarizer`].
     /// `policy.overflow_max_retries` and `policy.manual_trigger_phrases` are applied when set, and
-    /// `redaction:` (on by default; `enabled: false` turns it off; `patterns` add detectors).
+    /// `redaction:` (on by default; `enabled: false` turns it off; `patterns` add detectors), and
+    /// `policy.idle_delay_ms` (idle-time compaction's settings; the host starts it).
     pub fn from_config(config: &compact_config::Config) -> Self {
         let mut session = SessionConfig::new(config.policy().clone(), config.counter());
         let settings = config.session();
@@ -94,6 +100,9 @@ impl SessionConfig {
         if let Some(phrases) = &settings.manual_trigger_phrases {
             session.trigger_phrases.clone_from(phrases);
         }
+        session.idle = settings.idle_delay_ms.map(|ms| crate::idle::IdleSettings {
+            after: std::time::Duration::from_millis(ms),
+        });
         session.memory = settings
             .memory
             .as_ref()

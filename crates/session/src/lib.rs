@@ -77,6 +77,7 @@ mod error;
 pub mod event;
 pub mod export;
 mod history;
+pub mod idle;
 pub mod link;
 mod manager;
 mod manual;
@@ -107,6 +108,7 @@ pub use export::{
     JsonlExporter,
 };
 pub use history::last_window;
+pub use idle::{IdleCompactor, IdleOutcome, IdleSettings, IdleStats, DEFAULT_IDLE_AFTER};
 pub use manager::{CompactManager, PreflightReport, Prepared, MAX_SESSION_ID_LEN, MAX_STRIKES};
 pub use manual::ManualCompaction;
 pub use memory::{MemoryConfig, DEFAULT_MEMORY_BUDGET};

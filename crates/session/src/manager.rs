@@ -107,6 +107,16 @@ type SlotHandle = Arc<Mutex<Option<SessionState>>>;
 struct Sessions {
     slots: HashMap<String, (SlotHandle, u64)>,
     tick: u64,
+    /// Per session: when its last preflight or usage report ended, and whether an idle check
+    /// ran since (see [`CompactManager::quiet_sessions`]). Dropped with the session's slot.
+    activity: HashMap<String, Activity>,
+}
+
+/// The last call on a session, for idle-time compaction ([`crate::idle`]).
+#[derive(Debug, Clone, Copy)]
+struct Activity {
+    last_call: std::time::Instant,
+    checked: bool,
 }
 
 impl Sessions {
@@ -127,6 +137,7 @@ impl Sessions {
         let excess = self.slots.len().saturating_sub(keep);
         for (_, id) in idle.into_iter().take(excess) {
             self.slots.remove(&id);
+            self.activity.remove(&id);
         }
     }
 }
@@ -215,6 +226,54 @@ impl CompactManager {
         slot
     }
 
+    /// The session's lock when the manager holds it, without creating it or marking it used.
+    pub(crate) fn held_handle(&self, session: &str) -> Option<SlotHandle> {
+        let map = self
+            .sessions
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        map.slots.get(session).map(|(slot, _)| Arc::clone(slot))
+    }
+
+    /// Notes that a call on `session` just ended (the idle clock starts again).
+    pub(crate) fn note_call(&self, session: &str) {
+        let mut map = self
+            .sessions
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !map.slots.contains_key(session) {
+            return;
+        }
+        let now = std::time::Instant::now();
+        map.activity.insert(
+            session.to_owned(),
+            Activity {
+                last_call: now,
+                checked: false,
+            },
+        );
+    }
+
+    /// The sessions held in memory whose last preflight or usage report ended at least `quiet`
+    /// ago and that no idle check has looked at since; each is marked checked (the next call on
+    /// it clears the mark). What [`crate::IdleCompactor`] polls.
+    pub fn quiet_sessions(&self, quiet: std::time::Duration) -> Vec<String> {
+        let mut map = self
+            .sessions
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let now = std::time::Instant::now();
+        let mut quiet_ones = Vec::new();
+        for (id, a) in &mut map.activity {
+            if !a.checked && now.saturating_duration_since(a.last_call) >= quiet {
+                a.checked = true;
+                quiet_ones.push(id.clone());
+            }
+        }
+        quiet_ones.sort_unstable();
+        quiet_ones
+    }
+
     /// Number of sessions whose state is held in memory (at most
     /// [`SessionConfig::max_cached_sessions`], plus those in use).
     pub fn cached_sessions(&self) -> usize {
@@ -246,6 +305,7 @@ impl CompactManager {
         match map.slots.get(session) {
             Some((slot, _)) if Arc::strong_count(slot) == 1 => {
                 map.slots.remove(session);
+                map.activity.remove(session);
                 true
             }
             _ => false,
@@ -453,7 +513,10 @@ impl CompactManager {
             self.store.create(session)?;
         }
         let state = self.existing(session, &mut slot)?;
-        self.preflight_locked(session, state, request)
+        let prepared = self.preflight_locked(session, state, request);
+        drop(slot);
+        self.note_call(session);
+        prepared
     }
 
     fn preflight_locked(
@@ -870,6 +933,7 @@ impl CompactManager {
                         .iter()
                         .filter_map(|i| i.as_tool_call().map(|c| c.call_id.clone())),
                 );
+                state.growth.note(tokens.saturating_sub(state.sent_tokens));
                 state.sent_tokens = tokens;
             }
             NextView::Replace {

@@ -74,6 +74,33 @@ pub(crate) struct SessionState {
     pub memory_block: Option<String>,
     /// True when the next preflight must render the block again (a fact was forgotten or pinned).
     pub memory_refresh: bool,
+    /// How much the request grew on the last calls that extended it (idle-time compaction asks
+    /// whether the next call would reach the trigger).
+    pub growth: Growth,
+}
+
+/// The growth in tokens of the last [`Growth::CALLS`] extending calls.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Growth {
+    last: [usize; Growth::CALLS],
+    seen: usize,
+}
+
+impl Growth {
+    /// Calls remembered.
+    pub const CALLS: usize = 4;
+
+    /// Notes one call's growth.
+    pub fn note(&mut self, tokens: usize) {
+        self.last[self.seen % Self::CALLS] = tokens;
+        self.seen += 1;
+    }
+
+    /// What the next call is expected to add: the largest growth of the last calls (`None` before
+    /// any call extended the request).
+    pub fn expected(&self) -> Option<usize> {
+        (self.seen > 0).then(|| self.last.iter().copied().max().unwrap_or(0))
+    }
 }
 
 impl SessionState {

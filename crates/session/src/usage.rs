@@ -109,6 +109,8 @@ impl CompactManager {
         }
         self.append(session, state, records)?;
         state.calibration = calibration;
+        drop(slot);
+        self.note_call(session);
         Ok(update)
     }
 }

@@ -6,6 +6,7 @@ mod support;
 
 mod boundary;
 mod faults;
+mod idle;
 mod long_session;
 mod ops;
 mod provider_compaction;

@@ -25,6 +25,12 @@ fn configured_retries_and_phrases_are_effective() {
     );
     let session = SessionConfig::from_config(&config);
     assert_eq!(session.overflow_max_retries, 1);
+    assert_eq!(session.idle, None, "idle-time compaction is off unless set");
+    let idle = SessionConfig::from_config(&self::config("policy:\n  idle_delay_ms: 1500\n"));
+    assert_eq!(
+        idle.idle.map(|i| i.after),
+        Some(std::time::Duration::from_millis(1500))
+    );
     assert_eq!(session.trigger_phrases, vec!["/squash".to_owned()]);
     let store = open_store(&config).expect("storage is set").unwrap();
     let manager = CompactManager::open(session, store).unwrap();

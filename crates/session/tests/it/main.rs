@@ -9,6 +9,7 @@ mod config;
 mod conflict;
 mod errors;
 mod exports;
+mod idle;
 mod incremental;
 mod log;
 mod memory;
