@@ -56,6 +56,9 @@ class CompactPolicy:
     summary_max_tokens: int | None = None
     on_summarizer_failure: Literal["deterministic", "fail"] | None = None
     overflow_max_retries: int | None = None
+    #: Idle-time compaction: after this many quiet milliseconds, a session whose next call would
+    #: compact is compacted in the background (off when unset or 0).
+    idle_delay_ms: int | None = None
     manual_trigger_phrases: Sequence[str] | None = None
 
     def document(self) -> dict[str, Any]:

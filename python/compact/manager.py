@@ -283,6 +283,13 @@ class CompactManager:
         """The sessions in the store: ``{"id", "version", "last_event_ms"}``."""
         return self._native.sessions()
 
+    def idle_compact(self, session_id: str) -> dict[str, int] | None:
+        """Compacts a quiet session now if its next call is expected to reach the trigger, so that
+        call finds the work done: ``{"tokens_before", "tokens_after"}`` when it compacted, else
+        ``None``. With ``CompactPolicy(idle_delay_ms=...)`` a background thread does this by itself
+        after that much quiet time; call it yourself when your host knows the user is idle."""
+        return self._native.idle_compact(session_id)
+
     def evict(self, session_id: str) -> None:
         """Drops a session's in-memory state (reloaded from the store on its next call)."""
         self._native.evict(session_id)

@@ -265,3 +265,28 @@ def test_remembered_facts_can_be_listed_pinned_and_forgotten() -> None:
     assert not any("Never push to main without review" in json.dumps(msg) for msg in resent[1:2])
     with pytest.raises(compact.errors.InvalidInputError):
         m.pin("facts", "f0000000000")
+
+
+def test_a_quiet_session_is_compacted_ahead_of_its_next_call() -> None:
+    m = manager()
+    # The background compactor starts with the manager when the policy sets a delay (here an hour:
+    # it never fires during the test; the calls below do by hand what it does when a session is quiet).
+    background = CompactManager(
+        CompactConfig(max_context_tokens=WINDOW, policy=CompactPolicy(reserved_output_tokens=1024, idle_delay_ms=3_600_000))
+    )
+    assert background.prepare("b", chat_history(1)).messages
+    assert m.idle_compact("nobody") is None
+    done = None
+    for step in range(1, 80):
+        prepared = m.prepare("quiet", chat_history(step))
+        done = m.idle_compact("quiet")
+        if done is not None:
+            break
+        assert not prepared.compacted or step > 1
+    assert done is not None, "no idle compaction in 80 steps"
+    assert done["tokens_after"] < done["tokens_before"]
+    view = m.view("quiet")
+    # The next call extends the compacted view: no compaction of its own.
+    nxt = m.prepare("quiet", chat_history(step + 1))
+    assert not nxt.compacted
+    assert nxt.messages[: len(view)] == view

@@ -18,7 +18,7 @@ use crate::error::AgentsError;
 use compact_core::model::{content_id, Item, ItemBody, ItemId, ToolResult, Visibility};
 use compact_core::policy::Policy;
 use compact_core::tokens::{Encoding, TokenCounter};
-use compact_core::truncate::{finish_shell_output, head_allowance, HeadStreamer};
+use compact_core::truncate::{finish_counted, head_allowance, HeadStreamer};
 use compact_session::{CompactManager, SessionConfig, SessionError, Store};
 use serde_json::json;
 use std::ffi::OsString;
@@ -192,10 +192,6 @@ pub struct Finished {
     pub rest: Vec<u8>,
     /// The item to keep (the whole text under the id the marker names) when the stream was cut.
     pub original: Option<Item>,
-    /// Tokens of the whole stream.
-    pub original_tokens: usize,
-    /// Tokens of what the agent reads.
-    pub tokens: usize,
 }
 
 /// The budgets of standard output and standard error given their sizes in tokens: both whole when
@@ -211,21 +207,32 @@ pub fn split_budget(budget: usize, stdout_tokens: usize, stderr_tokens: usize) -
 
 /// Finishes both streams of `ran` within `budget` (see the module documentation). `meta` is
 /// recorded with a kept original (the command, its directory, the exit code).
+///
+/// Output whose bytes fit the budget passes without being counted (a token is at least one
+/// byte), so a command with little output never loads the tokenizer; otherwise each stream is
+/// counted once.
 pub fn finish(
     ran: &Ran,
     budget: usize,
     counter: &TokenCounter,
     meta: &serde_json::Map<String, serde_json::Value>,
 ) -> (Finished, Finished) {
+    let unchanged = |c: &Captured| Finished {
+        rest: c.bytes[c.printed..].to_vec(),
+        original: None,
+    };
+    if ran.stdout.bytes.len() + ran.stderr.bytes.len() <= budget {
+        return (unchanged(&ran.stdout), unchanged(&ran.stderr));
+    }
     let out_text = String::from_utf8_lossy(&ran.stdout.bytes);
     let err_text = String::from_utf8_lossy(&ran.stderr.bytes);
-    let (out_budget, err_budget) = split_budget(
-        budget,
-        counter.count_text(&out_text),
-        counter.count_text(&err_text),
-    );
+    let (out_tokens, err_tokens) = (counter.count_text(&out_text), counter.count_text(&err_text));
+    let (out_budget, err_budget) = split_budget(budget, out_tokens, err_tokens);
     let exit = exit_code(&ran.status);
-    let one = |stream: Stream, captured: &Captured, text: &str, budget: usize| {
+    let one = |stream: Stream, captured: &Captured, text: &str, tokens: usize, budget: usize| {
+        if tokens <= budget {
+            return unchanged(captured);
+        }
         let mut result = ToolResult::text(format!("compactctl-run:{}", stream.name()), text);
         result.tool_name = Some("compactctl run".to_owned());
         result.is_error = exit != 0;
@@ -243,7 +250,14 @@ pub fn finish(
             model: false,
             user: true,
         };
-        let cut = finish_shell_output(text, captured.printed, budget, counter, &original.meta.id);
+        let cut = finish_counted(
+            text,
+            tokens,
+            captured.printed,
+            budget,
+            counter,
+            &original.meta.id,
+        );
         Finished {
             rest: if cut.changed {
                 cut.rest.into_bytes()
@@ -251,13 +265,23 @@ pub fn finish(
                 captured.bytes[captured.printed..].to_vec()
             },
             original: cut.changed.then_some(original),
-            original_tokens: cut.original_tokens,
-            tokens: cut.tokens,
         }
     };
     (
-        one(Stream::Stdout, &ran.stdout, &out_text, out_budget),
-        one(Stream::Stderr, &ran.stderr, &err_text, err_budget),
+        one(
+            Stream::Stdout,
+            &ran.stdout,
+            &out_text,
+            out_tokens,
+            out_budget,
+        ),
+        one(
+            Stream::Stderr,
+            &ran.stderr,
+            &err_text,
+            err_tokens,
+            err_budget,
+        ),
     )
 }
 

@@ -115,6 +115,25 @@ proptest! {
     }
 
     #[test]
+    fn the_streamer_takes_exactly_the_lines_counting_each_would(
+        text in arb_output(),
+        allowance in 0usize..400,
+    ) {
+        // Reference: every line counted as it comes.
+        let c = counter();
+        let (mut used, mut expected) = (0, 0);
+        for line in text.split_inclusive('\n') {
+            let cost = c.count_text(line);
+            if !line.ends_with('\n') || used + cost > allowance {
+                break;
+            }
+            used += cost;
+            expected += line.len();
+        }
+        prop_assert_eq!(streamed_prefix(&text, allowance, &c), expected);
+    }
+
+    #[test]
     fn error_lines_kept_when_the_budget_allows(
         filler in 200usize..2_000,
         errors in prop::collection::btree_set(0usize..2_000, 0..6),

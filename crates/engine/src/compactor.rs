@@ -168,6 +168,17 @@ impl Compactor {
         self.compact_freeing(conv, min_gain).await
     }
 
+    /// Compacts `conv` ahead of the trigger, requiring only `min_gain` tokens freed instead of the
+    /// policy's minimum gain (a compaction that runs before the trigger on purpose, such as the
+    /// session runtime's idle-time one, frees what lies between the count and the target).
+    pub async fn compact_ahead(
+        &self,
+        conv: &Conversation,
+        min_gain: usize,
+    ) -> Result<Compaction, CompactError> {
+        self.compact_freeing(conv, min_gain.max(1)).await
+    }
+
     async fn compact_freeing(
         &self,
         conv: &Conversation,

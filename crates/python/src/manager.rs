@@ -30,6 +30,8 @@ pub struct Manager {
     store: Arc<dyn Store>,
     /// Per session, the last preflight's converted messages and decoded items.
     reuse: Reuse,
+    /// The idle-time compactor, when `policy.idle_delay_ms` is set (stopped with the manager).
+    _idle: Option<compact_session::IdleCompactor>,
 }
 
 /// What a preflight-like call returns before it becomes Python objects.
@@ -206,10 +208,20 @@ impl Manager {
             Ok((manager, store))
         });
         let (manager, store) = raise(py, opened)?;
+        let inner = Arc::new(manager);
+        let idle = match inner.config().idle {
+            Some(settings) => Some(
+                compact_session::IdleCompactor::start(&inner, settings).map_err(|e| {
+                    Failure::new("ConfigError", "idle_delay_ms", e.to_string()).into_py_err(py)
+                })?,
+            ),
+            None => None,
+        };
         Ok(Manager {
-            inner: Arc::new(manager),
+            inner,
             store,
             reuse,
+            _idle: idle,
         })
     }
 
@@ -441,6 +453,30 @@ impl Manager {
         let manager = &self.inner;
         let changed = py.detach(|| manager.set_fact_lifecycle(session_id, fact_id, to));
         raise(py, changed.map(|c| c.is_some()).map_err(Failure::from))
+    }
+
+    /// Compacts a quiet session now if its next call is expected to reach the trigger (what the
+    /// idle-time compactor does after `policy.idle_delay_ms`; for hosts that know when the user is
+    /// idle): `{"tokens_before", "tokens_after"}` when it compacted, else `None`.
+    fn idle_compact<'py>(
+        &self,
+        py: Python<'py>,
+        session_id: &str,
+    ) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let manager = &self.inner;
+        let outcome = py.detach(|| manager.idle_compact(session_id));
+        match raise(py, outcome.map_err(Failure::from))? {
+            compact_session::IdleOutcome::Compacted {
+                tokens_before,
+                tokens_after,
+            } => {
+                let d = PyDict::new(py);
+                d.set_item("tokens_before", tokens_before)?;
+                d.set_item("tokens_after", tokens_after)?;
+                Ok(Some(d))
+            }
+            _ => Ok(None),
+        }
     }
 
     /// The session `session_id` is linked to as a subagent, if any.

@@ -21,7 +21,7 @@ use crate::event::{Event, EventKind};
 use crate::manager::{items_compressed, CompactManager, MAX_STRIKES};
 use crate::record::Record;
 use crate::state::view_record;
-use compact_core::budget::Budget;
+use compact_core::budget::{Budget, MIN_TARGET_SHARE};
 use compact_core::policy::Mode;
 use compact_engine::block_on;
 use serde_json::json;
@@ -30,6 +30,11 @@ use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
 use std::time::Duration;
+
+/// `share` of `usable`, rounded down.
+fn share(usable: usize, share: f64) -> usize {
+    (usable as f64 * share) as usize
+}
 
 /// Default quiet time before a session is looked at (seed 001's debounce).
 pub const DEFAULT_IDLE_AFTER: Duration = Duration::from_secs(5);
@@ -87,7 +92,7 @@ impl CompactManager {
             return Ok(IdleOutcome::NotHeld);
         };
         // 1. The snapshot, under the lock, if nobody holds it.
-        let (version, current, policy) = {
+        let (version, current, policy, min_gain) = {
             let mut slot = match handle.try_lock() {
                 Ok(slot) => slot,
                 Err(std::sync::TryLockError::WouldBlock) => return Ok(IdleOutcome::Busy),
@@ -122,12 +127,27 @@ impl CompactManager {
                 std::borrow::Cow::Borrowed(_) => current,
             };
             let ratio = state.calibration.ratio(&state.model);
-            (state.version, current, self.calibrated_policy(ratio))
+            // Aim where the call that would have compacted would land: the target less the growth
+            // expected of that call, so that compactions come no more often than without idle
+            // time; and free what reaching that target frees (the policy's minimum gain assumes a
+            // count at the trigger).
+            let mut policy = self.calibrated_policy(ratio);
+            let ahead = Budget::new(&policy);
+            let g = expected_growth.unwrap_or(0);
+            let target = ahead
+                .target
+                .saturating_sub(g)
+                .max(share(ahead.usable, MIN_TARGET_SHARE));
+            policy.target_pct = policy
+                .target_pct
+                .min(target as f64 / ahead.usable.max(1) as f64);
+            let min_gain = tokens.saturating_sub(target);
+            (state.version, current, policy, min_gain)
         };
         // 2. The compaction, without the lock.
         let done = match self
             .compactor(policy)
-            .and_then(|c| block_on(c.compact(&current)))
+            .and_then(|c| block_on(c.compact_ahead(&current, min_gain)))
         {
             Ok(done) => done,
             Err(e) => return Ok(IdleOutcome::Failed(e.to_string())),
@@ -227,9 +247,10 @@ impl IdleCompactor {
         })
     }
 
-    /// What the thread did so far.
-    pub fn stats(&self) -> &IdleStats {
-        &self.stats
+    /// What the thread did so far (shared: readable after the compactor is dropped, when the
+    /// thread has finished what it was doing).
+    pub fn stats(&self) -> Arc<IdleStats> {
+        Arc::clone(&self.stats)
     }
 }
 

@@ -20,8 +20,8 @@ mod terminal;
 pub use densify::densify;
 pub use exit_code::exit_code;
 pub use shell::{
-    filter_shell_output, finish_shell_output, head_allowance, streamed_prefix, HeadStreamer,
-    ShellCut, DEFAULT_SHELL_BUDGET, MAX_SHELL_BUDGET, MIN_SHELL_BUDGET,
+    filter_shell_output, finish_counted, finish_shell_output, head_allowance, streamed_prefix,
+    HeadStreamer, ShellCut, DEFAULT_SHELL_BUDGET, MAX_SHELL_BUDGET, MIN_SHELL_BUDGET,
 };
 pub use signals::{error_message_key, is_error_line};
 pub use terminal::render_line;

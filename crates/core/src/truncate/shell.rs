@@ -50,10 +50,17 @@ pub fn head_allowance(budget: usize) -> usize {
 
 /// Tracks which lines the runner streams: whole lines, in order, while their counts fit the
 /// allowance; the first line that does not fit closes the head for good.
+///
+/// A token is at least one byte, so a line that fits by its length in bytes is taken without
+/// counting (kept aside, at most `allowance` bytes); the lines kept aside are counted only when a
+/// line does not fit that way. The lines taken are exactly those counting each would take, and a
+/// command whose output stays small never loads the tokenizer.
 #[derive(Debug, Clone)]
 pub struct HeadStreamer {
     allowance: usize,
     used: usize,
+    uncounted: Vec<String>,
+    uncounted_bytes: usize,
     open: bool,
 }
 
@@ -63,6 +70,8 @@ impl HeadStreamer {
         HeadStreamer {
             allowance,
             used: 0,
+            uncounted: Vec::new(),
+            uncounted_bytes: 0,
             open: true,
         }
     }
@@ -72,6 +81,17 @@ impl HeadStreamer {
         if !self.open {
             return false;
         }
+        if self.used + self.uncounted_bytes + line.len() <= self.allowance {
+            self.uncounted_bytes += line.len();
+            self.uncounted.push(line.to_owned());
+            return true;
+        }
+        self.used += self
+            .uncounted
+            .drain(..)
+            .map(|l| counter.count_text(&l))
+            .sum::<usize>();
+        self.uncounted_bytes = 0;
         let cost = counter.count_text(line);
         if self.used + cost > self.allowance {
             self.open = false;
@@ -123,13 +143,31 @@ pub fn finish_shell_output(
     counter: &TokenCounter,
     reference: &ItemId,
 ) -> ShellCut {
+    finish_counted(
+        text,
+        counter.count_text(text),
+        printed,
+        budget,
+        counter,
+        reference,
+    )
+}
+
+/// [`finish_shell_output`] for a caller that already counted `text` (`original_tokens`).
+pub fn finish_counted(
+    text: &str,
+    original_tokens: usize,
+    printed: usize,
+    budget: usize,
+    counter: &TokenCounter,
+    reference: &ItemId,
+) -> ShellCut {
     let printed = printed.min(text.len());
     let printed = if text.is_char_boundary(printed) {
         printed
     } else {
         0
     };
-    let original_tokens = counter.count_text(text);
     if original_tokens <= budget {
         return ShellCut {
             rest: text[printed..].to_owned(),

@@ -272,8 +272,9 @@ fn the_background_thread_compacts_each_quiet_session_once_per_quiet_spell() {
         );
         std::thread::sleep(Duration::from_millis(10));
     }
-    let compacted = idle.stats().compacted.load(Ordering::Relaxed);
+    let stats = idle.stats();
     drop(idle);
+    let compacted = stats.compacted.load(Ordering::Relaxed);
     // At most once per spell: the first, and the one the call above may have made due again.
     assert!(compacted <= 2, "{compacted}");
     assert_eq!(idle_events(&m, "s").len() as u64, compacted);
