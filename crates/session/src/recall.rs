@@ -86,7 +86,18 @@ impl CompactManager {
         for _ in 0..KEEP_ATTEMPTS {
             let handle = self.handle(session);
             let mut slot = Self::lock(&handle);
-            let state = self.existing(session, &mut slot)?;
+            // A session this manager has not loaded (`compactctl run` keeps every output in one
+            // session, one process per command) is not read back: the append needs only the
+            // log's version, and the redaction of this item's own secrets. Keeping an output
+            // costs the same however long the log is.
+            let mut detached = None;
+            let state = match slot.as_mut() {
+                Some(state) if !state.stale => state,
+                _ => detached.insert(crate::state::SessionState {
+                    version: self.store().version(session)?,
+                    ..crate::state::SessionState::default()
+                }),
+            };
             let mut data = json!({"reference": original.meta.id.as_str()});
             if let (Some(map), serde_json::Value::Object(more)) = (data.as_object_mut(), &fields) {
                 map.extend(more.clone());

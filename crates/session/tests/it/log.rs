@@ -7,8 +7,9 @@ use compact_core::model::{Format, ItemBody};
 use compact_core::plan::REFERENCE_PREFIX;
 use compact_core::policy::Policy;
 use compact_session::record::{ItemSource, Record};
-use compact_session::{EventKind, SessionError};
+use compact_session::{EventKind, MemoryStore, SessionError, Store};
 use std::collections::HashMap;
+use std::sync::Arc;
 
 #[test]
 fn nothing_is_missing_from_the_log_after_many_compactions() {
@@ -206,4 +207,86 @@ fn a_recall_for_the_model_is_answered_and_counted_in_the_log() {
         manager.recall_for_model("nobody", "x"),
         Err(SessionError::UnknownSession(_))
     ));
+}
+
+/// A store that counts the records read back.
+struct CountingStore {
+    inner: MemoryStore,
+    read: std::sync::atomic::AtomicUsize,
+}
+
+impl Store for CountingStore {
+    fn create(&self, session: &str) -> Result<bool, compact_session::StoreError> {
+        self.inner.create(session)
+    }
+    fn version(&self, session: &str) -> Result<u64, compact_session::StoreError> {
+        self.inner.version(session)
+    }
+    fn append(
+        &self,
+        session: &str,
+        expected: u64,
+        records: Vec<Record>,
+    ) -> Result<u64, compact_session::StoreError> {
+        self.inner.append(session, expected, records)
+    }
+    fn read(
+        &self,
+        session: &str,
+        after: u64,
+    ) -> Result<Vec<compact_session::record::Stored>, compact_session::StoreError> {
+        let records = self.inner.read(session, after)?;
+        self.read
+            .fetch_add(records.len(), std::sync::atomic::Ordering::SeqCst);
+        Ok(records)
+    }
+    fn find_items(
+        &self,
+        session: &str,
+        item_id: &str,
+    ) -> Result<Vec<compact_session::record::Stored>, compact_session::StoreError> {
+        self.inner.find_items(session, item_id)
+    }
+    fn sessions(&self) -> Result<Vec<String>, compact_session::StoreError> {
+        self.inner.sessions()
+    }
+    fn delete_session(&self, session: &str) -> Result<bool, compact_session::StoreError> {
+        self.inner.delete_session(session)
+    }
+}
+
+#[test]
+fn keeping_an_output_never_reads_the_log_back() {
+    use compact_core::model::{content_id, Item, ToolResult};
+    let store = Arc::new(CountingStore {
+        inner: MemoryStore::new(),
+        read: std::sync::atomic::AtomicUsize::new(0),
+    });
+    let mut ids = Vec::new();
+    // One manager per output, as `compactctl run` opens one per command.
+    for i in 0..50 {
+        let manager = crate::common::manager_with(16_000, store.clone());
+        let mut item = Item::new(ItemBody::ToolResult(ToolResult::text(
+            "compactctl-run:stdout",
+            format!("output {i}\n{}", "a line of output\n".repeat(200)),
+        )));
+        item.meta.id = content_id(&item);
+        ids.push(item.meta.id.clone());
+        manager
+            .keep_original("run", item, serde_json::json!({"exit_code": 0}))
+            .unwrap();
+    }
+    assert_eq!(
+        store.read.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "work per kept output does not grow with the log"
+    );
+    assert_eq!(store.version("run").unwrap(), 100);
+    // Every one of them is recalled by its id.
+    let manager = crate::common::manager_with(16_000, store.clone());
+    for (i, id) in ids.iter().enumerate() {
+        let item = manager.recall("run", id.as_str()).unwrap();
+        let text = item.as_tool_result().unwrap().parts[0].as_text().unwrap();
+        assert!(text.starts_with(&format!("output {i}\n")));
+    }
 }
