@@ -22,9 +22,8 @@ use crate::model::ItemId;
 use crate::tokens::TokenCounter;
 
 /// Default budget of one command's output, in tokens (both streams together). The corpus replay in
-/// BENCHMARKS.md ("Shell output") at 500 / 1k / 2k: 1k saves about a third of shell-output tokens
-/// (35% over Claude Code and Codex together) and keeps more error lines than 500 (86-100% against
-/// 60-68%).
+/// BENCHMARKS.md ("Shell output") at 500 / 1k / 2k: 1k saves 38% of shell-output tokens over Claude
+/// Code and Codex together and keeps every distinct error message (500: 68-80%).
 pub const DEFAULT_SHELL_BUDGET: usize = 1_000;
 /// Smallest budget accepted: below it the marker alone would take most of the room.
 pub const MIN_SHELL_BUDGET: usize = 100;
