@@ -5,7 +5,7 @@
 use crate::common::{counter, manager, Agent};
 use compact_core::budget::Budget;
 use compact_core::model::Format;
-use compact_core::policy::{Mode, Policy, StrategyName};
+use compact_core::policy::{Mode, Policy, StrategyName, SummarizerFailure};
 use compact_engine::{
     BoxFuture, DeterministicSummarizer, SummarizeError, Summarizer, Summary, SummaryRequest,
 };
@@ -278,4 +278,62 @@ fn the_background_thread_compacts_each_quiet_session_once_per_quiet_spell() {
     // At most once per spell: the first, and the one the call above may have made due again.
     assert!(compacted <= 2, "{compacted}");
     assert_eq!(idle_events(&m, "s").len() as u64, compacted);
+}
+
+/// A summariser that always fails.
+struct Down;
+
+impl Summarizer for Down {
+    fn name(&self) -> &str {
+        "down"
+    }
+    fn summarize<'a>(
+        &'a self,
+        _: SummaryRequest<'a>,
+    ) -> BoxFuture<'a, Result<Summary, SummarizeError>> {
+        Box::pin(async { Err(SummarizeError::Transport("connection refused".into())) })
+    }
+}
+
+#[test]
+fn a_failed_idle_compaction_changes_nothing() {
+    // `codex` needs the summariser, and a failure is not papered over by the checkpoint.
+    let mut policy = Policy::for_window(WINDOW);
+    policy.strategy = StrategyName::Codex;
+    policy.on_summarizer_failure = SummarizerFailure::Fail;
+    let probe = CompactManager::open(
+        SessionConfig::new(policy.clone(), counter()),
+        Arc::new(MemoryStore::new()),
+    )
+    .unwrap();
+    let m = CompactManager::open(
+        SessionConfig::new(policy, counter()).with_summarizer(Arc::new(Down)),
+        Arc::new(MemoryStore::new()),
+    )
+    .unwrap();
+    let mut agent = Agent::new(21, Format::OpenAiChat);
+    loop {
+        agent.step();
+        let ours = m.preflight("s", &agent.history).unwrap();
+        probe.preflight("s", &agent.history).unwrap();
+        if matches!(
+            probe.idle_compact("s").unwrap(),
+            IdleOutcome::Compacted { .. }
+        ) {
+            let version = m.store().version("s").unwrap();
+            let outcome = m.idle_compact("s").unwrap();
+            assert!(matches!(outcome, IdleOutcome::Failed(_)), "{outcome:?}");
+            assert_eq!(m.store().version("s").unwrap(), version, "nothing logged");
+            // The next call goes on from the view as it was: the same items plus the new ones.
+            agent.step();
+            let next = m.preflight("s", &agent.history);
+            if let Ok(next) = &next {
+                assert_eq!(
+                    next.conversation.items[..ours.conversation.items.len()],
+                    ours.conversation.items[..]
+                );
+            }
+            return;
+        }
+    }
 }
