@@ -72,6 +72,7 @@ pub(crate) struct FileTelemetry {
 #[serde(deny_unknown_fields)]
 pub(crate) struct FileRedaction {
     pub enabled: Option<bool>,
+    pub summarizer: Option<bool>,
     #[serde(default)]
     pub patterns: Vec<FilePattern>,
 }

@@ -60,7 +60,8 @@
 //!
 //! `redaction: { enabled: true, patterns: ["(?i)token=(\\S+)", {name: employee_id, regex: "EMP-\\d{6}"}] }`
 //! sets the session runtime's secret redaction (on by default with the built-in detectors; a
-//! pattern's first capture group, when it has one, is the secret).
+//! pattern's first capture group, when it has one, is the secret); `summarizer: true` also redacts
+//! what the summariser is sent (off by default).
 //!
 //! `storage.archive: { kind: fs, path: ./.compact/archive, max_age_days: 30, max_bytes: 1073741824 }`
 //! (or `{ kind: s3, endpoint: URL, bucket: B, region: R, prefix: P, access_key_env: VAR,

@@ -760,6 +760,7 @@ impl Config {
                 .as_ref()
                 .map(|r| RedactionSettings {
                     enabled: r.enabled.unwrap_or(true),
+                    summarizer: r.summarizer.unwrap_or(false),
                     patterns: r
                         .patterns
                         .iter()

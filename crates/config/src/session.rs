@@ -200,6 +200,9 @@ impl std::fmt::Debug for OtlpSettings {
 pub struct RedactionSettings {
     /// `redaction.enabled` (default true).
     pub enabled: bool,
+    /// `redaction.summarizer` (default false): also redact what is sent to the summariser (a
+    /// model summariser then never sees a secret; its summary names the placeholder).
+    pub summarizer: bool,
     /// `redaction.patterns`: (name, regular expression) pairs; the first capture group, when the
     /// expression has one, is the secret.
     pub patterns: Vec<(String, String)>,
@@ -209,6 +212,7 @@ impl Default for RedactionSettings {
     fn default() -> Self {
         RedactionSettings {
             enabled: true,
+            summarizer: false,
             patterns: Vec::new(),
         }
     }

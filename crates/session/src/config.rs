@@ -31,6 +31,9 @@ pub struct SessionConfig {
     /// (the built-in detectors by default; `None` turns redaction off). The requests the manager
     /// prepares are not redacted: the model sees what the host sent.
     pub redactor: Option<Arc<Redactor>>,
+    /// Whether the summariser sees the session's text redacted too (`redaction.summarizer`; off by
+    /// default: the summary of a redacted text cannot name what was redacted). Needs `redactor`.
+    pub redact_summarizer_input: bool,
     /// Sessions whose state the manager keeps in memory; beyond it, the least recently used idle
     /// ones are dropped (their next call reloads them from the store and recounts once).
     pub max_cached_sessions: usize,
@@ -56,6 +59,7 @@ impl std::fmt::Debug for SessionConfig {
             .field("max_cached_sessions", &self.max_cached_sessions)
             .field("memory", &self.memory)
             .field("idle", &self.idle)
+            .field("redact_summarizer_input", &self.redact_summarizer_input)
             .field(
                 "redactor",
                 &self.redactor.as_ref().map(|r| r.kinds().count()),
@@ -80,6 +84,7 @@ impl SessionConfig {
             overflow_max_retries: DEFAULT_OVERFLOW_MAX_RETRIES,
             max_cached_sessions: DEFAULT_MAX_CACHED_SESSIONS,
             redactor: Some(Arc::new(Redactor::new())),
+            redact_summarizer_input: false,
             memory: None,
             idle: None,
         }
@@ -107,6 +112,7 @@ impl SessionConfig {
             .memory
             .as_ref()
             .map(|m| crate::memory::MemoryConfig::from_settings(m, None));
+        session.redact_summarizer_input = settings.redaction.summarizer;
         session.redactor = if settings.redaction.enabled {
             let mut r = Redactor::new();
             for (name, pattern) in &settings.redaction.patterns {

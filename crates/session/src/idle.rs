@@ -146,7 +146,7 @@ impl CompactManager {
         };
         // 2. The compaction, without the lock.
         let done = match self
-            .compactor(policy)
+            .compactor(session, policy)
             .and_then(|c| block_on(c.compact_ahead(&current, min_gain)))
         {
             Ok(done) => done,

@@ -87,6 +87,7 @@ pub mod otlp;
 mod recall;
 pub mod record;
 mod recover;
+pub mod redacting;
 mod review;
 mod state;
 pub mod store;

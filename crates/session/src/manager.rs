@@ -458,12 +458,23 @@ impl CompactManager {
     }
 
     /// A compactor for `policy`.
-    pub(crate) fn compactor(&self, policy: Policy) -> Result<Compactor, CompactError> {
-        Compactor::new(
-            policy,
-            Arc::clone(&self.config.summarizer),
-            self.config.counter,
-        )
+    /// A compactor for `session` under `policy`; its summariser sees the session's text redacted
+    /// when [`SessionConfig::redact_summarizer_input`] is set.
+    pub(crate) fn compactor(
+        &self,
+        session: &str,
+        policy: Policy,
+    ) -> Result<Compactor, CompactError> {
+        let summarizer: Arc<dyn compact_engine::Summarizer> =
+            match (&self.config.redactor, self.config.redact_summarizer_input) {
+                (Some(redactor), true) => Arc::new(crate::redacting::RedactingSummarizer::new(
+                    Arc::clone(&self.config.summarizer),
+                    Arc::clone(redactor),
+                    session,
+                )),
+                _ => Arc::clone(&self.config.summarizer),
+            };
+        Compactor::new(policy, summarizer, self.config.counter)
     }
 
     /// What was sent last and its count, recounted (and normalised) when the state was just loaded
@@ -762,7 +773,7 @@ impl CompactManager {
                 self.calibrated_policy(ratio)
             };
             let outcome = self
-                .compactor(policy_for_run)
+                .compactor(session, policy_for_run)
                 .and_then(|c| match &decision {
                     Decision::Compact(reason) => block_on(c.compact_for(candidate_ref, reason)),
                     _ => block_on(c.compact(candidate_ref)),

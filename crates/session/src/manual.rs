@@ -53,7 +53,7 @@ impl CompactManager {
         let ratio = state.calibration.ratio(&state.model);
         let policy = manual_policy(&self.calibrated_policy(ratio), sent_tokens);
         let done = self
-            .compactor(policy)
+            .compactor(session, policy)
             .and_then(|c| block_on(c.compact(&current)))?;
         let mut view = done.conversation.clone();
         view.tools = current.tools.clone();

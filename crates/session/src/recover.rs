@@ -145,7 +145,7 @@ impl CompactManager {
         let mut to_compact = std::borrow::Cow::Borrowed(request);
         self.refresh_block(&state.memory, &mut to_compact);
         let outcome = self
-            .compactor(policy)
+            .compactor(session, policy)
             .and_then(|c| block_on(c.compact(&to_compact)));
         let done = match outcome {
             Ok(done) => done,

@@ -26,6 +26,9 @@ fn configured_retries_and_phrases_are_effective() {
     let session = SessionConfig::from_config(&config);
     assert_eq!(session.overflow_max_retries, 1);
     assert_eq!(session.idle, None, "idle-time compaction is off unless set");
+    assert!(!session.redact_summarizer_input);
+    let redacting = SessionConfig::from_config(&self::config("redaction: {summarizer: true}\n"));
+    assert!(redacting.redact_summarizer_input && redacting.redactor.is_some());
     let idle = SessionConfig::from_config(&self::config("policy:\n  idle_delay_ms: 1500\n"));
     assert_eq!(
         idle.idle.map(|i| i.after),

@@ -278,3 +278,98 @@ fn no_planted_secret_reaches_the_log_the_archive_or_an_event() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A summariser that keeps every text it is given (then writes the deterministic checkpoint).
+struct Recording(std::sync::Mutex<String>);
+
+impl compact_engine::Summarizer for Recording {
+    fn name(&self) -> &str {
+        "recording"
+    }
+    fn summarize<'a>(
+        &'a self,
+        request: compact_engine::SummaryRequest<'a>,
+    ) -> compact_engine::BoxFuture<
+        'a,
+        Result<compact_engine::Summary, compact_engine::SummarizeError>,
+    > {
+        {
+            let mut seen = self.0.lock().unwrap();
+            for item in request.items {
+                seen.push_str(&format!("{item:?}"));
+            }
+            if let Some(p) = request.previous {
+                seen.push_str(&p.text);
+            }
+            if let Some(prefix) = request.prefix {
+                seen.push_str(&format!("{:?}", prefix.items));
+            }
+        }
+        compact_engine::DeterministicSummarizer.summarize(request)
+    }
+}
+
+/// The texts the summariser saw over a session with planted secrets, with `redact_input` set or not;
+/// and the secrets.
+fn summariser_saw(redact_input: bool) -> (String, Vec<String>) {
+    use compact_core::policy::{Policy, StrategyName};
+    let mut rng = Rng::new(77);
+    let secrets = planted(&mut rng);
+    let recording = Arc::new(Recording(std::sync::Mutex::new(String::new())));
+    let mut policy = Policy::for_window(8_000);
+    policy.strategy = StrategyName::Codex;
+    let mut config = compact_session::SessionConfig::new(policy, crate::common::counter())
+        .with_summarizer(Arc::clone(&recording) as Arc<dyn compact_engine::Summarizer>);
+    config.redact_summarizer_input = redact_input;
+    let m = compact_session::CompactManager::open(
+        config,
+        Arc::new(compact_session::MemoryStore::new()),
+    )
+    .unwrap();
+    let mut agent = Agent::new(3, Format::OpenAiChat);
+    let mut compactions = 0;
+    for (_, text, _) in &secrets {
+        agent.user(text);
+        for _ in 0..3 {
+            agent.step();
+        }
+        compactions += usize::from(
+            m.preflight("s", &agent.history)
+                .unwrap()
+                .report
+                .compaction
+                .is_some(),
+        );
+    }
+    for _ in 0..30 {
+        agent.step();
+        compactions += usize::from(
+            m.preflight("s", &agent.history)
+                .unwrap()
+                .report
+                .compaction
+                .is_some(),
+        );
+    }
+    assert!(compactions > 0);
+    let seen = recording.0.lock().unwrap().clone();
+    (seen, secrets.into_iter().map(|(_, _, s)| s).collect())
+}
+
+#[test]
+fn with_redaction_summarizer_on_the_summariser_never_sees_a_secret() {
+    let (seen, secrets) = summariser_saw(true);
+    assert!(
+        seen.contains("[REDACTED:"),
+        "the summariser saw the placeholders"
+    );
+    for secret in &secrets {
+        assert!(
+            !seen.contains(secret.as_str()),
+            "the summariser saw {secret}"
+        );
+    }
+    // Off (the default), it reads the text as the model does: the same run shows it the secrets.
+    let (seen, secrets) = summariser_saw(false);
+    assert!(secrets.iter().any(|s| seen.contains(s.as_str())));
+}
