@@ -119,13 +119,7 @@ impl CompactManager {
                     trigger: budget.trigger,
                 });
             }
-            let (current, _) = self.sent_now(state);
-            let mut fresh = std::borrow::Cow::Borrowed(&*current);
-            self.refresh_block(&state.memory, &mut fresh);
-            let current = match fresh {
-                std::borrow::Cow::Owned(refreshed) => Arc::new(refreshed),
-                std::borrow::Cow::Borrowed(_) => current,
-            };
+            let (current, _) = self.current_with_block(state);
             let ratio = state.calibration.ratio(&state.model);
             // Aim where the call that would have compacted would land: the target less the growth
             // expected of that call, so that compactions come no more often than without idle
@@ -152,10 +146,7 @@ impl CompactManager {
             Ok(done) => done,
             Err(e) => return Ok(IdleOutcome::Failed(e.to_string())),
         };
-        let mut view = done.conversation.clone();
-        view.tools = current.tools.clone();
-        view.format = current.format;
-        view.extra = current.extra.clone();
+        let view = crate::manual::view_of(&done, &current);
         // 3. Adopted only if nothing happened meanwhile.
         let mut slot = Self::lock(&handle);
         let Some(state) = slot.as_mut() else {

@@ -42,26 +42,44 @@ impl CompactManager {
         if !state.prepared {
             return Err(SessionError::NothingPrepared(session.to_owned()));
         }
+        let (current, sent_tokens) = self.current_with_block(state);
+        let ratio = state.calibration.ratio(&state.model);
+        let policy = manual_policy(&self.calibrated_policy(ratio), sent_tokens);
+        let done = self
+            .compactor(session, policy)
+            .and_then(|c| block_on(c.compact(&current)))?;
+        let view = view_of(&done, &current);
+        Ok((current, done, view))
+    }
+
+    /// What was sent last and its count, with the memory block as the facts stand now (a
+    /// compacted view carries it so).
+    pub(crate) fn current_with_block(
+        &self,
+        state: &mut SessionState,
+    ) -> (Arc<Conversation>, usize) {
         let (current, sent_tokens) = self.sent_now(state);
-        // The compacted view carries the memory block as the facts stand now.
         let mut fresh = std::borrow::Cow::Borrowed(&*current);
         self.refresh_block(&state.memory, &mut fresh);
         let current = match fresh {
             std::borrow::Cow::Owned(refreshed) => Arc::new(refreshed),
             std::borrow::Cow::Borrowed(_) => current,
         };
-        let ratio = state.calibration.ratio(&state.model);
-        let policy = manual_policy(&self.calibrated_policy(ratio), sent_tokens);
-        let done = self
-            .compactor(session, policy)
-            .and_then(|c| block_on(c.compact(&current)))?;
-        let mut view = done.conversation.clone();
-        view.tools = current.tools.clone();
-        view.format = current.format;
-        view.extra = current.extra.clone();
-        Ok((current, done, view))
+        (current, sent_tokens)
     }
+}
 
+/// The view a compaction of `current` leaves: its conversation with `current`'s tools, format and
+/// request fields.
+pub(crate) fn view_of(done: &Compaction, current: &Conversation) -> Conversation {
+    let mut view = done.conversation.clone();
+    view.tools = current.tools.clone();
+    view.format = current.format;
+    view.extra = current.extra.clone();
+    view
+}
+
+impl CompactManager {
     /// Compacts the session's current view now, aiming at half of it whatever the trigger says.
     /// `note` is logged with the event. The next preflight sends the new view plus what is new.
     pub fn manual_compact(

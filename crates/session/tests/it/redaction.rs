@@ -328,28 +328,15 @@ fn summariser_saw(redact_input: bool) -> (String, Vec<String>) {
     .unwrap();
     let mut agent = Agent::new(3, Format::OpenAiChat);
     let mut compactions = 0;
-    for (_, text, _) in &secrets {
-        agent.user(text);
-        for _ in 0..3 {
-            agent.step();
+    for step in 0..secrets.len() * 3 + 30 {
+        if step % 3 == 0 {
+            if let Some((_, text, _)) = secrets.get(step / 3) {
+                agent.user(text);
+            }
         }
-        compactions += usize::from(
-            m.preflight("s", &agent.history)
-                .unwrap()
-                .report
-                .compaction
-                .is_some(),
-        );
-    }
-    for _ in 0..30 {
         agent.step();
-        compactions += usize::from(
-            m.preflight("s", &agent.history)
-                .unwrap()
-                .report
-                .compaction
-                .is_some(),
-        );
+        let prepared = m.preflight("s", &agent.history).unwrap();
+        compactions += usize::from(prepared.report.compaction.is_some());
     }
     assert!(compactions > 0);
     let seen = recording.0.lock().unwrap().clone();
