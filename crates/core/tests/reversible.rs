@@ -285,3 +285,61 @@ fn pinned_items_are_never_touched() {
     assert_eq!(p.items[3].action, Action::Keep, "{p}");
     assert_eq!(p.items[15].action, Action::Keep, "{p}");
 }
+
+/// A unified diff of `hunks`, each a list of (kind, count) runs: ' ' context, '+' added, '-' removed.
+fn unified_diff(hunks: &[Vec<(char, usize)>]) -> String {
+    let mut d = String::from("diff --git a/x.py b/x.py\n--- a/x.py\n+++ b/x.py\n");
+    for (h, runs) in hunks.iter().enumerate() {
+        d.push_str(&format!("@@ -{h}0,9 +{h}0,9 @@ def f{h}():\n"));
+        for (r, (kind, n)) in runs.iter().enumerate() {
+            for k in 0..*n {
+                d.push_str(&format!("{kind}    value_{h}_{r}_{k} = compute({k})\n"));
+            }
+        }
+    }
+    d
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 128, ..Default::default() })]
+
+    /// Whatever the diff, every header and changed line stays, in order, with at least three
+    /// context lines on each side of a change; what goes is named by a marker with the id.
+    #[test]
+    fn a_trimmed_diff_keeps_every_change(
+        hunks in proptest::collection::vec(
+            proptest::collection::vec(
+                (proptest::sample::select(vec![' ', '+', '-']), 1usize..25),
+                1..6,
+            ),
+            1..4,
+        )
+    ) {
+        let id = compact_core::model::ItemId::new("i00ff00ff00");
+        let text = unified_diff(&hunks);
+        let Some(out) = compact_core::reversible::trim_diff_context(&text, &id) else {
+            return Ok(());
+        };
+        proptest::prop_assert!(out.len() < text.len());
+        let changes = |t: &str| -> Vec<String> {
+            t.lines().filter(|l| !l.starts_with(' ') && !l.starts_with("[…")).map(str::to_owned).collect()
+        };
+        proptest::prop_assert_eq!(changes(&text), changes(&out));
+        for marker in out.lines().filter(|l| l.starts_with("[…")) {
+            proptest::prop_assert!(marker.contains("i00ff00ff00"));
+        }
+        // Around each change, the three context lines its hunk had are still there.
+        for hunk in text.split("\n@@ ").skip(1) {
+            let lines: Vec<&str> = hunk.lines().skip(1).collect();
+            for (i, l) in lines.iter().enumerate() {
+                if !l.starts_with(' ') {
+                    for near in &lines[i.saturating_sub(3)..(i + 4).min(lines.len())] {
+                        if near.starts_with(' ') {
+                            proptest::prop_assert!(out.contains(&format!("{near}\n")), "lost {}", near);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

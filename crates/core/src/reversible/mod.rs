@@ -10,6 +10,7 @@
 //! | `columns` | JSON arrays of objects with the same keys: one key list and rows of values | none (round trip of the JSON value) |
 //! | `tables` | markdown tables padded to their column widths: the padding goes (the prose around stays) | none (round trip) |
 //! | `repeats` | runs of identical lines (logs, test output): the first line and a count | none (round trip) |
+//! | `diff` | unified diffs with wide context: runs of unchanged lines beyond three on each side of a change | a marker with the id |
 //! | `blob` | base64 or minified runs of thousands of characters without a space | a marker with the id |
 //!
 //! Cross-item rules (superseded outputs, repeated blocks) live in the strategy
@@ -17,6 +18,7 @@
 
 mod blob;
 mod columns;
+mod diff;
 mod grep;
 mod gutter;
 mod lines;
@@ -24,6 +26,7 @@ mod tables;
 
 pub use blob::{strip_blobs, BLOB_MIN_CHARS};
 pub use columns::{columnar, expand_columns, COLUMNS_KEY, ROWS_KEY};
+pub use diff::{trim_diff_context, DIFF_CONTEXT};
 pub use grep::{group_by_file, ungroup};
 pub use gutter::{pad_gutter, unpad_gutter};
 pub use lines::{collapse_repeats, expand_repeats};
@@ -42,7 +45,8 @@ fn checked(text: &str, encoded: String, decode: impl Fn(&str) -> String) -> Opti
 pub struct Densified {
     /// The new text.
     pub text: String,
-    /// Names of the rewriters that changed it (`gutter`, `grep`, `columns`, `tables`, `repeats`, `blob`).
+    /// Names of the rewriters that changed it (`gutter`, `grep`, `columns`, `tables`, `diff`,
+    /// `repeats`, `blob`).
     pub how: Vec<&'static str>,
 }
 
@@ -58,6 +62,10 @@ pub fn densify_output(text: &str, reference: &ItemId) -> Option<Densified> {
         // A file read: its lines are content, so only the gutter changes.
         how.push("gutter");
         current = Some(unpadded);
+    } else if let Some(trimmed) = trim_diff_context(text, reference) {
+        // A diff: its changed lines are kept whole, whatever they look like.
+        how.push("diff");
+        current = Some(trimmed);
     } else {
         if let Some(grouped) = group_by_file(text) {
             how.push("grep");
