@@ -326,6 +326,11 @@ pub struct CutScore {
     pub tail: Held,
     /// Anchors the window filling the usable budget holds.
     pub window: Held,
+    /// Anchors the strategy's request holds or can get back: those in the items of the history
+    /// whose id the request names (a reference stub's or a marker's `recall` id), which the model
+    /// can fetch with the recall tool. What a replayed agent, which never calls the tool, would
+    /// have recalled at best.
+    pub recallable: Held,
 }
 
 /// One source compaction scored: the agent's own summary against a deterministic checkpoint and a
@@ -510,6 +515,33 @@ impl ContinuationSet {
         let mut present = HashSet::new();
         for item in items {
             if item.meta.visibility.model {
+                present.extend(self.find_in(&item.plain_text()));
+            }
+        }
+        self.held_in(cut, &present)
+    }
+
+    /// How many of `cut`'s anchors the visible `request` items hold, or the items of `history`
+    /// whose id the request's text names (what the model can recall by id).
+    pub fn held_with_recall(&self, cut: &Cut, request: &[Item], history: &[Item]) -> Held {
+        let mut present = HashSet::new();
+        let mut named: HashSet<&str> = HashSet::new();
+        let texts: Vec<String> = request
+            .iter()
+            .filter(|i| i.meta.visibility.model)
+            .map(Item::plain_text)
+            .collect();
+        for text in &texts {
+            present.extend(self.find_in(text));
+            named.extend(
+                text.split(|c: char| {
+                    !(c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '~')
+                })
+                .filter(|w| w.len() >= 6),
+            );
+        }
+        for item in history {
+            if named.contains(item.meta.id.as_str()) {
                 present.extend(self.find_in(&item.plain_text()));
             }
         }
@@ -1062,6 +1094,33 @@ mod tests {
             ));
         }
         conv
+    }
+
+    #[test]
+    fn anchors_in_items_the_request_names_by_id_are_recallable() {
+        let counter = TokenCounter::new(Encoding::O200kBase);
+        let mut conv = long_session(160);
+        for (i, item) in conv.items.iter_mut().enumerate() {
+            item.meta.id = compact_core::model::ItemId::new(format!("item-{i:04}"));
+        }
+        let set = ContinuationSet::derive(&conv, &counter, 0, 4_000);
+        let cut = &set.cuts()[0];
+        let history = &conv.items[..cut.at];
+        let bare = vec![conv.items[0].clone(), conv.items[1].clone()];
+        let held = set.held_by(cut, &bare);
+        assert!(held.present < held.expected);
+        // Naming nothing recalls nothing more.
+        assert_eq!(set.held_with_recall(cut, &bare, history), held);
+        // A stub naming every earlier item makes every anchor recallable.
+        let ids: Vec<String> = history
+            .iter()
+            .map(|i| format!("recall `{}`", i.meta.id))
+            .collect();
+        let mut named = bare.clone();
+        named.push(Item::text(Role::User, ids.join("; ")));
+        assert_eq!(set.held_by(cut, &named), held, "ids are not anchors");
+        let recallable = set.held_with_recall(cut, &named, history);
+        assert_eq!(recallable.present, recallable.expected);
     }
 
     #[test]

@@ -108,6 +108,8 @@ pub struct ContinuationTotals {
     pub tail_sum: f64,
     /// Sum of the usable-budget window's shares.
     pub window_sum: f64,
+    /// Sum of the shares the strategy's request holds or names by a recallable id.
+    pub recallable_sum: f64,
     /// Sum of the request tokens at the cuts.
     pub tokens_sum: u64,
     /// Cuts where the strategy held more than the same-size tail.
@@ -126,6 +128,7 @@ impl ContinuationTotals {
         self.strategy_sum += s;
         self.tail_sum += t;
         self.window_sum += cut.window.share();
+        self.recallable_sum += cut.recallable.share();
         self.tokens_sum += cut.tokens as u64;
         match s.partial_cmp(&t) {
             Some(std::cmp::Ordering::Greater) => self.wins += 1,
@@ -153,6 +156,11 @@ impl ContinuationTotals {
         self.mean(self.window_sum)
     }
 
+    /// Mean share the strategy's request held or named by a recallable id.
+    pub fn with_recall(&self) -> Option<f64> {
+        self.mean(self.recallable_sum)
+    }
+
     /// Mean request tokens at the cuts.
     pub fn tokens(&self) -> Option<f64> {
         self.mean(self.tokens_sum as f64)
@@ -163,6 +171,7 @@ impl ContinuationTotals {
         json!({
             "cuts": self.cuts,
             "score": self.strategy(),
+            "score_with_recall": self.with_recall(),
             "tail_same_size": self.tail(),
             "window_usable": self.window(),
             "tokens_at_cut": self.tokens(),

@@ -269,6 +269,7 @@ pub fn replay_session_with_cuts(
             let history = &source.items[..at];
             CutScore {
                 tokens,
+                recallable: continuation.held_with_recall(cut, &held.conversation.items, history),
                 strategy: continuation.held_by(cut, held_items),
                 tail: continuation.held_by(cut, tail_within(history, &counter, fixed, tokens)),
                 window: continuation
