@@ -300,6 +300,18 @@ mod tests {
     }
 
     #[test]
+    fn similar_means_the_same_first_word_once_digits_are_ignored() {
+        let id = ItemId::new("i0123456789");
+        // step1 .. step6: one word once the digits go, so the run collapses.
+        let steps: Vec<String> = (1..=6).map(|k| format!("step{k} done")).collect();
+        let out = collapse_similar(&steps.join("\n"), &id);
+        assert!(out.contains("[… 4 similar lines"), "{out}");
+        // Different words with the same digits are not similar.
+        let words = "alpha 1 ok\nbeta 1 ok\ngamma 1 ok\ndelta 1 ok\nepsilon 1 ok";
+        assert_eq!(collapse_similar(words, &id), words);
+    }
+
+    #[test]
     fn streamed_prefix_stops_at_the_first_line_over_the_allowance() {
         let c = counter();
         let text = "one\ntwo\nthree four five six seven eight nine ten\neleven\n";
