@@ -343,3 +343,78 @@ proptest::proptest! {
         }
     }
 }
+
+#[test]
+fn edit_arguments_the_files_no_longer_hold_are_cut_to_a_recall_marker() {
+    use serde_json::json;
+    let old_body = code(30).join("\n");
+    let new_body = code(31).join("\n");
+    let mut c = Conversation::default();
+    c.push(Item::text(Role::System, "You are a coding agent."));
+    c.push(Item::text(Role::User, "Rewrite the parser."));
+    let write = json!({"file_path": "src/parse.rs", "content": old_body}).to_string();
+    pair(&mut c, "w1", "Write", &write, "File created successfully");
+    let edit = json!({"file_path": "src/parse.rs", "old_string": old_body, "new_string": new_body})
+        .to_string();
+    pair(
+        &mut c,
+        "e1",
+        "Edit",
+        &edit,
+        "The file src/parse.rs has been updated.",
+    );
+    let failed =
+        json!({"file_path": "src/parse.rs", "old_string": old_body, "new_string": "x"}).to_string();
+    c.push(fixture::call("e2", "Edit", &failed));
+    c.push(fixture::result(
+        "e2",
+        "Edit",
+        "String to replace not found in file.",
+        true,
+    ));
+    let p = only(&c);
+    let sent = p.apply(&c, None).unwrap();
+    // The write is superseded by the later edit of its file: its content goes, its path stays.
+    assert!(
+        matches!(&p.items[2].action, Action::Densify { how } if how == "superseded-write"),
+        "{p}"
+    );
+    let args = sent.items[2]
+        .as_tool_call()
+        .unwrap()
+        .arguments
+        .to_value()
+        .unwrap();
+    assert_eq!(args["file_path"], "src/parse.rs");
+    let content = args["content"].as_str().unwrap();
+    assert!(content.starts_with("    let value_0 = compute_0(input, 0);\n…[compact: 30 lines"));
+    assert!(content.ends_with(&format!("compactctl recall {}]", c.items[2].meta.id)));
+    // The successful edit loses the text it replaced and keeps what it wrote.
+    assert!(
+        matches!(&p.items[4].action, Action::Densify { how } if how == "edit-text"),
+        "{p}"
+    );
+    let args = sent.items[4]
+        .as_tool_call()
+        .unwrap()
+        .arguments
+        .to_value()
+        .unwrap();
+    assert_eq!(args["new_string"], new_body.as_str());
+    assert!(args["old_string"]
+        .as_str()
+        .unwrap()
+        .contains(&format!("recall {}]", c.items[4].meta.id)));
+    // The failed edit stays word for word, and the log still has every original.
+    assert_eq!(p.items[6].action, Action::Keep, "{p}");
+    assert_eq!(sent.items[6], c.items[6]);
+    assert_eq!(
+        c.items[4]
+            .as_tool_call()
+            .unwrap()
+            .arguments
+            .to_value()
+            .unwrap()["old_string"],
+        old_body.as_str()
+    );
+}

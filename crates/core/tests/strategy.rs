@@ -228,10 +228,17 @@ fn tiered_drops_the_reasoning_of_finished_runs_and_keeps_the_last() {
     assert!(
         earlier
             .iter()
-            .any(|i| i.action == Action::Drop && i.tier == Some(Tier::Truncate)),
+            .any(|i| i.action == Action::Drop && i.tier == Some(Tier::Reversible)),
         "{p}"
     );
     assert!(earlier.iter().all(|i| !i.action.is_present()), "{p}");
+    // The stage's record counts them.
+    let record = p
+        .tiers
+        .iter()
+        .find(|t| t.note.contains("reasoning of finished assistant runs"))
+        .expect("the drop is recorded");
+    assert_eq!(record.items, earlier.len(), "{p}");
     // Only reasoning is dropped this way: every call and result is still there or referenced.
     assert!(
         p.items
@@ -240,6 +247,33 @@ fn tiered_drops_the_reasoning_of_finished_runs_and_keeps_the_last() {
             .all(|i| i.action != Action::Drop),
         "{p}"
     );
+}
+
+#[test]
+fn with_the_reversible_stage_off_tier_0_drops_the_reasoning_of_finished_runs() {
+    use compact_core::model::ItemKind;
+    use compact_core::plan::{Action, Tier};
+    use compact_core::policy::ReversibleMode;
+    let conv = reasoning_session(12, false);
+    let c = counter();
+    let mut policy = Policy::for_window(c.total(&conv) * 9 / 10);
+    policy.reversible = ReversibleMode::Off;
+    let budget = Budget::new(&policy);
+    let p = plan(StrategyName::Tiered, &conv, &budget, &policy, &c).unwrap();
+    let reasoning: Vec<_> = p
+        .items
+        .iter()
+        .filter(|i| i.kind == ItemKind::Reasoning)
+        .collect();
+    let (last, earlier) = reasoning.split_last().unwrap();
+    assert_eq!(last.action, Action::Keep, "{p}");
+    assert!(
+        earlier
+            .iter()
+            .all(|i| i.action == Action::Drop && i.tier == Some(Tier::Truncate)),
+        "{p}"
+    );
+    assert_eq!(p.reversible_saved(), 0, "{p}");
 }
 
 #[test]
@@ -257,6 +291,50 @@ fn a_responses_run_naming_wire_ids_keeps_its_reasoning() {
             .iter()
             .any(|i| i.action == Action::Drop && i.tier == Some(Tier::Truncate)),
         "{p}"
+    );
+}
+
+#[test]
+fn a_responses_message_without_a_wire_id_does_not_keep_its_run_s_reasoning() {
+    use compact_core::model::{Format, ItemKind};
+    use compact_core::plan::Action;
+    // Responses items without an `id`: nothing refers to the reasoning, so it goes as in Chat.
+    let mut conv = reasoning_session(12, false);
+    for item in &mut conv.items {
+        if item.role() == compact_core::model::Role::Assistant {
+            item.meta.origin = Some(Format::OpenAiResponses);
+        }
+    }
+    let c = counter();
+    let policy = Policy::for_window(c.total(&conv) * 9 / 10);
+    let budget = Budget::new(&policy);
+    let p = plan(StrategyName::Tiered, &conv, &budget, &policy, &c).unwrap();
+    let reasoning: Vec<_> = p
+        .items
+        .iter()
+        .filter(|i| i.kind == ItemKind::Reasoning)
+        .collect();
+    assert!(
+        reasoning[..reasoning.len() - 1]
+            .iter()
+            .all(|i| i.action == Action::Drop),
+        "{p}"
+    );
+}
+
+#[test]
+fn the_floor_s_breakdown_names_each_part() {
+    let b = compact_core::strategy::Breakdown {
+        pinned: 1,
+        recent: 2,
+        user_messages: 3,
+        other: 4,
+        checkpoint: 5,
+        overhead: 6,
+    };
+    assert_eq!(
+        b.to_string(),
+        "pinned 1, recent 2, user messages 3, other 4, checkpoint 5, tools and framing 6"
     );
 }
 

@@ -220,7 +220,7 @@ impl Plan {
     pub fn reversible_saved(&self) -> usize {
         self.tiers
             .iter()
-            .find(|t| t.tier == Tier::Reversible)
+            .rfind(|t| t.tier == Tier::Reversible)
             .map_or(0, |t| self.tokens_before.saturating_sub(t.tokens_after))
     }
 

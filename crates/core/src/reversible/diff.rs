@@ -89,6 +89,7 @@ fn trim_hunk(body: &[&str], reference: &crate::model::ItemId, out: &mut String) 
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use crate::model::ItemId;

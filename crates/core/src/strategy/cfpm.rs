@@ -230,3 +230,17 @@ pub fn plan(req: &Request<'_>) -> Result<Plan, StrategyError> {
 fn slot_extra(req: &Request<'_>) -> usize {
     CHECKPOINT_MARKER_TOKENS + req.counter.framing().per_message as usize
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_entry_is_clipped_to_its_length_with_an_ellipsis() {
+        let long = "word ".repeat(ENTRY_CHARS);
+        let clipped = clip(&long);
+        assert_eq!(clipped.chars().count(), ENTRY_CHARS);
+        assert!(clipped.ends_with('…'));
+        assert_eq!(clip("  a   short\n entry "), "a short entry");
+    }
+}

@@ -47,14 +47,14 @@ pub fn truncate_tool_outputs(b: &mut PlanBuilder<'_>, req: &Request<'_>) -> usiz
     n
 }
 
-/// Tier 0: drops the reasoning of every assistant run but the last, the model's scratch work on steps
+/// Drops the reasoning of every assistant run but the last (the reversible stage, else tier 0), the model's scratch work on steps
 /// already finished. Both providers treat it so: Anthropic's context editing clears thinking of all
 /// but the latest turns and requires it only for the last assistant message of a tool loop; OpenAI
 /// discards reasoning from earlier turns. The last run (the assistant items the trailing results
 /// answer, or the final assistant message) keeps its reasoning, pinned items keep theirs, and so does
 /// a Responses run whose other items name a wire `id` (the API rejects an item whose reasoning item
-/// is missing). Returns the number of items dropped.
-pub fn drop_past_reasoning(b: &mut PlanBuilder<'_>) -> usize {
+/// is missing). The log keeps what is dropped (recall by id). Returns the number of items dropped.
+pub fn drop_past_reasoning(b: &mut PlanBuilder<'_>, tier: Tier) -> usize {
     let conv = b.conversation();
     let survey = b.survey();
     let items = &conv.items;
@@ -85,7 +85,7 @@ pub fn drop_past_reasoning(b: &mut PlanBuilder<'_>) -> usize {
                 && survey.pins[j].is_none()
                 && b.action(j).is_present()
             {
-                b.drop_item(j, Tier::Truncate);
+                b.drop_item(j, tier);
                 count += 1;
             }
         }

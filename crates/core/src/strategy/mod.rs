@@ -23,6 +23,7 @@ mod deletion;
 mod error;
 mod fit;
 mod masking;
+mod replaced;
 mod reversible;
 mod segmented;
 mod sliding;

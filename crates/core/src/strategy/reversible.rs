@@ -10,6 +10,11 @@
 //!    that output (boilerplate reminders agents append to every read, overlapping reads).
 //! 3. **Densifiers** ([`crate::reversible`]): gutters, search output, JSON records, repeated lines,
 //!    blobs.
+//! 4. **Tool-call arguments** (`replaced.rs`): the replaced text of a successful edit, the content of
+//!    a whole-file write that a later write or whole read shows again: first line and a recall marker.
+//!
+//! Before these, `tiered` drops the reasoning of finished assistant runs
+//! (`common::drop_past_reasoning`), which both providers discard themselves, as part of the stage.
 //!
 //! Pinned items and failed outputs (flagged, or a command that exited non-zero) are never touched:
 //! what failed is what the agent must not repeat, word for word.
@@ -30,7 +35,8 @@ pub const MIN_BLOCK_CHARS: usize = 240;
 pub struct StageCounts {
     /// Superseded outputs replaced by stubs.
     pub superseded: usize,
-    /// Outputs rewritten (repeated blocks marked and/or densified).
+    /// Outputs rewritten (repeated blocks marked and/or densified) and tool calls whose replaced
+    /// text or superseded content was cut.
     pub rewritten: usize,
 }
 
@@ -132,6 +138,25 @@ pub fn run(b: &mut PlanBuilder<'_>, req: &Request<'_>, staleness: &Staleness) ->
         };
         if b.reference_superseded(i, Tier::Reversible, s) > 0 {
             counts.superseded += 1;
+        }
+    }
+    // Tool-call arguments the files no longer hold or a later item shows again.
+    let cuts = super::replaced::CallCuts::of(conv, &failures);
+    for (i, keys) in cuts.keys.iter().enumerate() {
+        if keys.is_empty() || survey.pins[i].is_some() || *b.action(i) != Action::Keep {
+            continue;
+        }
+        let Some(replacement) = super::replaced::cut_arguments(&conv.items[i], keys) else {
+            continue;
+        };
+        let how = if keys.contains(&"content") {
+            "superseded-write"
+        } else {
+            "edit-text"
+        };
+        let action = Action::Densify { how: how.into() };
+        if b.rewrite(i, replacement, action, Tier::Reversible) > 0 {
+            counts.rewritten += 1;
         }
     }
     // Newest first: a block is replaced when a later output still sent holds it.

@@ -21,15 +21,24 @@ use crate::plan::{
 };
 use crate::policy::{ReversibleMode, StrategyName};
 
-/// Runs the reversible stage and records what it did.
+/// Runs the reversible stage and records what it did: first the reasoning of finished assistant
+/// runs, which both providers discard themselves (the log keeps it), then [`super::reversible::run`].
 fn reversible_stage(b: &mut PlanBuilder<'_>, req: &Request<'_>, staleness: &Staleness) {
+    let dropped = drop_past_reasoning(b, Tier::Reversible);
+    if dropped > 0 {
+        b.record(
+            Tier::Reversible,
+            dropped,
+            "reversible: reasoning of finished assistant runs dropped (providers discard it)",
+        );
+    }
     let counts = super::reversible::run(b, req, staleness);
     if counts.superseded + counts.rewritten > 0 {
         b.record(
             Tier::Reversible,
             counts.superseded + counts.rewritten,
             format!(
-                "reversible: {} superseded outputs referenced, {} outputs densified",
+                "reversible: {} superseded outputs referenced, {} items densified or cut",
                 counts.superseded, counts.rewritten
             ),
         );
@@ -128,7 +137,7 @@ fn attempt<'a>(
     }
 
     // Tier 0.
-    let dropped = drop_past_reasoning(&mut b);
+    let dropped = drop_past_reasoning(&mut b, Tier::Truncate);
     if dropped > 0 {
         b.record(
             Tier::Truncate,
