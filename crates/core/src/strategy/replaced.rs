@@ -218,6 +218,18 @@ mod tests {
         Item::new(ItemBody::ToolResult(r))
     }
 
+    /// Pushes a call and its result.
+    fn pair(conv: &mut Conversation, id: &str, name: &str, args: Value, output: &str, error: bool) {
+        conv.push(call(id, name, args));
+        conv.push(result(id, output, error));
+    }
+
+    fn write(conv: &mut Conversation, id: &str, path: &str) {
+        let content = "line\n".repeat(100);
+        let args = json!({"file_path": path, "content": content});
+        pair(conv, id, "Write", args, "File created", false);
+    }
+
     fn cuts(conv: &Conversation) -> CallCuts {
         let failed: Vec<bool> = conv
             .items
@@ -283,33 +295,34 @@ mod tests {
     #[test]
     fn successful_edits_and_superseded_writes_may_be_cut_failed_and_latest_ones_not() {
         let long = "line\n".repeat(100);
+        let edit = |new: &str| json!({"file_path": "a.rs", "old_string": long, "new_string": new});
         let mut conv = Conversation::default();
-        conv.push(call(
-            "w1",
-            "Write",
-            json!({"file_path": "a.rs", "content": long}),
-        ));
-        conv.push(result("w1", "File created", false));
-        conv.push(call(
+        write(&mut conv, "w1", "a.rs");
+        pair(
+            &mut conv,
             "e1",
             "Edit",
-            json!({"file_path": "a.rs", "old_string": long, "new_string": "x"}),
-        ));
-        conv.push(result("e1", "The file a.rs has been updated.", false));
-        conv.push(call(
+            edit("x"),
+            "The file a.rs has been updated.",
+            false,
+        );
+        pair(
+            &mut conv,
             "e2",
             "Edit",
-            json!({"file_path": "a.rs", "old_string": long, "new_string": "y"}),
-        ));
-        conv.push(result("e2", "String to replace not found", true));
-        conv.push(call("r1", "Read", json!({"file_path": "a.rs"})));
-        conv.push(result("r1", "x", false));
-        conv.push(call(
-            "w2",
-            "Write",
-            json!({"file_path": "b.rs", "content": long}),
-        ));
-        conv.push(result("w2", "File created", false));
+            edit("y"),
+            "String to replace not found",
+            true,
+        );
+        pair(
+            &mut conv,
+            "r1",
+            "Read",
+            json!({"file_path": "a.rs"}),
+            "x",
+            false,
+        );
+        write(&mut conv, "w2", "b.rs");
         let c = cuts(&conv);
         // The write of a.rs is shown again by the later whole read; the one of b.rs is the latest.
         assert_eq!(c.keys[0], CONTENT_KEYS);
@@ -322,20 +335,10 @@ mod tests {
 
     #[test]
     fn a_ranged_read_does_not_supersede_a_write() {
-        let long = "line\n".repeat(100);
         let mut conv = Conversation::default();
-        conv.push(call(
-            "w1",
-            "Write",
-            json!({"file_path": "a.rs", "content": long}),
-        ));
-        conv.push(result("w1", "File created", false));
-        conv.push(call(
-            "r1",
-            "Read",
-            json!({"file_path": "a.rs", "offset": 10, "limit": 5}),
-        ));
-        conv.push(result("r1", "x", false));
+        write(&mut conv, "w1", "a.rs");
+        let ranged = json!({"file_path": "a.rs", "offset": 10, "limit": 5});
+        pair(&mut conv, "r1", "Read", ranged, "x", false);
         assert!(cuts(&conv).keys[0].is_empty());
     }
 
@@ -343,18 +346,9 @@ mod tests {
     fn an_edit_after_a_write_supersedes_its_content_but_not_its_own_written_text() {
         let long = "line\n".repeat(100);
         let mut conv = Conversation::default();
-        conv.push(call(
-            "w1",
-            "Write",
-            json!({"file_path": "a.rs", "content": long}),
-        ));
-        conv.push(result("w1", "File created", false));
-        conv.push(call(
-            "e1",
-            "Edit",
-            json!({"file_path": "a.rs", "old_string": long, "new_string": long}),
-        ));
-        conv.push(result("e1", "updated", false));
+        write(&mut conv, "w1", "a.rs");
+        let edit = json!({"file_path": "a.rs", "old_string": long, "new_string": long});
+        pair(&mut conv, "e1", "Edit", edit, "updated", false);
         let c = cuts(&conv);
         assert_eq!(c.keys[0], CONTENT_KEYS);
         assert_eq!(c.keys[2], REPLACED_KEYS);
