@@ -123,7 +123,12 @@ fn main() {
             "--sessions" => sessions = v as usize,
             "--steps" => steps = v as usize,
             "--model-ms" => model_ms = v,
-            other => panic!("unknown argument {other}"),
+            other => {
+                eprintln!(
+                    "idle_bench: unknown argument {other} (--sessions N, --steps N, --model-ms N)"
+                );
+                std::process::exit(2);
+            }
         }
     }
     let rt = tokio::runtime::Builder::new_multi_thread()

@@ -40,6 +40,8 @@ pub fn holds_reference(conversation: &Conversation) -> bool {
             ItemBody::ToolResult(r) => &r.parts,
             ItemBody::Message(m) => &m.parts,
             ItemBody::Checkpoint(c) => return names_reference(&c.text),
+            // An edit whose replaced text the reversible stage cut names the call's id.
+            ItemBody::ToolCall(c) => return names_reference(&c.arguments.to_text()),
             _ => return false,
         };
         parts.iter().filter_map(Part::as_text).any(names_reference)
@@ -151,5 +153,24 @@ mod tests {
             "[… 40 lines truncated; full output: compactctl recall i1]"
         ));
         assert!(!names_reference("nothing to see"));
+    }
+
+    #[test]
+    fn a_tool_call_whose_text_was_cut_names_a_reference() {
+        use compact_core::model::ToolCall;
+        let call = |old: &str| {
+            let args =
+                serde_json::json!({"file_path": "a.rs", "old_string": old, "new_string": "x"});
+            let mut conversation = Conversation::default();
+            conversation
+                .items
+                .push(Item::new(ItemBody::ToolCall(ToolCall::function(
+                    "c1", "Edit", args,
+                ))));
+            conversation
+        };
+        assert!(!holds_reference(&call("fn a() {}")));
+        let cut = "fn a() {\n…[compact: 40 lines (900 characters) cut; compactctl recall i1]";
+        assert!(holds_reference(&call(cut)));
     }
 }
