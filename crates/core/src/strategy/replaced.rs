@@ -6,8 +6,10 @@
 //!   OpenHands, `oldText` of the MCP filesystem server's `edit_file`) beside the text it wrote. Once
 //!   the edit succeeded the replaced text is in no file: the agent needs where it edited and what it
 //!   wrote, both kept. A failed edit keeps everything (what failed stays word for word).
-//! - **Content of a superseded write**: a file written whole (`Write`, `create`) whose path a later
-//!   write or a later whole read shows again.
+//! - **Written text shown again**: what a successful edit wrote, once a later whole read or whole
+//!   write of the file shows the file again.
+//! - **Content of a superseded write**: a file written whole (`Write`, `create`) that a later write, a
+//!   later whole read or a later edit supersedes (as a read is superseded, `stale.rs`).
 //!
 //! Either is cut to its first line and a marker naming the call's id, which `compactctl recall`, the
 //! MCP `recall` tool and the proxy's `compact_recall` restore whole; the arguments stay a JSON object
@@ -56,12 +58,12 @@ impl CallCuts {
             let Some(call) = conv.items[c].as_tool_call() else {
                 continue;
             };
-            let paths = modified_paths(call);
-            let whole_write = writes_content(call);
-            if !failed[r] && conv.items[r].meta.visibility.model && !paths.is_empty() {
-                let shown = paths.iter().any(|p| shown_later.contains(p));
-                if whole_write {
-                    if shown || paths.iter().any(|p| changed_later.contains(p)) {
+            // Classified and parsed once: text arguments are JSON to parse, and a write's may be large.
+            let touch = Touch::of(call);
+            if !failed[r] && conv.items[r].meta.visibility.model && !touch.modified.is_empty() {
+                let shown = touch.modified.iter().any(|p| shown_later.contains(p));
+                if touch.whole_write {
+                    if shown || touch.modified.iter().any(|p| changed_later.contains(p)) {
                         keys[c].extend_from_slice(CONTENT_KEYS);
                     }
                 } else {
@@ -74,54 +76,58 @@ impl CallCuts {
             if failed[r] {
                 continue;
             }
-            changed_later.extend(paths.iter().cloned());
-            if whole_write {
-                shown_later.extend(paths);
-            } else if reads_whole(call) {
-                shown_later.extend(read_paths(call));
+            changed_later.extend(touch.modified.iter().cloned());
+            if touch.whole_write {
+                shown_later.extend(touch.modified);
+            } else if touch.whole_read {
+                shown_later.extend(touch.read);
             }
         }
         CallCuts { keys }
     }
 }
 
-fn modified_paths(call: &ToolCall) -> Vec<String> {
-    classify(call)
-        .into_iter()
-        .filter_map(|a| match a {
-            FactAction::Modify(p) => Some(p),
-            _ => None,
-        })
-        .collect()
+/// What one call does to files.
+struct Touch {
+    /// Files it creates, edits or deletes.
+    modified: Vec<String>,
+    /// Files it reads.
+    read: Vec<String>,
+    /// It writes a whole file: one of [`CONTENT_KEYS`] holds a string.
+    whole_write: bool,
+    /// It only reads, one or more files whole (no range argument).
+    whole_read: bool,
 }
 
-fn read_paths(call: &ToolCall) -> Vec<String> {
-    classify(call)
-        .into_iter()
-        .filter_map(|a| match a {
-            FactAction::Read(p) => Some(p),
-            _ => None,
-        })
-        .collect()
-}
-
-/// A write of a whole file: one of [`CONTENT_KEYS`] holds a string.
-fn writes_content(call: &ToolCall) -> bool {
-    call.arguments.to_value().is_some_and(|v| {
-        CONTENT_KEYS
-            .iter()
-            .any(|k| v.get(*k).is_some_and(Value::is_string))
-    })
-}
-
-/// A read tool's call with no range arguments (the whole file).
-fn reads_whole(call: &ToolCall) -> bool {
-    let ranged = call.arguments.to_value().is_some_and(|v| {
-        ["offset", "limit", "view_range", "start_line", "end_line"]
-            .iter()
-            .any(|k| v.get(*k).is_some_and(|x| !x.is_null()))
-    });
-    !ranged && !read_paths(call).is_empty() && classify(call).len() == 1
+impl Touch {
+    fn of(call: &ToolCall) -> Touch {
+        let actions = classify(call);
+        let args = call.arguments.to_value();
+        let (mut modified, mut read) = (Vec::new(), Vec::new());
+        for action in &actions {
+            match action {
+                FactAction::Modify(p) => modified.push(p.clone()),
+                FactAction::Read(p) => read.push(p.clone()),
+                _ => {}
+            }
+        }
+        let has = |keys: &[&str], test: fn(&Value) -> bool| {
+            args.as_ref()
+                .is_some_and(|v| keys.iter().any(|k| v.get(*k).is_some_and(test)))
+        };
+        let whole_write = has(CONTENT_KEYS, Value::is_string);
+        let ranged = has(
+            &["offset", "limit", "view_range", "start_line", "end_line"],
+            |x| !x.is_null(),
+        );
+        let whole_read = !ranged && !read.is_empty() && actions.len() == read.len();
+        Touch {
+            modified,
+            read,
+            whole_write,
+            whole_read,
+        }
+    }
 }
 
 /// `item` (a tool call) with every long value under one of `keys` cut to its first line and a
