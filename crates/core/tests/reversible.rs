@@ -374,32 +374,27 @@ fn edit_arguments_the_files_no_longer_hold_are_cut_to_a_recall_marker() {
     ));
     let p = only(&c);
     let sent = p.apply(&c, None).unwrap();
+    // The arguments item `i` is sent with, after checking the stage cut it as `how` says.
+    let cut = |i: usize, how: &str| {
+        assert!(
+            matches!(&p.items[i].action, Action::Densify { how: h } if h == how),
+            "{p}"
+        );
+        sent.items[i]
+            .as_tool_call()
+            .unwrap()
+            .arguments
+            .to_value()
+            .unwrap()
+    };
     // The write is superseded by the later edit of its file: its content goes, its path stays.
-    assert!(
-        matches!(&p.items[2].action, Action::Densify { how } if how == "superseded-write"),
-        "{p}"
-    );
-    let args = sent.items[2]
-        .as_tool_call()
-        .unwrap()
-        .arguments
-        .to_value()
-        .unwrap();
+    let args = cut(2, "superseded-write");
     assert_eq!(args["file_path"], "src/parse.rs");
     let content = args["content"].as_str().unwrap();
     assert!(content.starts_with("    let value_0 = compute_0(input, 0);\n…[compact: 30 lines"));
     assert!(content.ends_with(&format!("compactctl recall {}]", c.items[2].meta.id)));
     // The successful edit loses the text it replaced and keeps what it wrote.
-    assert!(
-        matches!(&p.items[4].action, Action::Densify { how } if how == "edit-text"),
-        "{p}"
-    );
-    let args = sent.items[4]
-        .as_tool_call()
-        .unwrap()
-        .arguments
-        .to_value()
-        .unwrap();
+    let args = cut(4, "edit-text");
     assert_eq!(args["new_string"], new_body.as_str());
     assert!(args["old_string"]
         .as_str()

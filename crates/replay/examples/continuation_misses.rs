@@ -155,6 +155,11 @@ fn main() {
         let captured = captured.lock().unwrap();
         let fixed =
             counter.count_tools(&job.conversation.tools) + counter.framing().per_request as usize;
+        // The anchors each history item holds, found once for every cut of the session.
+        let in_history: Vec<Vec<u32>> = items
+            .iter()
+            .map(|i| job.continuation.find_in(&i.plain_text()))
+            .collect();
         for cut in job.continuation.cuts() {
             let Some(request) = captured.get(&cut.at) else {
                 continue;
@@ -163,53 +168,40 @@ fn main() {
                 .iter()
                 .map(|i| (i.meta.id.as_str(), i))
                 .collect();
-            let mut present: HashSet<u32> = HashSet::new();
-            let mut tokens = fixed;
-            for item in request.items.iter().filter(|i| i.meta.visibility.model) {
-                present.extend(job.continuation.find_in(&item.plain_text()));
-                let n = counter.count_item(item);
-                tokens += n;
-                let fate = match originals.get(item.meta.id.as_str()) {
-                    Some(o) if o.plain_text() == item.plain_text() => "verbatim",
-                    Some(_) => "rewritten",
-                    None => "new",
-                };
-                *spend
-                    .entry(format!("{} {fate}", label(item, &names)))
-                    .or_default() += n;
-            }
+            // Each visible request item once: its label and fate, tokens, and the anchors it holds.
+            let per: Vec<(String, usize, Vec<u32>)> = request
+                .items
+                .iter()
+                .filter(|i| i.meta.visibility.model)
+                .map(|item| {
+                    let text = item.plain_text();
+                    let fate = match originals.get(item.meta.id.as_str()) {
+                        Some(o) if o.plain_text() == text => "verbatim",
+                        Some(_) => "rewritten",
+                        None => "new",
+                    };
+                    let found = job.continuation.find_in(&text);
+                    let lab = format!("{} {fate}", label(item, &names));
+                    (lab, counter.count_item(item), found)
+                })
+                .collect();
+            let present: HashSet<u32> =
+                per.iter().flat_map(|(_, _, f)| f.iter().copied()).collect();
+            let tokens = fixed + per.iter().map(|(_, n, _)| n).sum::<usize>();
+            // Anchors of this cut that only one item of the request holds, per item label.
+            let cut_set: HashSet<u32> = cut.anchors.iter().copied().collect();
+            let mut holders: HashMap<u32, usize> = HashMap::new();
+            for a in per
+                .iter()
+                .flat_map(|(_, _, f)| f)
+                .filter(|a| cut_set.contains(a))
             {
-                // Anchors of this cut that only one item of the request holds, per item label.
-                let cut_set: HashSet<u32> = cut.anchors.iter().copied().collect();
-                let per: Vec<(String, Vec<u32>)> = request
-                    .items
-                    .iter()
-                    .filter(|i| i.meta.visibility.model)
-                    .map(|item| {
-                        let fate = match originals.get(item.meta.id.as_str()) {
-                            Some(o) if o.plain_text() == item.plain_text() => "verbatim",
-                            Some(_) => "rewritten",
-                            None => "new",
-                        };
-                        let found: Vec<u32> = job
-                            .continuation
-                            .find_in(&item.plain_text())
-                            .into_iter()
-                            .filter(|a| cut_set.contains(a))
-                            .collect();
-                        (format!("{} {fate}", label(item, &names)), found)
-                    })
-                    .collect();
-                let mut holders: HashMap<u32, usize> = HashMap::new();
-                for (_, f) in &per {
-                    for a in f {
-                        *holders.entry(*a).or_default() += 1;
-                    }
-                }
-                for (lab, f) in &per {
-                    *unique.entry(lab.clone()).or_default() +=
-                        f.iter().filter(|a| holders[a] == 1).count();
-                }
+                *holders.entry(*a).or_default() += 1;
+            }
+            for (lab, n, found) in &per {
+                *spend.entry(lab.clone()).or_default() += n;
+                *unique.entry(lab.clone()).or_default() +=
+                    found.iter().filter(|a| holders.get(a) == Some(&1)).count();
             }
             let mut tail: HashSet<u32> = HashSet::new();
             for item in tail_within(&items[..cut.at], &counter, fixed, tokens) {
@@ -244,9 +236,7 @@ fn main() {
                 if s {
                     continue;
                 }
-                let last = items[..cut.at]
-                    .iter()
-                    .rposition(|i| job.continuation.find_in(&i.plain_text()).contains(&a));
+                let last = in_history[..cut.at].iter().rposition(|f| f.contains(&a));
                 let Some(idx) = last else { continue };
                 let item = &items[idx];
                 let fate = match held_ids.get(item.meta.id.as_str()) {

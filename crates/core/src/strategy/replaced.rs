@@ -116,10 +116,7 @@ impl Touch {
                 .is_some_and(|v| keys.iter().any(|k| v.get(*k).is_some_and(test)))
         };
         let whole_write = has(CONTENT_KEYS, Value::is_string);
-        let ranged = has(
-            &["offset", "limit", "view_range", "start_line", "end_line"],
-            |x| !x.is_null(),
-        );
+        let ranged = has(super::stale::RANGE_KEYS, |x| !x.is_null());
         let whole_read = !ranged && !read.is_empty() && actions.len() == read.len();
         Touch {
             modified,

@@ -16,7 +16,7 @@ use serde_json::Value;
 use std::collections::HashMap;
 
 /// Argument keys that narrow a read to part of a file.
-const RANGE_KEYS: &[&str] = &[
+pub(super) const RANGE_KEYS: &[&str] = &[
     "offset",
     "limit",
     "view_range",

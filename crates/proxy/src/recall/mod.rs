@@ -21,8 +21,9 @@ pub mod reply;
 pub mod sniff;
 pub mod tool;
 
-use compact_core::model::{Conversation, ItemBody, Part};
+use compact_core::model::{Arguments, Conversation, ItemBody, Part};
 use compact_core::plan::REFERENCE_PREFIX;
+use serde_json::Value;
 
 pub use reply::{RecallCall, RecallTurn};
 
@@ -41,11 +42,28 @@ pub fn holds_reference(conversation: &Conversation) -> bool {
             ItemBody::Message(m) => &m.parts,
             ItemBody::Checkpoint(c) => return names_reference(&c.text),
             // An edit whose replaced text the reversible stage cut names the call's id.
-            ItemBody::ToolCall(c) => return names_reference(&c.arguments.to_text()),
+            ItemBody::ToolCall(c) => return arguments_name_reference(&c.arguments),
             _ => return false,
         };
         parts.iter().filter_map(Part::as_text).any(names_reference)
     })
+}
+
+/// Whether a string of `arguments` names a reference: read in place, since every call of every
+/// request is looked at and serialising large arguments (a written file) would cost more.
+fn arguments_name_reference(arguments: &Arguments) -> bool {
+    fn any_string(v: &Value) -> bool {
+        match v {
+            Value::String(s) => names_reference(s),
+            Value::Array(items) => items.iter().any(any_string),
+            Value::Object(map) => map.values().any(any_string),
+            _ => false,
+        }
+    }
+    match arguments {
+        Arguments::Text(t) => names_reference(t),
+        Arguments::Json(v) => any_string(v),
+    }
 }
 
 /// Whether `text` holds one of the [`REFERENCE_MARKERS`].
