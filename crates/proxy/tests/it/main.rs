@@ -4,6 +4,10 @@
 
 mod support;
 
+/// Planted secrets of every kind, shared with the session crate's redaction test.
+#[path = "../../../session/tests/it/planted.rs"]
+mod planted;
+
 mod boundary;
 mod faults;
 mod idle;

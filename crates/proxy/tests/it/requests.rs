@@ -2,6 +2,7 @@
 //! reach the upstream but no log, store or metric, bad input gets a clear error (never a panic),
 //! and what must not be compacted goes upstream byte for byte.
 
+use crate::planted::planted;
 use crate::support::{script_tool_call, tool_output, Harness, Options, Wire, WIRES};
 use bytes::Bytes;
 use compact_session::Store;
@@ -157,6 +158,97 @@ async fn secrets_reach_the_upstream_and_nothing_else() {
         let events = h.get(&format!("/admin/sessions/{id}/events"), &admin).await;
         assert!(!events.text().contains(secret));
     }
+}
+
+/// Secrets of every kind the built-in redactor detects, planted in the conversation (user messages
+/// and tool outputs): the upstream gets the conversation as the client sent it, but no log line,
+/// metric, stored record or event holds any of them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn planted_secrets_of_every_kind_reach_the_upstream_and_nothing_else() {
+    let h = Harness::with(Options {
+        admin_token: Some("admin-token-1".into()),
+        ..Options::default()
+    })
+    .await;
+    let mut seed = 0x2545_f491_u64;
+    let mut below = |n: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % n.max(1)
+    };
+    let mut secrets = Vec::new();
+    for wire in WIRES {
+        let planted = planted(&mut below);
+        let mut request = wire.first_request(
+            "sim-model",
+            &format!("Deploy with {}.", planted[0].1),
+            wire == Wire::Chat,
+        );
+        for (step, (kind, text, secret)) in planted.into_iter().enumerate() {
+            script_tool_call(&h.sim, step);
+            let reply = h.post(wire.path(), &[], &request).await;
+            assert_eq!(reply.status, 200, "{wire:?} step {step}");
+            let turn = wire.read(wire == Wire::Chat, &reply.body);
+            let output = format!("{text}\n{}", tool_output("src/env.rs", step, 40));
+            wire.extend(&mut request, &turn, &[output]);
+            secrets.push((kind, secret));
+        }
+        let reply = h.post(wire.path(), &[], &request).await;
+        assert_eq!(reply.status, 200, "{wire:?}");
+    }
+    // The model saw them (the proxy forwards what the client sent, compacted).
+    let upstream: String = h
+        .sim
+        .requests()
+        .iter()
+        .map(|r| String::from_utf8_lossy(&r.raw).into_owned())
+        .collect();
+    let seen = secrets
+        .iter()
+        .filter(|(_, s)| upstream.contains(s.as_str()))
+        .count();
+    assert!(
+        seen * 2 > secrets.len(),
+        "only {seen} of {} secrets went upstream",
+        secrets.len()
+    );
+    assert!(
+        h.proxy.metrics().compactions() > 0,
+        "the sessions compacted"
+    );
+
+    let mut written = vec![
+        ("log".to_owned(), h.log.lines().join("\n")),
+        ("metrics".to_owned(), h.proxy.metrics().render()),
+    ];
+    let admin = [("authorization", "Bearer admin-token-1")];
+    for id in h.store.sessions().unwrap() {
+        let records: String = h
+            .store
+            .read(&id, 0)
+            .unwrap()
+            .iter()
+            .map(|r| format!("{r:?}"))
+            .collect();
+        written.push((format!("store {id}"), records));
+        let events = h.get(&format!("/admin/sessions/{id}/events"), &admin).await;
+        written.push((format!("events {id}"), events.text()));
+    }
+    assert!(
+        written.iter().any(|(_, t)| t.contains("[REDACTED:")),
+        "nothing was redacted"
+    );
+    let leaks: Vec<String> = written
+        .iter()
+        .flat_map(|(place, text)| {
+            secrets
+                .iter()
+                .filter(|(_, s)| text.contains(s.as_str()))
+                .map(move |(kind, _)| format!("{kind} in {place}"))
+        })
+        .collect();
+    assert!(leaks.is_empty(), "{} leaks: {leaks:?}", leaks.len());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -17,6 +17,7 @@ mod memory_corpus;
 #[cfg(feature = "otlp")]
 mod otlp;
 mod overflow_e2e;
+mod planted;
 #[cfg(feature = "postgres")]
 mod postgres;
 mod recovery;

@@ -1,142 +1,18 @@
-//! Secrets never reach the session log, the archive or the events: sessions with planted secrets of
-//! every kind the built-in redactor knows, driven through preflight (with compactions and
-//! write-time truncation) over SQLite and a filesystem archive; then every byte the runtime wrote
-//! is searched for every secret.
+//! Secrets never reach the session log, the archive, the events or the exporters' output (console
+//! log lines, the JSONL file): sessions with planted secrets of every kind the built-in redactor
+//! knows, driven through preflight (with compactions and write-time truncation) over SQLite and a
+//! filesystem archive; then every byte the runtime wrote is searched for every secret. The proxy's
+//! log lines and metrics are searched by the proxy's own test of the same secrets.
 
 use crate::common::{manager_with, Agent, Rng};
+use crate::planted::planted;
 use compact_core::model::{Format, Item, ItemBody, Role, ToolCall, ToolResult};
-use compact_session::{FsArchive, SqliteStore};
+use compact_session::{
+    ConsoleExporter, ExportQueue, Exporter, FsArchive, JsonlExporter, SqliteStore,
+};
 use serde_json::json;
 use std::path::Path;
 use std::sync::Arc;
-
-/// Random text of `n` characters from `alphabet`.
-fn random(rng: &mut Rng, alphabet: &str, n: usize) -> String {
-    let chars: Vec<char> = alphabet.chars().collect();
-    (0..n)
-        .map(|_| chars[rng.below(chars.len() as u64) as usize])
-        .collect()
-}
-
-const ALNUM: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
-const UPPER_DIGITS: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
-const HEX: &str = "0123456789abcdef";
-
-/// One planted secret of each kind: the text that carries it, and the secret itself.
-fn planted(rng: &mut Rng) -> Vec<(&'static str, String, String)> {
-    let mut out = Vec::new();
-    let mut put = |kind: &'static str, secret: String, carrier: &dyn Fn(&str) -> String| {
-        let text = carrier(&secret);
-        out.push((kind, text, secret));
-    };
-    let s = format!("MIIEow{}", random(rng, ALNUM, 60));
-    put("private_key", s, &|s| {
-        format!("-----BEGIN RSA PRIVATE KEY-----\n{s}\n-----END RSA PRIVATE KEY-----")
-    });
-    put("gcp_private_key_id", random(rng, HEX, 40), &|s| {
-        format!(r#"{{"type": "service_account", "private_key_id": "{s}"}}"#)
-    });
-    put(
-        "anthropic_key",
-        format!("sk-ant-api03-{}", random(rng, ALNUM, 80)),
-        &|s| format!("ANTHROPIC_API_KEY={s}"),
-    );
-    put(
-        "openai_key",
-        format!("sk-proj-{}", random(rng, ALNUM, 48)),
-        &|s| format!("export OPENAI_API_KEY={s}"),
-    );
-    put(
-        "aws_access_key",
-        format!("AKIA{}", random(rng, UPPER_DIGITS, 16)),
-        &|s| format!("aws_access_key_id = {s}"),
-    );
-    put("aws_secret_key", random(rng, ALNUM, 40), &|s| {
-        format!("aws_secret_access_key = {s}")
-    });
-    put(
-        "google_api_key",
-        format!("AIza{}", random(rng, ALNUM, 35)),
-        &|s| format!("key={s}&q=1"),
-    );
-    put(
-        "azure_storage_key",
-        format!("{}==", random(rng, ALNUM, 86)),
-        &|s| format!("DefaultEndpointsProtocol=https;AccountName=a;AccountKey={s};"),
-    );
-    put(
-        "github_token",
-        format!("ghp_{}", random(rng, ALNUM, 36)),
-        &|s| format!("GITHUB_TOKEN={s}"),
-    );
-    put(
-        "github_fine_grained_token",
-        format!("github_pat_{}", random(rng, ALNUM, 82)),
-        &|s| format!("token: {s}"),
-    );
-    put(
-        "gitlab_token",
-        format!("glpat-{}", random(rng, ALNUM, 20)),
-        &|s| format!("CI_TOKEN {s}"),
-    );
-    put(
-        "slack_token",
-        format!("xoxb-{}-{}", random(rng, HEX, 12), random(rng, ALNUM, 24)),
-        &|s| format!("slack {s}"),
-    );
-    put(
-        "stripe_key",
-        format!("sk_live_{}", random(rng, ALNUM, 24)),
-        &|s| format!("stripe.api_key = \"{s}\""),
-    );
-    put("twilio_key", format!("SK{}", random(rng, HEX, 32)), &|s| {
-        format!("twilio {s}")
-    });
-    put(
-        "sendgrid_key",
-        format!("SG.{}.{}", random(rng, ALNUM, 22), random(rng, ALNUM, 43)),
-        &|s| format!("SENDGRID {s}"),
-    );
-    put(
-        "npm_token",
-        format!("npm_{}", random(rng, ALNUM, 36)),
-        &|s| format!("//registry.npmjs.org/:_authToken={s}"),
-    );
-    put(
-        "pypi_token",
-        format!("pypi-AgEIcHlwaS5vcmc{}", random(rng, ALNUM, 60)),
-        &|s| format!("password = {s}"),
-    );
-    put(
-        "huggingface_token",
-        format!("hf_{}", random(rng, ALNUM, 34)),
-        &|s| format!("HF_TOKEN={s}"),
-    );
-    put(
-        "jwt",
-        format!(
-            "eyJ{}.eyJ{}.{}",
-            random(rng, ALNUM, 20),
-            random(rng, ALNUM, 30),
-            random(rng, ALNUM, 43)
-        ),
-        &|s| format!("cookie session={s}"),
-    );
-    put("bearer_token", random(rng, ALNUM, 32), &|s| {
-        format!("curl -H 'Authorization: Bearer {s}' https://api.example.com")
-    });
-    put(
-        "database_url",
-        format!("pw{}", random(rng, ALNUM, 14)),
-        &|s| format!("DATABASE_URL=postgres://app:{s}@db:5432/app"),
-    );
-    put(
-        "password_assignment",
-        format!("{}-{}", random(rng, ALNUM, 8), random(rng, ALNUM, 8)),
-        &|s| format!("password={s}"),
-    );
-    out
-}
 
 /// Every file under `dir`, read whole.
 fn all_bytes(dir: &Path) -> Vec<(String, Vec<u8>)> {
@@ -165,7 +41,16 @@ fn no_planted_secret_reaches_the_log_the_archive_or_an_event() {
     std::fs::create_dir_all(dir.join("archive")).unwrap();
     let store = Arc::new(SqliteStore::open(dir.join("sessions.db")).unwrap());
     let archive = Arc::new(FsArchive::open(dir.join("archive")).unwrap());
-    let manager = manager_with(6_000, store).with_archive(archive);
+    // Log lines (the console exporter, to a file) and the JSONL event file are searched too.
+    let console = std::fs::File::create(dir.join("console.log")).unwrap();
+    let exporters: Vec<Arc<dyn Exporter>> = vec![
+        Arc::new(ConsoleExporter::to(Box::new(console))),
+        Arc::new(JsonlExporter::open(&dir.join("events.jsonl"), 1 << 30, 1).unwrap()),
+    ];
+    let exports = Arc::new(ExportQueue::start(exporters, 1 << 20).unwrap());
+    let manager = manager_with(6_000, store)
+        .with_archive(archive)
+        .with_exports(Arc::clone(&exports));
 
     let mut rng = Rng::new(2026);
     let mut secrets: Vec<(&str, String)> = Vec::new();
@@ -185,7 +70,7 @@ fn no_planted_secret_reaches_the_log_the_archive_or_an_event() {
             Format::OpenAiResponses,
         ][s % 3];
         let mut agent = Agent::new(500 + s as u64, format);
-        for (k, (kind, text, secret)) in planted(&mut rng).into_iter().enumerate() {
+        for (k, (kind, text, secret)) in planted(&mut |n| rng.below(n)).into_iter().enumerate() {
             secrets.push((kind, secret));
             agent.step();
             // The secret comes in a user message, a tool call's arguments and a tool output that
@@ -237,9 +122,24 @@ fn no_planted_secret_reaches_the_log_the_archive_or_an_event() {
         compactions >= sessions,
         "only {compactions} compactions: the archive saw too little"
     );
+    assert!(exports.flush(std::time::Duration::from_secs(60)));
+    assert_eq!(
+        exports.stats().dropped,
+        0,
+        "every event reached the exporters"
+    );
     drop(manager);
+    drop(exports);
 
     let files = all_bytes(&dir);
+    for name in ["console.log", "events.jsonl"] {
+        assert!(
+            files
+                .iter()
+                .any(|(p, b)| p.ends_with(name) && b.len() > 1_000),
+            "{name} holds the exported events"
+        );
+    }
     assert!(
         files.iter().any(|(p, _)| p.contains("archive")),
         "nothing archived"
@@ -314,7 +214,7 @@ impl compact_engine::Summarizer for Recording {
 fn summariser_saw(redact_input: bool) -> (String, Vec<String>) {
     use compact_core::policy::{Policy, StrategyName};
     let mut rng = Rng::new(77);
-    let secrets = planted(&mut rng);
+    let secrets = planted(&mut |n| rng.below(n));
     let recording = Arc::new(Recording(std::sync::Mutex::new(String::new())));
     let mut policy = Policy::for_window(8_000);
     policy.strategy = StrategyName::Codex;
