@@ -41,6 +41,10 @@ struct Tally {
     error_kept: usize,
     error_messages: usize,
     error_messages_kept: usize,
+    /// Error lines (and those kept) of the cut outputs whose error lines together fit in half the
+    /// budget, the most the filter ever gives them.
+    fitting_lines: usize,
+    fitting_kept: usize,
     last_lines: usize,
     last_kept: usize,
     probes_before: usize,
@@ -179,6 +183,11 @@ fn main() {
                     let probe: String = line.chars().take(400).collect();
                     *messages.entry(error_message_key(line)).or_default() |= out.contains(&probe);
                 }
+                let error_tokens: usize = errors.iter().map(|l| counter.count_text(l)).sum();
+                if error_tokens <= budget / 2 {
+                    t.fitting_lines += errors.len();
+                    t.fitting_kept += errors.len() - missed.len();
+                }
                 t.error_messages += messages.len();
                 t.error_messages_kept += messages.values().filter(|k| **k).count();
                 if show_misses && !missed.is_empty() {
@@ -216,9 +225,9 @@ fn main() {
         }
     }
     println!(
-        "| budget | sessions | shell outputs | passed unchanged | shell tokens before | after | saved | median session saved | error lines kept | distinct error messages kept | last line kept | probes lost (all in recallable outputs) |"
+        "| budget | sessions | shell outputs | passed unchanged | shell tokens before | after | saved | median session saved | error lines kept | error lines kept where they fit in half the budget | distinct error messages kept | last line kept | probes lost (all in recallable outputs) |"
     );
-    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for (b, t) in tallies.iter_mut().enumerate() {
         t.session_savings.sort_by(|a, b| a.total_cmp(b));
         let median = t
@@ -227,7 +236,7 @@ fn main() {
             .copied()
             .unwrap_or(0.0);
         println!(
-            "| {} | {} | {} | {} | {} | {} | {} | {:.1}% | {} ({}/{}) | {} ({}/{}) | {} | {} of {} ({}) |",
+            "| {} | {} | {} | {} | {} | {} | {} | {:.1}% | {} ({}/{}) | {} ({}/{}) | {} ({}/{}) | {} | {} of {} ({}) |",
             budgets[b],
             t.sessions,
             t.outputs,
@@ -242,6 +251,9 @@ fn main() {
             pct(t.error_kept, t.error_lines),
             t.error_kept,
             t.error_lines,
+            pct(t.fitting_kept, t.fitting_lines),
+            t.fitting_kept,
+            t.fitting_lines,
             pct(t.error_messages_kept, t.error_messages),
             t.error_messages_kept,
             t.error_messages,
