@@ -4,6 +4,7 @@
 
 mod support;
 
+mod backends;
 mod boundary;
 mod faults;
 mod idle;
