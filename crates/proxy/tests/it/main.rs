@@ -11,6 +11,7 @@ mod idle;
 mod long_session;
 mod ops;
 mod provider_compaction;
+mod provider_state;
 mod python;
 mod recall;
 mod recovery;

@@ -19,6 +19,7 @@ mod otlp;
 mod overflow_e2e;
 #[cfg(feature = "postgres")]
 mod postgres;
+mod provider_state;
 mod recovery;
 mod redaction;
 mod review;
