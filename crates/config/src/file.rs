@@ -156,6 +156,8 @@ pub(crate) struct FileProxyModel {
     pub name: String,
     pub base_url: Option<String>,
     pub context_window: Option<usize>,
+    /// The compaction backend of this model's sessions (a `summarizer.kind` spelling).
+    pub summarizer: Option<String>,
 }
 
 /// Keys of seed 003's file shape that no part of this version acts on, with the reason. A file that

@@ -49,7 +49,9 @@
 //!   stream_idle_timeout_secs: 300
 //!   openai: { base_url: "https://api.openai.com" }          # /v1/chat/completions, /v1/responses
 //!   anthropic: { base_url: "https://api.anthropic.com", context_window: 200000 }
-//!   models: [ { name: my-local-model, base_url: "http://127.0.0.1:8000", context_window: 32768 } ]
+//!   models:                     # per model: upstream, window, compaction backend
+//!     - { name: my-local-model, base_url: "http://127.0.0.1:8000", context_window: 32768 }
+//!     - { name: claude-sonnet-4-5, summarizer: anthropic-compaction }   # Anthropic compacts this model's sessions
 //!   admin_token_env: COMPACT_ADMIN_TOKEN   # the admin API is off unless this variable is set
 //!   recall: on                  # offer the model `compact_recall` when a request holds stubs
 //!   recall_max_detours: 3       # recall round trips per client request

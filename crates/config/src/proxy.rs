@@ -22,6 +22,10 @@ pub struct ProxyModelSettings {
     pub base_url: Option<String>,
     /// Its context window, when not the registry's.
     pub context_window: Option<usize>,
+    /// `proxy.models[].summarizer`: the compaction backend of its sessions, when not the
+    /// configuration's `summarizer.kind` (e.g. `anthropic-compaction` on one model, the
+    /// deterministic checkpoint on another).
+    pub summarizer: Option<crate::SummarizerKind>,
 }
 
 /// The `proxy:` section with the environment applied.

@@ -46,6 +46,21 @@ impl SummarizerKind {
     }
 }
 
+impl FromStr for SummarizerKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "deterministic" => Ok(SummarizerKind::Deterministic),
+            "openai" => Ok(SummarizerKind::OpenAi),
+            "anthropic" => Ok(SummarizerKind::Anthropic),
+            "anthropic-compaction" => Ok(SummarizerKind::AnthropicCompaction),
+            _ => {
+                Err("expected deterministic, openai, anthropic or anthropic-compaction".to_owned())
+            }
+        }
+    }
+}
+
 /// `summarizer.cache_warm`: whether an LLM summariser may ask for its summary at the end of the
 /// conversation's own request, reading the prompt cache the agent's calls warmed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -704,25 +719,8 @@ impl Config {
         }
         p.validate()?;
 
-        let kind = match o
-            .summarizer_kind
-            .as_deref()
-            .map(|k| k.trim().to_ascii_lowercase())
-        {
-            None => SummarizerKind::Deterministic,
-            Some(k) if k == "deterministic" => SummarizerKind::Deterministic,
-            Some(k) if k == "openai" => SummarizerKind::OpenAi,
-            Some(k) if k == "anthropic" => SummarizerKind::Anthropic,
-            Some(k) if k == "anthropic-compaction" => SummarizerKind::AnthropicCompaction,
-            Some(k) => {
-                return Err(ConfigError::Field {
-                    field: "summarizer.kind",
-                    value: k,
-                    reason: "expected deterministic, openai, anthropic or anthropic-compaction"
-                        .to_owned(),
-                })
-            }
-        };
+        let kind =
+            field::<SummarizerKind>("summarizer.kind", &o.summarizer_kind)?.unwrap_or_default();
         let summarizer = SummarizerSettings {
             kind,
             model: o.summarizer_model.clone(),
@@ -901,8 +899,19 @@ fn proxy_settings(file: &FileConfig, o: &Overrides) -> Result<ProxySettings, Con
                 "a window holds at least one token".to_owned(),
             ));
         }
+        let summarizer = match &m.summarizer {
+            Some(kind) => Some(kind.parse::<SummarizerKind>().map_err(|reason| {
+                bad(
+                    "proxy.models.summarizer",
+                    kind,
+                    format!("{reason} (model `{}`)", m.name),
+                )
+            })?),
+            None => None,
+        };
         models.push(ProxyModelSettings {
             name: m.name.clone(),
+            summarizer,
             base_url: m
                 .base_url
                 .as_ref()

@@ -600,6 +600,42 @@ fn proxy_settings_layer_and_are_validated() {
 }
 
 #[test]
+fn a_model_route_chooses_its_compaction_backend() {
+    let yaml = "summarizer: { kind: deterministic }\nproxy:\n  models:\n    - { name: claude-a, summarizer: anthropic-compaction }\n    - { name: claude-b, context_window: 64000 }\n    - { name: claude-c, summarizer: Deterministic }\n";
+    let c = Config::from_sources(Some(("p.yaml", yaml)), &none(), &none()).unwrap();
+    let models = &c.proxy().models;
+    assert_eq!(
+        models[0].summarizer,
+        Some(SummarizerKind::AnthropicCompaction)
+    );
+    assert_eq!(models[1].summarizer, None);
+    assert_eq!(models[2].summarizer, Some(SummarizerKind::Deterministic));
+    assert_eq!(c.summarizer().kind, SummarizerKind::Deterministic);
+
+    // An unknown backend names the key, the value and the model.
+    let bad = "proxy:\n  models:\n    - { name: claude-a, summarizer: provider-magic }\n";
+    let err = Config::from_sources(Some(("p.yaml", bad)), &none(), &none())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("proxy.models.summarizer")
+            && err.contains("provider-magic")
+            && err.contains("claude-a")
+            && err.contains("anthropic-compaction"),
+        "{err}"
+    );
+    // A misspelt key is refused at its line.
+    let typo = "proxy:\n  models:\n    - { name: claude-a, sumarizer: anthropic-compaction }\n";
+    let err = Config::from_sources(Some(("p.yaml", typo)), &none(), &none())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("sumarizer") && err.contains("p.yaml:3:"),
+        "{err}"
+    );
+}
+
+#[test]
 fn the_otlp_exporter_takes_a_url_a_protocol_headers_and_a_service_name() {
     let file = format!(
         "{SEED_003}telemetry:\n  exporter: otlp\n  endpoint: http://127.0.0.1:4318\n  protocol: http\n  headers:\n    x-api-key: s3cr3t-value\n  service_name: agent-7\n  timeout_ms: 500\n  queue: 16\n"

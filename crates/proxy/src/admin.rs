@@ -1,6 +1,8 @@
 //! The admin API, under `/admin/`, behind a bearer token (`Authorization: Bearer <token>`); off
 //! (404) when no token is configured:
 //! - `GET /admin/sessions`: every session with its log version and latest event time;
+//! - `GET /admin/sessions/{id}`: the session's log version and what the provider holds of it (its
+//!   last provider compaction and what that supersedes, `null` when none: `compact_session::provider`);
 //! - `GET /admin/sessions/{id}/events`: the session's `compact.*` events, oldest first;
 //! - `GET /admin/sessions/{id}/items/{reference}`: an original item by the id a marker, stub or
 //!   checkpoint names (`recall`), in the session log's storage form.
@@ -206,6 +208,17 @@ fn route(shared: &Shared, parts: &[&str]) -> Response<ProxyBody> {
                     .collect();
                 json_response(StatusCode::OK, &json!({"sessions": sessions}))
             }
+            Err(e) => store_error(&e),
+        },
+        ["sessions", id] => match compact_session::provider_state(store.as_ref(), id) {
+            Ok(held) => match store.version(id) {
+                Ok(version) => json_response(
+                    StatusCode::OK,
+                    &json!({"id": id, "version": version,
+                            "provider": held.map(|h| h.to_json())}),
+                ),
+                Err(e) => store_error(&e),
+            },
             Err(e) => store_error(&e),
         },
         ["sessions", id, "events"] => match store.read(id, 0) {

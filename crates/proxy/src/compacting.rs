@@ -116,7 +116,8 @@ pub(crate) async fn handle(
         return call.untouched(body, &session, "undecodable").await;
     };
     let window = shared.config.window_for(family, model.as_deref());
-    let manager = match shared.managers.for_window(window) {
+    let backend = shared.config.backend_for(model.as_deref());
+    let manager = match shared.managers.for_route(window, backend) {
         Ok(m) => m,
         Err(_) => return call.untouched(body, &session, "no_policy_for_window").await,
     };

@@ -4,8 +4,10 @@
 
 use crate::route::Family;
 use compact_core::registry::ModelRegistry;
+use compact_engine::Summarizer;
 use compact_session::SessionConfig;
 use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Default listen address: loopback only (an agent's traffic carries its API key; exposing the
@@ -40,7 +42,7 @@ pub struct Upstream {
     pub context_window: Option<usize>,
 }
 
-/// A model with its own upstream or window.
+/// A model with its own upstream, window or compaction backend.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ModelRoute {
     /// The request's `model`.
@@ -49,7 +51,57 @@ pub struct ModelRoute {
     pub base_url: Option<String>,
     /// Its window.
     pub context_window: Option<usize>,
+    /// What writes its sessions' checkpoints, when not [`ProxyConfig::session`]'s summariser.
+    pub backend: Option<Backend>,
 }
+
+/// A compaction backend a model route chooses: a summariser under a name. The proxy keeps one
+/// session manager per (window, backend name), so routes that name the same backend share its
+/// managers (and the first route's summariser): give different summarisers different names.
+#[derive(Clone)]
+pub struct Backend {
+    name: String,
+    summarizer: Arc<dyn Summarizer>,
+}
+
+impl Backend {
+    /// `summarizer` under `name` (the name keys the managers and appears in logs; the
+    /// summariser's own [`Summarizer::name`] is what compaction reports record).
+    pub fn new(name: impl Into<String>, summarizer: Arc<dyn Summarizer>) -> Self {
+        Backend {
+            name: name.into(),
+            summarizer,
+        }
+    }
+
+    /// Its name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Its summariser.
+    pub fn summarizer(&self) -> &Arc<dyn Summarizer> {
+        &self.summarizer
+    }
+}
+
+impl std::fmt::Debug for Backend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Backend")
+            .field("name", &self.name)
+            .field("summarizer", &self.summarizer.name())
+            .finish()
+    }
+}
+
+/// Backends are the same when their names are: the name is what keys the managers.
+impl PartialEq for Backend {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name
+    }
+}
+
+impl Eq for Backend {}
 
 /// The proxy's settings.
 #[derive(Clone)]
@@ -68,7 +120,7 @@ pub struct ProxyConfig {
     pub openai: Upstream,
     /// Messages and other Anthropic paths.
     pub anthropic: Upstream,
-    /// Per-model upstreams and windows.
+    /// Per-model upstreams, windows and compaction backends.
     pub models: Vec<ModelRoute>,
     /// Bearer token of the admin API; `None` turns the admin API off.
     pub admin_token: Option<String>,
@@ -149,7 +201,8 @@ impl ProxyConfig {
     }
 
     /// Settings from a resolved configuration; `admin_token` is the value of the variable its
-    /// `proxy.admin_token_env` names (read by the caller).
+    /// `proxy.admin_token_env` names (read by the caller). A route's `summarizer` is not built
+    /// here (the proxy builds no summariser): the caller sets [`ModelRoute::backend`].
     pub fn from_config(config: &compact_config::Config, admin_token: Option<String>) -> Self {
         let mut proxy = ProxyConfig::new(SessionConfig::from_config(config));
         let settings = config.proxy();
@@ -184,6 +237,7 @@ impl ProxyConfig {
                 name: m.name.clone(),
                 base_url: m.base_url.clone(),
                 context_window: m.context_window,
+                backend: None,
             })
             .collect();
         proxy.admin_token = admin_token.filter(|t| !t.is_empty());
@@ -214,6 +268,12 @@ impl ProxyConfig {
         self.model_route(model)
             .and_then(|m| m.base_url.as_deref())
             .unwrap_or(&self.upstream(family).base_url)
+    }
+
+    /// The compaction backend of a request's model, when its route names one (else the
+    /// session's summariser compacts).
+    pub fn backend_for(&self, model: Option<&str>) -> Option<&Backend> {
+        self.model_route(model).and_then(|m| m.backend.as_ref())
     }
 
     /// The window a request is compacted for: its model's route, else its upstream's, else the

@@ -65,7 +65,7 @@ pub mod stream;
 pub mod upstream;
 pub mod usage;
 
-pub use config::{ModelRoute, ProxyConfig, RecallConfig, Upstream};
+pub use config::{Backend, ModelRoute, ProxyConfig, RecallConfig, Upstream};
 pub use log::{LogSink, MemoryLog, StderrLog};
 pub use metrics::Metrics;
 pub use route::{Family, Route};

@@ -1,8 +1,11 @@
-//! One [`CompactManager`] per context window, all over one store: the session runtime compacts
-//! for one window, and requests through the proxy name models with different windows. Managers
-//! are created on first use and kept for the life of the proxy (`compactctl ui` reviews through
-//! them too).
+//! One [`CompactManager`] per context window and compaction backend, all over one store: the
+//! session runtime compacts for one window with one summariser, and requests through the proxy
+//! name models with different windows and, per model route, different backends
+//! ([`crate::Backend`]: e.g. Anthropic's own compaction for one model, the deterministic
+//! checkpoint for another). Managers are created on first use and kept for the life of the proxy
+//! (`compactctl ui` reviews through them too).
 
+use crate::config::Backend;
 use compact_session::{
     Archive, CompactManager, ExportQueue, IdleCompactor, SessionConfig, SessionError, Store,
 };
@@ -13,13 +16,17 @@ use std::sync::{Arc, Mutex};
 /// (a 16k-token local model behind a config written for a 200k one still gets room for input).
 const RESERVE_SHARE_OF_SMALL_WINDOW: usize = 4;
 
-/// The managers, by window.
+/// What a manager is kept under: its window and its backend's name (`None`: the base
+/// configuration's summariser).
+type Key = (usize, Option<String>);
+
+/// The managers, by window and backend.
 pub struct Managers {
     base: SessionConfig,
     store: Arc<dyn Store>,
     archive: Option<Arc<dyn Archive>>,
     exports: Option<Arc<ExportQueue>>,
-    by_window: Mutex<HashMap<usize, Arc<CompactManager>>>,
+    by_key: Mutex<HashMap<Key, Arc<CompactManager>>>,
     /// The idle-time compactor of each manager, when the configuration turns it on (stopped when
     /// the managers are dropped).
     idle: Mutex<Vec<IdleCompactor>>,
@@ -41,7 +48,7 @@ impl Managers {
             store,
             archive: None,
             exports: None,
-            by_window: Mutex::new(HashMap::new()),
+            by_key: Mutex::new(HashMap::new()),
             idle: Mutex::new(Vec::new()),
         }
     }
@@ -65,17 +72,32 @@ impl Managers {
         &self.store
     }
 
-    /// The manager for `window` tokens. Fails when no valid policy fits the window.
+    /// The manager for `window` tokens with the base configuration's summariser. Fails when no
+    /// valid policy fits the window.
     pub fn for_window(&self, window: usize) -> Result<Arc<CompactManager>, SessionError> {
+        self.for_route(window, None)
+    }
+
+    /// The manager for `window` tokens whose checkpoints `backend` writes (`None`: the base
+    /// configuration's summariser). Fails when no valid policy fits the window.
+    pub fn for_route(
+        &self,
+        window: usize,
+        backend: Option<&Backend>,
+    ) -> Result<Arc<CompactManager>, SessionError> {
+        let key: Key = (window, backend.map(|b| b.name().to_owned()));
         let mut map = self
-            .by_window
+            .by_key
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(m) = map.get(&window) {
+        if let Some(m) = map.get(&key) {
             return Ok(Arc::clone(m));
         }
         let mut config = self.base.clone();
         config.policy.max_context_tokens = window;
+        if let Some(backend) = backend {
+            config.summarizer = Arc::clone(backend.summarizer());
+        }
         if config.policy.validate().is_err() {
             config.policy.reserved_output_tokens = config
                 .policy
@@ -99,7 +121,7 @@ impl Managers {
                     .push(idle);
             }
         }
-        map.insert(window, Arc::clone(&manager));
+        map.insert(key, Arc::clone(&manager));
         Ok(manager)
     }
 
@@ -108,7 +130,7 @@ impl Managers {
     /// manual or reviewed compaction of the session runs.
     pub fn for_session(&self, session: &str) -> Result<Arc<CompactManager>, SessionError> {
         let holding = self
-            .by_window
+            .by_key
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .values()

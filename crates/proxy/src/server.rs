@@ -132,7 +132,11 @@ impl Proxy {
             "listening",
             json!({"addr": addr.to_string(),
                    "admin_api": self.shared.config.admin_token.is_some(),
-                   "recall": self.shared.config.recall.enabled}),
+                   "recall": self.shared.config.recall.enabled,
+                   "summarizer": self.shared.config.session.summarizer.name(),
+                   "backends": self.shared.config.models.iter()
+                       .filter_map(|m| m.backend.as_ref().map(|b| (m.name.clone(), json!(b.summarizer().name()))))
+                       .collect::<serde_json::Map<_, _>>()}),
         );
         let graceful = GracefulShutdown::new();
         tokio::pin!(shutdown);

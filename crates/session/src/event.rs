@@ -43,6 +43,10 @@ pub enum EventKind {
     OverflowRecovered,
     /// The provider ran its own compaction for the last request (its pass's usage).
     ProviderCompaction,
+    /// What the provider now holds of the session changed: its last compaction (`source`:
+    /// `response` or `request`; `item_id`, `index`, `wire` from a request) and what it supersedes
+    /// (`superseded_items`, `superseded_tokens`). See [`crate::provider`].
+    ProviderState,
     /// The model asked for an original by id in band (the proxy's `compact_recall` tool):
     /// `reference`, `found`, and the `tokens` returned.
     Recall,
@@ -80,6 +84,7 @@ impl EventKind {
             EventKind::Failed => "compact.failed",
             EventKind::OverflowRecovered => "compact.overflow_recovered",
             EventKind::ProviderCompaction => "compact.provider_compaction",
+            EventKind::ProviderState => "compact.provider_state",
             EventKind::Recall => "compact.recall",
             EventKind::MemoryCandidate => "compact.memory_candidate",
             EventKind::MemoryLifecycle => "compact.memory_lifecycle",
@@ -89,7 +94,7 @@ impl EventKind {
         }
     }
 
-    const ALL: [EventKind; 21] = [
+    const ALL: [EventKind; 22] = [
         EventKind::TokenEstimate,
         EventKind::TriggerDecision,
         EventKind::Compacted,
@@ -105,6 +110,7 @@ impl EventKind {
         EventKind::Failed,
         EventKind::OverflowRecovered,
         EventKind::ProviderCompaction,
+        EventKind::ProviderState,
         EventKind::Recall,
         EventKind::MemoryCandidate,
         EventKind::MemoryLifecycle,

@@ -84,6 +84,7 @@ mod manual;
 pub mod memory;
 #[cfg(feature = "otlp")]
 pub mod otlp;
+pub mod provider;
 mod recall;
 pub mod record;
 mod recover;
@@ -115,6 +116,7 @@ pub use manual::ManualCompaction;
 pub use memory::{MemoryConfig, DEFAULT_MEMORY_BUDGET};
 #[cfg(feature = "otlp")]
 pub use otlp::{OtlpError, OtlpExporter};
+pub use provider::{provider_state, HeldSource, ProviderHeld};
 pub use recall::{Recalled, KEEP_ATTEMPTS};
 pub use recover::{Recovery, RecoveryError, RECOVERY_SHRINK};
 pub use review::Proposal;

@@ -18,6 +18,7 @@ use crate::config::SessionConfig;
 use crate::error::SessionError;
 use crate::event::{Event, EventKind};
 use crate::export::ExportQueue;
+use crate::provider::ProviderHeld;
 use crate::record::{ItemRecord, ItemSource, Record, ViewEntry};
 use crate::state::{call_ids, view_record, SessionState};
 use crate::store::{Store, StoreError};
@@ -577,6 +578,19 @@ impl CompactManager {
             }));
         }
 
+        // 1a. What the provider holds: a provider compaction among the new items (or a branch)
+        // may be one the state does not know yet.
+        let provider_next = (branched
+            || new_items
+                .iter()
+                .any(|i| matches!(i.body(), ItemBody::ProviderCompaction(_))))
+        .then(|| ProviderHeld::in_request(request, &counter))
+        .flatten()
+        .filter(|held| held.changes(state.provider.as_ref()));
+        if let Some(held) = &provider_next {
+            events.push(held.event());
+        }
+
         // 1b. Memory: the candidates in the new items (and, for a new session, the project's
         // facts), decided on a copy that becomes the state's once the log holds the decisions.
         let memory_config = self.config.memory.as_ref();
@@ -923,6 +937,9 @@ impl CompactManager {
         }
         state.logged.extend(new_hashes.iter().copied());
         state.chain = chain;
+        if provider_next.is_some() {
+            state.provider = provider_next;
+        }
         if let Some(memory) = memory_next {
             state.memory = memory;
         }
@@ -1057,7 +1074,13 @@ fn appends_cleanly(
     new: &[Item],
     rules: ProviderRules,
 ) -> bool {
-    if !new.iter().all(|i| i.meta.visibility.model) {
+    // A provider compaction may supersede what was sent before it (normalisation then hides
+    // that): the request is recounted whole.
+    if !new.iter().all(|i| i.meta.visibility.model)
+        || new
+            .iter()
+            .any(|i| matches!(i.body(), ItemBody::ProviderCompaction(_)))
+    {
         return false;
     }
     let mut seen = std::collections::HashSet::new();

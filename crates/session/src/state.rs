@@ -12,6 +12,7 @@ use crate::chain::ChainHash;
 use crate::codec::share_envelopes;
 use crate::error::SessionError;
 use crate::event::EventKind;
+use crate::provider::ProviderHeld;
 use crate::record::{ItemSource, Record, ViewEntry, ViewRecord};
 use crate::store::Store;
 use compact_core::model::{Conversation, Item, ItemBody, ItemMeta};
@@ -77,6 +78,9 @@ pub(crate) struct SessionState {
     /// How much the request grew on the last calls that extended it (idle-time compaction asks
     /// whether the next call would reach the trigger).
     pub growth: Growth,
+    /// What the provider holds of the session: its last compaction (replayed from the latest
+    /// `compact.provider_state` event).
+    pub provider: Option<ProviderHeld>,
 }
 
 /// The growth in tokens of the last [`Growth::CALLS`] extending calls.
@@ -165,6 +169,9 @@ impl SessionState {
                 Record::Event(e) => {
                     if let Some(change) = crate::memory::event_change(e) {
                         state.memory.apply(&change);
+                    }
+                    if let Some(held) = ProviderHeld::from_event(e) {
+                        state.provider = Some(held);
                     }
                     if e.kind == EventKind::Calibration {
                         let model = e.get("model").and_then(|v| v.as_str());

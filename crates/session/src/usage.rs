@@ -5,7 +5,9 @@ use crate::calibration::CalibrationUpdate;
 use crate::error::SessionError;
 use crate::event::{Event, EventKind};
 use crate::manager::CompactManager;
+use crate::provider::ProviderHeld;
 use crate::record::Record;
+use compact_core::model::Role;
 use serde_json::json;
 
 /// Input-token usage a provider reported for one response.
@@ -107,8 +109,25 @@ impl CompactManager {
                        "billed_output_tokens": pass.billed_output_tokens}),
             )));
         }
+        let held = usage.provider_compaction.map(|_| {
+            let items = state
+                .sent()
+                .items
+                .iter()
+                .filter(|i| {
+                    i.meta.visibility.model && !matches!(i.role(), Role::System | Role::Developer)
+                })
+                .count();
+            ProviderHeld::from_reply(items, state.sent_tokens)
+        });
+        if let Some(held) = &held {
+            records.push(Record::Event(held.event()));
+        }
         self.append(session, state, records)?;
         state.calibration = calibration;
+        if held.is_some() {
+            state.provider = held;
+        }
         drop(slot);
         self.note_call(session);
         Ok(update)

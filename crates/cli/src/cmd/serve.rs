@@ -5,8 +5,8 @@ use crate::engine::summarizer;
 use crate::exit::BadInput;
 use anyhow::Context;
 use clap::Args;
-use compact_config::{Config, Overrides};
-use compact_proxy::{Proxy, ProxyConfig, StderrLog};
+use compact_config::{Config, Overrides, SummarizerKind, SummarizerSettings};
+use compact_proxy::{Backend, Proxy, ProxyConfig, StderrLog};
 use compact_session::{MemoryStore, SessionConfig, SqliteStore, Store};
 use std::path::Path;
 use std::process::ExitCode;
@@ -83,6 +83,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
         session = session.with_default_project(&dir.to_string_lossy());
     }
     proxy_config.session = session;
+    route_backends(&config, &mut proxy_config)?;
     let store = open_store(args.store.as_deref(), &config)?;
     proxy_config.archive = match compact_session::open_archive(&config, &|k| std::env::var(k).ok())
     {
@@ -106,6 +107,55 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
         Ok::<_, anyhow::Error>(())
     })?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Builds the compaction backend of every model route whose `summarizer` is set. The
+/// configuration's `summarizer:` section lends its settings (model, base URL, key variable) to a
+/// route of the same kind and its template and cache setting to any; `anthropic-compaction`
+/// compacts with the route's own model at the route's upstream (else the Anthropic upstream),
+/// since it is that model's conversation the provider compacts.
+fn route_backends(config: &Config, proxy: &mut ProxyConfig) -> anyhow::Result<()> {
+    let anthropic = proxy.anthropic.base_url.clone();
+    for (route, settings) in proxy.models.iter_mut().zip(&config.proxy().models) {
+        let Some(kind) = settings.summarizer else {
+            continue;
+        };
+        let top = config.summarizer();
+        let mut s = if top.kind == kind {
+            top.clone()
+        } else {
+            SummarizerSettings {
+                kind,
+                template: top.template.clone(),
+                cache_warm: top.cache_warm,
+                ..SummarizerSettings::default()
+            }
+        };
+        if kind == SummarizerKind::AnthropicCompaction {
+            s.model = Some(route.name.clone());
+            s.base_url = Some(route.base_url.clone().unwrap_or_else(|| anthropic.clone()));
+        }
+        if kind == SummarizerKind::Deterministic {
+            s.model = None;
+            s.base_url = None;
+            s.template = None;
+        }
+        let built = summarizer(&s).with_context(|| {
+            format!(
+                "proxy.models `{}`: summarizer {}",
+                route.name,
+                kind.as_str()
+            )
+        })?;
+        let name = format!(
+            "{}:{}@{}",
+            kind.as_str(),
+            s.model.as_deref().unwrap_or(""),
+            s.base_url.as_deref().unwrap_or("")
+        );
+        route.backend = Some(Backend::new(name, built));
+    }
+    Ok(())
 }
 
 fn open_store(flag: Option<&str>, config: &Config) -> anyhow::Result<Arc<dyn Store>> {

@@ -246,6 +246,8 @@ struct Tally {
     first_ms: Option<u64>,
     last_ms: Option<u64>,
     parent: Option<String>,
+    /// What the provider holds (the latest `compact.provider_state`).
+    provider: Option<serde_json::Value>,
 }
 
 fn tally(store: &dyn Store, id: &str) -> anyhow::Result<Tally> {
@@ -271,6 +273,9 @@ fn tally(store: &dyn Store, id: &str) -> anyhow::Result<Tally> {
                 }
                 if e.kind == EventKind::Sent {
                     t.last_sent = Some(serde_json::Value::Object(e.data.clone()));
+                }
+                if let Some(held) = compact_session::ProviderHeld::from_event(e) {
+                    t.provider = Some(held.to_json());
                 }
             }
         }
@@ -326,6 +331,7 @@ fn show(store: &dyn Store, id: &str, as_json: bool) -> anyhow::Result<ExitCode> 
         "id": id, "records": t.records, "items_received": t.items,
         "truncated_originals": t.originals, "views": t.views, "events": t.events,
         "first_event_ms": t.first_ms, "last_event_ms": t.last_ms, "last_sent": t.last_sent,
+        "provider": t.provider,
     });
     if as_json {
         outln!("{}", serde_json::to_string_pretty(&doc)?);
@@ -345,6 +351,17 @@ fn show(store: &dyn Store, id: &str, as_json: bool) -> anyhow::Result<ExitCode> 
             sent["items"],
             sent["tokens"],
             sent["reused_items"]
+        );
+    }
+    if let Some(p) = &t.provider {
+        let at = match (p["index"].as_u64(), p["wire"].as_str()) {
+            (Some(i), Some(wire)) => format!("{wire} at item {i}"),
+            _ => "announced by a reply, not yet sent back".to_owned(),
+        };
+        outln!(
+            "  provider holds      a compaction ({at}) superseding {} items, {} tokens",
+            p["superseded_items"],
+            p["superseded_tokens"]
         );
     }
     outln!("  events");

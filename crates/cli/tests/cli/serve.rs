@@ -149,3 +149,49 @@ fn serve_no_recall_turns_in_band_recall_off() {
     assert_eq!(listening["event"], "listening", "{line}");
     assert_eq!(listening["recall"], false, "{line}");
 }
+
+#[test]
+fn serve_builds_the_compaction_backend_of_each_model_route() {
+    let dir = crate::support::temp_dir("serve-backends");
+    let config = crate::support::in_dir(&dir, "proxy.yaml");
+    std::fs::write(
+        &config,
+        "proxy:\n  anthropic: { base_url: \"http://127.0.0.1:9\" }\n  models:\n    - { name: claude-a, summarizer: anthropic-compaction }\n    - { name: claude-b, context_window: 64000 }\n",
+    )
+    .unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_compactctl"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--store", "memory"])
+        .args(["--config", &config])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    let listening: serde_json::Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(listening["event"], "listening", "{line}");
+    assert_eq!(listening["summarizer"], "deterministic", "{line}");
+    assert_eq!(
+        listening["backends"],
+        serde_json::json!({"claude-a": "anthropic-compaction"}),
+        "{line}"
+    );
+
+    // An unknown backend is a configuration error naming the key and the model.
+    std::fs::write(
+        &config,
+        "proxy:\n  models:\n    - { name: claude-a, summarizer: provider }\n",
+    )
+    .unwrap();
+    let out = run_env(&["serve", "--store", "memory", "--config", &config], &[]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("proxy.models.summarizer") && out.stderr.contains("claude-a"),
+        "{}",
+        out.stderr
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -520,3 +520,49 @@ fn sessions_list_shows_subagents_below_their_parent() {
     assert_eq!(at("  aa-task"), at("zz-main") + 1, "{table}");
     assert!(at("mm-other") > 0, "{table}");
 }
+
+#[test]
+fn sessions_show_names_what_the_provider_holds() {
+    let dir = temp_dir("sessions-provider");
+    let path = in_dir(&dir, "sessions.db");
+    let store = Arc::new(SqliteStore::open(&path).unwrap());
+    let config = SessionConfig::new(
+        Policy::for_window(200_000),
+        TokenCounter::new(Encoding::O200kBase),
+    );
+    let manager = CompactManager::open(config, store).unwrap();
+    let mut messages = vec![];
+    for t in 0..6 {
+        messages.push(json!({"role": "user", "content": format!("Step {t}: read src/m{t}.rs")}));
+        messages.push(json!({"role": "assistant", "content": format!("m{t} parses input")}));
+    }
+    messages.push(json!({"role": "assistant", "content": [
+        {"type": "compaction", "content": "Steps 0-5: the modules parse input."},
+        {"type": "text", "text": "Continuing."}]}));
+    messages.push(json!({"role": "user", "content": "Now fix m3."}));
+    let request = json!({"model": "claude-sonnet-4-5", "max_tokens": 100, "messages": messages});
+    let conv = compact_formats::wire::decode(Format::Anthropic, &request).unwrap();
+    manager.preflight("held", &conv).unwrap();
+    drop(manager);
+
+    let url = format!("sqlite:{path}");
+    let show = run(&["sessions", "show", "held", "--store", &url, "--json"])
+        .ok()
+        .json();
+    let held = &show["provider"];
+    assert_eq!(held["source"], "request", "{show}");
+    assert_eq!(held["wire"], "anthropic_block");
+    assert_eq!(held["index"], 12);
+    assert_eq!(held["superseded_items"], 12);
+    assert_eq!(show["events"]["compact.provider_state"], 1);
+    let text = run(&["sessions", "show", "held", "--store", &url])
+        .ok()
+        .stdout;
+    assert!(
+        text.contains(
+            "provider holds      a compaction (anthropic_block at item 12) superseding 12 items"
+        ),
+        "{text}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -8,12 +8,14 @@ mod support;
 #[path = "../../../session/tests/it/planted.rs"]
 mod planted;
 
+mod backends;
 mod boundary;
 mod faults;
 mod idle;
 mod long_session;
 mod ops;
 mod provider_compaction;
+mod provider_state;
 mod python;
 mod recall;
 mod recovery;

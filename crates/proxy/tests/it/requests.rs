@@ -394,6 +394,7 @@ async fn a_model_route_picks_its_upstream_and_window() {
                 name: "small-model".into(),
                 base_url: Some(base_url.clone()),
                 context_window: Some(8_000),
+                backend: None,
             });
         })),
         ..Options::default()

@@ -20,6 +20,7 @@ mod overflow_e2e;
 mod planted;
 #[cfg(feature = "postgres")]
 mod postgres;
+mod provider_state;
 mod recovery;
 mod redaction;
 mod review;
