@@ -163,6 +163,33 @@ def test_a_message_changed_in_place_is_converted_again(name: str) -> None:
     assert pair.m.history("s")[-len(history) :] == history
 
 
+def test_long_strings_are_remembered_by_identity_but_a_moved_one_is_seen() -> None:
+    # Strings of 64 bytes or more found equal once are taken as equal next time when they are the
+    # same object at the same place; the same objects swapped, or moved to where a short string
+    # was, must still be seen.
+    pair = Pair()
+    history = chat_history(3)
+    first, second = "first " * 20, "second " * 20
+    history.append({"role": "user", "content": [{"type": "text", "text": first}, {"type": "text", "text": second}]})
+    at = len(history) - 1
+    history.append({"role": "user", "content": "x"})
+    pair.prepare("s", history)
+    for _ in range(2):  # remembered by the first check, used by the second
+        assert pair.prepare("s", history).converted_messages == 0
+    parts = history[at]["content"]
+    parts[0]["text"], parts[1]["text"] = parts[1]["text"], parts[0]["text"]
+    assert pair.prepare("s", history).converted_messages == len(history) - at
+    assert pair.prepare("s", history).converted_messages == 0
+    # A short string first, the long one after it (remembered as the message's first long one)...
+    parts[0]["text"], parts[1]["text"] = "y", parts[0]["text"]
+    pair.prepare("s", history)
+    assert pair.prepare("s", history).converted_messages == 0
+    # ...then that long object where the short string was, and a new long one after it.
+    parts[0]["text"], parts[1]["text"] = parts[1]["text"], "z" * 100
+    assert pair.prepare("s", history).converted_messages == len(history) - at
+    assert pair.m.history("s")[-len(history) :] == history
+
+
 def test_an_equal_new_dict_is_reused_and_a_new_list_too() -> None:
     pair = Pair()
     history = chat_history(5)

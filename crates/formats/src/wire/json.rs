@@ -51,6 +51,35 @@ impl Fields {
         }
     }
 
+    /// The fields of a request `v` (an object), as [`Fields::of`], except that the array under
+    /// `list` (the message list, the longest member by far) is not copied but returned by
+    /// reference: a `null` holds its place, so taking it ([`Fields::take`]) leaves the other
+    /// members in the order taking the array would. Decoding a long history again from its last
+    /// message on then costs nothing in the size of the history.
+    pub(crate) fn of_request<'v>(
+        v: &'v Value,
+        list: &str,
+    ) -> Result<(Fields, Option<&'v Vec<Value>>), DecodeError> {
+        let Value::Object(map) = v else {
+            return Err(unexpected("", "an object", v));
+        };
+        let array = map.get(list).and_then(Value::as_array);
+        let map = map
+            .iter()
+            .map(|(k, val)| {
+                let spared = array.is_some() && k == list;
+                (k.clone(), if spared { Value::Null } else { val.clone() })
+            })
+            .collect();
+        Ok((
+            Fields {
+                map,
+                path: String::new(),
+            },
+            array,
+        ))
+    }
+
     /// The path of the object.
     pub(crate) fn path(&self) -> &str {
         &self.path

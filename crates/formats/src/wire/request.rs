@@ -314,15 +314,18 @@ impl Decoded {
 pub(crate) fn decode_messages(
     format: Format,
     f: &mut Fields,
+    messages: Option<&Vec<Value>>,
     from: usize,
     out: &mut Decoded,
     decode_message: impl Fn(&Value, u32, &str, &mut Vec<Item>) -> Result<(), DecodeError>,
 ) -> Result<(), DecodeError> {
     let path = f.at("messages");
-    let messages = f.req("messages")?;
-    let Value::Array(messages) = messages else {
-        return Err(unexpected(path, "an array", &messages));
+    // `messages` is the request's array, left out of `f` ([`Fields::of_request`]).
+    let Some(messages) = messages else {
+        let other = f.req("messages")?;
+        return Err(unexpected(path, "an array", &other));
     };
+    f.take("messages");
     for (i, m) in messages.iter().enumerate().skip(from) {
         let index = u32::try_from(i).unwrap_or(u32::MAX);
         let start = out.items.len();

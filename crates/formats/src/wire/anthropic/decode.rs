@@ -15,7 +15,7 @@ const FORMAT: Format = Format::Anthropic;
 /// Decodes a request from its `from`-th message on (0: the whole request; `system` is decoded
 /// every time).
 pub(crate) fn decode_request(req: &Value, from: usize) -> Result<Decoded, DecodeError> {
-    let mut f = Fields::of(req, "")?;
+    let (mut f, messages) = Fields::of_request(req, "messages")?;
     let mut out = Decoded::default();
     let items = &mut out.items;
     if let Some(system) = f.take_non_null("system") {
@@ -29,13 +29,13 @@ pub(crate) fn decode_request(req: &Value, from: usize) -> Result<Decoded, Decode
     out.lead();
     // The Messages API requires a message; the encoder writes a placeholder one for a conversation
     // without any, so an empty list could not be written back as it was.
-    if matches!(f.peek("messages"), Some(Value::Array(m)) if m.is_empty()) {
+    if messages.is_some_and(Vec::is_empty) {
         return Err(DecodeError::new(
             f.at("messages"),
             "no messages (a Messages request needs at least one)",
         ));
     }
-    decode_messages(FORMAT, &mut f, from, &mut out, decode_message)?;
+    decode_messages(FORMAT, &mut f, messages, from, &mut out, decode_message)?;
     out.head = decoded_head(FORMAT, f);
     Ok(out)
 }

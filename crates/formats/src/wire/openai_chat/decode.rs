@@ -14,9 +14,9 @@ const FORMAT: Format = Format::OpenAiChat;
 
 /// Decodes a request from its `from`-th message on (0: the whole request).
 pub(crate) fn decode_request(req: &Value, from: usize) -> Result<Decoded, DecodeError> {
-    let mut f = Fields::of(req, "")?;
+    let (mut f, messages) = Fields::of_request(req, "messages")?;
     let mut out = Decoded::default();
-    decode_messages(FORMAT, &mut f, from, &mut out, decode_message)?;
+    decode_messages(FORMAT, &mut f, messages, from, &mut out, decode_message)?;
     out.head = decoded_head(FORMAT, f);
     Ok(out)
 }

@@ -25,7 +25,7 @@ pub(crate) const LOCAL_SHELL: &str = "local_shell";
 /// Decodes a request from its `from`-th input item on (0: the whole request; `instructions` and a
 /// string `input` are decoded every time).
 pub(crate) fn decode_request(req: &Value, from: usize) -> Result<Decoded, DecodeError> {
-    let mut f = Fields::of(req, "")?;
+    let (mut f, list) = Fields::of_request(req, INPUT)?;
     let mut out = Decoded::default();
     match f.take_non_null(INSTRUCTIONS) {
         Some(v @ Value::String(_)) => out.items.push(slot_item(Role::System, v, INSTRUCTIONS)),
@@ -33,10 +33,18 @@ pub(crate) fn decode_request(req: &Value, from: usize) -> Result<Decoded, Decode
         None => {}
     }
     let input_path = f.at(INPUT);
-    match f.take_non_null(INPUT) {
-        Some(v @ Value::String(_)) => out.items.push(slot_item(Role::User, v, INPUT)),
-        Some(Value::Array(input)) if input.is_empty() => f.put(INPUT, Value::Array(input)),
-        Some(Value::Array(input)) => {
+    // An array `input` is read where it is ([`Fields::of_request`]); `f` holds a `null` for it.
+    let input = match list {
+        Some(input) => {
+            f.take(INPUT);
+            Some(Value::Array(Vec::new())).filter(|_| input.is_empty())
+        }
+        None => f.take_non_null(INPUT),
+    };
+    match (input, list) {
+        (Some(v @ Value::String(_)), _) => out.items.push(slot_item(Role::User, v, INPUT)),
+        (Some(Value::Array(empty)), _) => f.put(INPUT, Value::Array(empty)),
+        (None, Some(input)) => {
             out.lead();
             for (i, v) in input.iter().enumerate().skip(from) {
                 let index = u32::try_from(i).unwrap_or(u32::MAX);
@@ -49,8 +57,8 @@ pub(crate) fn decode_request(req: &Value, from: usize) -> Result<Decoded, Decode
                 out.end_message();
             }
         }
-        Some(other) => return Err(unexpected(input_path, "a string or an array", &other)),
-        None => {}
+        (Some(other), _) => return Err(unexpected(input_path, "a string or an array", &other)),
+        (None, None) => {}
     }
     if out.ends.is_empty() {
         out.lead();
