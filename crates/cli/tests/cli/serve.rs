@@ -125,17 +125,12 @@ fn serve_logs_to_sqlite_in_the_state_directory_by_default() {
     let _ = std::fs::remove_dir_all(&state);
 }
 
-#[test]
-fn serve_no_recall_turns_in_band_recall_off() {
+/// Starts `compactctl serve` on a free port with an in-memory store and `args`, and stops it once
+/// it has written its first line: that `listening` line, parsed, and as written.
+fn listening_line(args: &[&str]) -> (serde_json::Value, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_compactctl"))
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--store",
-            "memory",
-            "--no-recall",
-        ])
+        .args(["serve", "--listen", "127.0.0.1:0", "--store", "memory"])
+        .args(args)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -147,6 +142,12 @@ fn serve_no_recall_turns_in_band_recall_off() {
     let _ = child.wait();
     let listening: serde_json::Value = serde_json::from_str(&line).unwrap();
     assert_eq!(listening["event"], "listening", "{line}");
+    (listening, line)
+}
+
+#[test]
+fn serve_no_recall_turns_in_band_recall_off() {
+    let (listening, line) = listening_line(&["--no-recall"]);
     assert_eq!(listening["recall"], false, "{line}");
 }
 
@@ -159,20 +160,7 @@ fn serve_builds_the_compaction_backend_of_each_model_route() {
         "proxy:\n  anthropic: { base_url: \"http://127.0.0.1:9\" }\n  models:\n    - { name: claude-a, summarizer: anthropic-compaction }\n    - { name: claude-b, context_window: 64000 }\n",
     )
     .unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_compactctl"))
-        .args(["serve", "--listen", "127.0.0.1:0", "--store", "memory"])
-        .args(["--config", &config])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    stderr.read_line(&mut line).unwrap();
-    let _ = child.kill();
-    let _ = child.wait();
-    let listening: serde_json::Value = serde_json::from_str(&line).unwrap();
-    assert_eq!(listening["event"], "listening", "{line}");
+    let (listening, line) = listening_line(&["--config", &config]);
     assert_eq!(listening["summarizer"], "deterministic", "{line}");
     assert_eq!(
         listening["backends"],
