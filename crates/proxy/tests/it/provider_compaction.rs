@@ -125,11 +125,26 @@ async fn drive(mode: &str, steps: usize, lines: usize, window: usize) {
         "{mode}: a request went over the window"
     );
     if mode == "anthropic-threshold" {
-        // The client keeps the whole history; Compact drops what the last block supersedes.
-        assert!(
-            h.proxy.metrics().compactions() >= 1,
-            "{mode}: the proxy never compacted"
-        );
+        // The client keeps the whole history; what the last block supersedes (the provider reads
+        // nothing before it) never goes upstream again: the message holding it comes first.
+        let mut with_block = 0;
+        for r in &upstream {
+            let messages = r.body["messages"].as_array().unwrap();
+            let holds = |m: &Value| {
+                m["content"]
+                    .as_array()
+                    .is_some_and(|c| c.iter().any(|p| p["type"] == "compaction"))
+            };
+            if let Some(last) = messages.iter().rposition(holds) {
+                with_block += 1;
+                assert_eq!(
+                    last, 0,
+                    "{mode}: request #{} sends {last} messages its last compaction supersedes",
+                    r.seq
+                );
+            }
+        }
+        assert!(with_block > 0, "{mode}: no request carried a compaction");
     }
     // More than three windows of tool output went through the session.
     let outputs: usize = (0..steps)
