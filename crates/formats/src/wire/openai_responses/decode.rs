@@ -35,16 +35,16 @@ pub(crate) fn decode_request(req: &Value, from: usize) -> Result<Decoded, Decode
     let input_path = f.at(INPUT);
     // An array `input` is read where it is ([`Fields::of_request`]); `f` holds a `null` for it.
     let input = match list {
-        Some(input) => {
-            f.take(INPUT);
-            Some(Value::Array(Vec::new())).filter(|_| input.is_empty())
+        Some(_) => {
+            f.take(INPUT); // the `null` standing for the array
+            None
         }
         None => f.take_non_null(INPUT),
     };
     match (input, list) {
+        (_, Some(input)) if input.is_empty() => f.put(INPUT, Value::Array(Vec::new())),
         (Some(v @ Value::String(_)), _) => out.items.push(slot_item(Role::User, v, INPUT)),
-        (Some(Value::Array(empty)), _) => f.put(INPUT, Value::Array(empty)),
-        (None, Some(input)) => {
+        (_, Some(input)) => {
             out.lead();
             for (i, v) in input.iter().enumerate().skip(from) {
                 let index = u32::try_from(i).unwrap_or(u32::MAX);
@@ -57,7 +57,7 @@ pub(crate) fn decode_request(req: &Value, from: usize) -> Result<Decoded, Decode
                 out.end_message();
             }
         }
-        (Some(other), _) => return Err(unexpected(input_path, "a string or an array", &other)),
+        (Some(other), None) => return Err(unexpected(input_path, "a string or an array", &other)),
         (None, None) => {}
     }
     if out.ends.is_empty() {
