@@ -27,6 +27,9 @@ pub struct Managers {
     archive: Option<Arc<dyn Archive>>,
     exports: Option<Arc<ExportQueue>>,
     by_key: Mutex<HashMap<Key, Arc<CompactManager>>>,
+    /// The backend of each model route that names one, by model name: where a session no
+    /// manager holds is compacted (its last call's model decides).
+    backends: Vec<(String, Backend)>,
     /// The idle-time compactor of each manager, when the configuration turns it on (stopped when
     /// the managers are dropped).
     idle: Mutex<Vec<IdleCompactor>>,
@@ -49,8 +52,18 @@ impl Managers {
             archive: None,
             exports: None,
             by_key: Mutex::new(HashMap::new()),
+            backends: Vec::new(),
             idle: Mutex::new(Vec::new()),
         }
+    }
+
+    /// The same managers, knowing each model route's backend (model name, backend), so that
+    /// [`Managers::for_session`] compacts a session no manager holds with the backend of the
+    /// model its last call named.
+    #[must_use]
+    pub fn with_backends(mut self, backends: impl IntoIterator<Item = (String, Backend)>) -> Self {
+        self.backends = backends.into_iter().collect();
+        self
     }
 
     /// The same managers, archiving every compaction in `archive`.
@@ -126,8 +139,9 @@ impl Managers {
     }
 
     /// The manager that holds `session` in memory (the one its calls go through), else the one of
-    /// the window the session last ran at (from its log), else the configured window's: where a
-    /// manual or reviewed compaction of the session runs.
+    /// the window the session last ran at (from its log; else the configured window) and of the
+    /// backend of the model its last call named (else the base summariser): where a manual or
+    /// reviewed compaction of the session runs.
     pub fn for_session(&self, session: &str) -> Result<Arc<CompactManager>, SessionError> {
         let holding = self
             .by_key
@@ -138,10 +152,21 @@ impl Managers {
             .cloned();
         match holding {
             Some(m) => Ok(m),
-            None => match compact_session::last_window(self.store.as_ref(), session)? {
-                Some(window) => self.for_window(window),
-                None => self.default_manager(),
-            },
+            None => {
+                let window = compact_session::last_window(self.store.as_ref(), session)?
+                    .unwrap_or(self.base.policy.max_context_tokens);
+                let backend = if self.backends.is_empty() {
+                    None
+                } else {
+                    compact_session::last_model(self.store.as_ref(), session)?.and_then(|model| {
+                        self.backends
+                            .iter()
+                            .find(|(name, _)| *name == model)
+                            .map(|(_, b)| b)
+                    })
+                };
+                self.for_route(window, backend)
+            }
         }
     }
 
@@ -165,5 +190,79 @@ impl Managers {
     /// The manager of the configured policy's window (admin recall reads the log through it).
     pub fn default_manager(&self) -> Result<Arc<CompactManager>, SessionError> {
         self.for_window(self.base.policy.max_context_tokens)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+    use compact_core::model::Format;
+    use compact_engine::{BoxFuture, SummarizeError, Summarizer, Summary, SummaryRequest};
+    use compact_session::MemoryStore;
+
+    /// A summariser known by its name alone (never called here).
+    struct Named(&'static str);
+
+    impl Summarizer for Named {
+        fn name(&self) -> &str {
+            self.0
+        }
+
+        fn summarize<'a>(
+            &'a self,
+            _request: SummaryRequest<'a>,
+        ) -> BoxFuture<'a, Result<Summary, SummarizeError>> {
+            Box::pin(async { Ok(Summary::default()) })
+        }
+    }
+
+    fn call(manager: &CompactManager, session: &str, model: &str) {
+        let request = serde_json::json!({"model": model, "max_tokens": 64,
+            "messages": [{"role": "user", "content": "Read src/lib.rs."}]});
+        let conv = compact_formats::wire::decode(Format::Anthropic, &request).unwrap();
+        manager.preflight(session, &conv).unwrap();
+    }
+
+    #[test]
+    fn a_session_no_manager_holds_is_compacted_with_its_last_models_backend() {
+        let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+        let routed = Backend::new("routed", Arc::new(Named("routed-summarizer")));
+        let managers = || {
+            Managers::new(
+                SessionConfig::new(
+                    compact_core::policy::Policy::for_window(32_000),
+                    compact_core::tokens::TokenCounter::new(
+                        compact_core::tokens::Encoding::O200kBase,
+                    ),
+                ),
+                Arc::clone(&store),
+            )
+            .with_backends([("claude-routed".to_owned(), routed.clone())])
+        };
+        // Calls through the proxy: one session per model, at a window of their own.
+        let running = managers();
+        call(
+            &running.for_route(64_000, Some(&routed)).unwrap(),
+            "a",
+            "claude-routed",
+        );
+        call(
+            &running.for_route(48_000, None).unwrap(),
+            "b",
+            "claude-other",
+        );
+        // After a restart (or in `compactctl ui`) no manager holds them: each is compacted at
+        // the window its calls used and with the backend of the model they named.
+        let fresh = managers();
+        let a = fresh.for_session("a").unwrap();
+        assert_eq!(a.config().summarizer.name(), "routed-summarizer");
+        assert_eq!(a.config().policy.max_context_tokens, 64_000);
+        let b = fresh.for_session("b").unwrap();
+        assert_eq!(b.config().summarizer.name(), "deterministic");
+        assert_eq!(b.config().policy.max_context_tokens, 48_000);
+        // A session the store does not know is an error naming it.
+        let unknown = fresh.for_session("never").unwrap_err();
+        assert!(unknown.to_string().contains("never"), "{unknown}");
     }
 }

@@ -78,6 +78,12 @@ impl Proxy {
     ) -> Result<Self, ProxyError> {
         let managers = Arc::new(
             Managers::new(config.session.clone(), store)
+                .with_backends(
+                    config
+                        .models
+                        .iter()
+                        .filter_map(|m| m.backend.clone().map(|b| (m.name.clone(), b))),
+                )
                 .with_archive(config.archive.clone())
                 .with_exports(config.exports.clone()),
         );

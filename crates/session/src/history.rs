@@ -27,6 +27,24 @@ pub fn last_window(store: &dyn Store, session: &str) -> Result<Option<usize>, St
         }))
 }
 
+/// The model `session`'s last call named (its latest `compact.sent` event that names one), read
+/// from the log's events alone: where a proxy routes models to different compaction backends, a
+/// reviewed compaction of a stored session uses the backend of the model its calls used. `None`
+/// when no call named a model.
+pub fn last_model(store: &dyn Store, session: &str) -> Result<Option<String>, StoreError> {
+    Ok(store
+        .read_kind(session, 0, "event", usize::MAX)?
+        .iter()
+        .rev()
+        .find_map(|s| match &s.record {
+            Record::Event(e) if e.kind == EventKind::Sent => e
+                .get("model")
+                .and_then(serde_json::Value::as_str)
+                .map(str::to_owned),
+            _ => None,
+        }))
+}
+
 impl CompactManager {
     /// The items of the session's current branch, exactly as received, with the tools, format and
     /// request fields of the last request (when it was prepared by this manager) or none (when the

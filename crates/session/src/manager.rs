@@ -579,16 +579,24 @@ impl CompactManager {
         }
 
         // 1a. What the provider holds: a provider compaction among the new items (or a branch)
-        // may be one the state does not know yet.
-        let provider_next = (branched
+        // may be one the state does not know yet; a branch back to a history without any
+        // clears what the state knew (the provider reads such a request whole).
+        let provider_next: Option<Option<ProviderHeld>> = if branched
             || new_items
                 .iter()
-                .any(|i| matches!(i.body(), ItemBody::ProviderCompaction(_))))
-        .then(|| ProviderHeld::in_request(request, &counter))
-        .flatten()
-        .filter(|held| held.changes(state.provider.as_ref()));
-        if let Some(held) = &provider_next {
-            events.push(held.event());
+                .any(|i| matches!(i.body(), ItemBody::ProviderCompaction(_)))
+        {
+            match ProviderHeld::in_request(request, &counter) {
+                Some(held) => held.changes(state.provider.as_ref()).then_some(Some(held)),
+                None => (branched && state.provider.is_some()).then_some(None),
+            }
+        } else {
+            None
+        };
+        match &provider_next {
+            Some(Some(held)) => events.push(held.event()),
+            Some(None) => events.push(ProviderHeld::cleared_event()),
+            None => {}
         }
 
         // 1b. Memory: the candidates in the new items (and, for a new session, the project's
@@ -937,8 +945,8 @@ impl CompactManager {
         }
         state.logged.extend(new_hashes.iter().copied());
         state.chain = chain;
-        if provider_next.is_some() {
-            state.provider = provider_next;
+        if let Some(held) = provider_next {
+            state.provider = held;
         }
         if let Some(memory) = memory_next {
             state.memory = memory;

@@ -114,15 +114,23 @@ impl ProviderHeld {
         )
     }
 
-    /// Reads a `compact.provider_state` event (fields it does not know are ignored; a missing
-    /// count reads as 0).
-    pub fn from_event(e: &Event) -> Option<ProviderHeld> {
+    /// The `compact.provider_state` event recording that the provider holds nothing any more.
+    pub fn cleared_event() -> Event {
+        Event::new(EventKind::ProviderState, json!({"source": "none"}))
+    }
+
+    /// Reads a `compact.provider_state` event: `Some(Some(held))`, `Some(None)` when it records
+    /// that the provider holds nothing any more ([`ProviderHeld::cleared_event`]), `None` when `e`
+    /// is another kind or names a source this version does not know. Fields it does not know are
+    /// ignored; a missing count reads as 0.
+    pub fn from_event(e: &Event) -> Option<Option<ProviderHeld>> {
         if e.kind != EventKind::ProviderState {
             return None;
         }
         let source = match e.get("source").and_then(Value::as_str)? {
             "response" => HeldSource::Response,
             "request" => HeldSource::Request,
+            "none" => return Some(None),
             _ => return None,
         };
         let count = |key: &str| {
@@ -130,7 +138,7 @@ impl ProviderHeld {
                 .and_then(Value::as_u64)
                 .and_then(|n| usize::try_from(n).ok())
         };
-        Some(ProviderHeld {
+        Some(Some(ProviderHeld {
             source,
             item_id: e.get("item_id").and_then(Value::as_str).map(str::to_owned),
             index: count("index"),
@@ -141,7 +149,7 @@ impl ProviderHeld {
             },
             superseded_items: count("superseded_items").unwrap_or(0),
             superseded_tokens: count("superseded_tokens").unwrap_or(0),
-        })
+        }))
     }
 
     /// The fields as JSON (the admin API's and `compactctl sessions`'s form).
@@ -168,7 +176,8 @@ pub fn provider_state(
         .find_map(|s| match &s.record {
             Record::Event(e) => ProviderHeld::from_event(e),
             _ => None,
-        }))
+        })
+        .flatten())
 }
 
 impl crate::manager::CompactManager {
@@ -209,12 +218,17 @@ mod tests {
             superseded_items: 6,
             superseded_tokens: 1234,
         };
-        assert_eq!(ProviderHeld::from_event(&held.event()), Some(held));
+        assert_eq!(ProviderHeld::from_event(&held.event()), Some(Some(held)));
+        // A clearing reads as "none held", which is not "no state event".
+        assert_eq!(
+            ProviderHeld::from_event(&ProviderHeld::cleared_event()),
+            Some(None)
+        );
         // A later writer's extra field is ignored; a missing count reads as 0.
         let e = event(json!({"source": "response", "superseded_tokens": 90, "covers": {"x": 1}}));
         assert_eq!(
             ProviderHeld::from_event(&e),
-            Some(ProviderHeld::from_reply(0, 90))
+            Some(Some(ProviderHeld::from_reply(0, 90)))
         );
         // An unknown source is not a state; another event kind neither.
         assert_eq!(

@@ -171,7 +171,7 @@ impl SessionState {
                         state.memory.apply(&change);
                     }
                     if let Some(held) = ProviderHeld::from_event(e) {
-                        state.provider = Some(held);
+                        state.provider = held;
                     }
                     if e.kind == EventKind::Calibration {
                         let model = e.get("model").and_then(|v| v.as_str());

@@ -114,7 +114,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
 /// route of the same kind and its template and cache setting to any; `anthropic-compaction`
 /// compacts with the route's own model at the route's upstream (else the Anthropic upstream),
 /// since it is that model's conversation the provider compacts.
-fn route_backends(config: &Config, proxy: &mut ProxyConfig) -> anyhow::Result<()> {
+pub(crate) fn route_backends(config: &Config, proxy: &mut ProxyConfig) -> anyhow::Result<()> {
     let anthropic = proxy.anthropic.base_url.clone();
     for (route, settings) in proxy.models.iter_mut().zip(&config.proxy().models) {
         let Some(kind) = settings.summarizer else {

@@ -275,7 +275,7 @@ fn tally(store: &dyn Store, id: &str) -> anyhow::Result<Tally> {
                     t.last_sent = Some(serde_json::Value::Object(e.data.clone()));
                 }
                 if let Some(held) = compact_session::ProviderHeld::from_event(e) {
-                    t.provider = Some(held.to_json());
+                    t.provider = held.map(|h| h.to_json());
                 }
             }
         }

@@ -4,13 +4,15 @@
 //! its checkpoint, edited in the page), with the configuration of `--config` and the window each
 //! session last ran at; `--read-only` serves the pages alone.
 
-use crate::cmd::serve::shutdown_signal;
+use crate::cmd::serve::{route_backends, shutdown_signal};
 use crate::cmd::sessions::open_store;
+use crate::engine::summarizer;
 use crate::exit::BadInput;
 use crate::output::outln;
 use anyhow::Context;
 use clap::Args;
 use compact_proxy::managers::Managers;
+use compact_proxy::ProxyConfig;
 use compact_session::{SessionConfig, Store};
 use compact_ui::{Review, Ui};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -42,13 +44,24 @@ pub struct UiArgs {
     read_only: bool,
 }
 
-/// The review desk: per session, the manager for the window it last ran at (the proxy's
-/// [`Managers`], one per window over the store), with the configuration resolved once.
+/// The review desk: per session, the manager for the window it last ran at and the backend of
+/// the model it last named (the proxy's [`Managers`], one per window and backend over the store),
+/// with the configuration resolved once: its summariser, and `proxy.models` routes' own, as
+/// `compactctl serve` builds them.
 fn review_desk(store: &Arc<dyn Store>, config: Option<&str>) -> anyhow::Result<Review> {
     let config =
         compact_config::Config::load(config.map(Path::new), &compact_config::Overrides::default())
             .map_err(|e| BadInput(e.to_string()))?;
-    let managers = Managers::new(SessionConfig::from_config(&config), Arc::clone(store));
+    let session =
+        SessionConfig::from_config(&config).with_summarizer(summarizer(config.summarizer())?);
+    let mut routes = ProxyConfig::from_config(&config, None);
+    route_backends(&config, &mut routes)?;
+    let managers = Managers::new(session, Arc::clone(store)).with_backends(
+        routes
+            .models
+            .into_iter()
+            .filter_map(|m| m.backend.map(|b| (m.name, b))),
+    );
     Ok(Review::new(move |session: &str| {
         managers.for_session(session)
     }))

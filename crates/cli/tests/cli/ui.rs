@@ -96,9 +96,15 @@ fn replay_fills_a_store_and_writes_a_report_that_ui_serves() {
 
 /// `compactctl ui` over `db` with `extra` arguments, on a free port: the process and its address.
 fn serve(db: &str, extra: &[&str]) -> (std::process::Child, String) {
+    serve_env(db, extra, &[])
+}
+
+/// The same, with `env` set for the process.
+fn serve_env(db: &str, extra: &[&str], env: &[(&str, &str)]) -> (std::process::Child, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_compactctl"))
         .args(["ui", "--store", &format!("sqlite:{db}"), "--port", "0"])
         .args(extra)
+        .envs(env.iter().copied())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -138,4 +144,54 @@ fn ui_needs_an_existing_store() {
     .expect_code(2);
     assert!(out.stderr.contains("no such file"), "{}", out.stderr);
     run(&["ui", "--port", "0"]).expect_code(2);
+}
+
+/// A reviewed compaction from `compactctl ui --config` is planned with the configuration's
+/// summariser (here the simulated OpenAI model), not the embedded default.
+#[test]
+fn ui_reviews_with_the_configured_summarizer() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let sim = rt
+        .block_on(compact_sim::Simulator::spawn(
+            compact_sim::SimConfig::default(),
+        ))
+        .unwrap();
+    let dir = temp_dir("ui-summarizer");
+    let db = in_dir(&dir, "sessions.db");
+    let transcript = fixture("claude-code-long.jsonl");
+    run(&[
+        "replay",
+        &transcript,
+        "--window",
+        "8000",
+        "--store",
+        &format!("sqlite:{db}"),
+    ])
+    .ok();
+    let config = in_dir(&dir, "compact.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "summarizer: {{ kind: openai, model: sim-small, base_url: \"{}\", api_key_env: COMPACT_UI_TEST_KEY }}\n",
+            sim.openai_base_url()
+        ),
+    )
+    .unwrap();
+    let (child, addr) = serve_env(
+        &db,
+        &["--config", &config],
+        &[("COMPACT_UI_TEST_KEY", "sk-test-ui-0123456789")],
+    );
+    let review = get(&addr, "/s/claude-code-long.jsonl/review");
+    stop(child);
+    assert!(review.starts_with("HTTP/1.1 200"), "{review}");
+    let planned = review
+        .lines()
+        .find(|l| l.contains(r#"id="planned""#))
+        .unwrap_or_else(|| panic!("{review}"));
+    assert!(planned.contains("summariser openai"), "{planned}");
 }

@@ -165,3 +165,55 @@ fn an_openai_compaction_item_in_the_history_is_recorded_with_what_it_supersedes(
 fn conv_of(format: Format, request: &Value) -> compact_core::model::Conversation {
     decode(format, request).unwrap()
 }
+
+#[test]
+fn a_rewind_to_a_history_without_a_provider_compaction_clears_the_state() {
+    let store = Arc::new(MemoryStore::new());
+    let manager = manager_with(WINDOW, store.clone());
+    let base = history(12);
+    manager.preflight("r", &conv(&base)).unwrap();
+    let full = manager.preflight("r", &conv(&base)).unwrap().report.tokens;
+
+    // The client sends a threshold-mode block back: the provider holds the first 24 messages.
+    let mut compacted = base.clone();
+    compacted["messages"].as_array_mut().unwrap().extend([
+        json!({"role": "assistant", "content": [{"type": "compaction", "content": "Summary of steps 0-11."},
+                                                 {"type": "text", "text": "Continuing."}]}),
+        json!({"role": "user", "content": "Now fix mod_3."}),
+    ]);
+    manager.preflight("r", &conv(&compacted)).unwrap();
+    assert!(manager.provider_held("r").unwrap().is_some());
+
+    // The user rewinds to before the block and edits the last turn: the provider reads that
+    // request whole, so nothing is held any more, and the count is of the whole request again.
+    let mut rewound = base.clone();
+    let messages = rewound["messages"].as_array_mut().unwrap();
+    messages.truncate(20);
+    messages.push(json!({"role": "user", "content": "Start over from step 10, differently."}));
+    let after = manager.preflight("r", &conv(&rewound)).unwrap();
+    assert!(
+        after.report.branched,
+        "a shorter, edited history is a branch"
+    );
+    assert_eq!(manager.provider_held("r").unwrap(), None);
+    assert_eq!(provider_state(store.as_ref(), "r").unwrap(), None);
+    assert!(
+        after.report.tokens > full * 3 / 4,
+        "counted {} of a {full}-token-sized history the provider reads whole",
+        after.report.tokens
+    );
+    let events = state_events(store.as_ref(), "r");
+    assert_eq!(events.len(), 2, "{events:?}");
+    assert_eq!(events[1]["source"], "none");
+
+    // Read back after a restart; a further call on the same branch logs nothing more.
+    let reopened = manager_with(WINDOW, store.clone());
+    assert_eq!(reopened.provider_held("r").unwrap(), None);
+    reopened.preflight("r", &conv(&rewound)).unwrap();
+    assert_eq!(state_events(store.as_ref(), "r").len(), 2);
+
+    // Going forward again to the compacted history holds the block once more.
+    reopened.preflight("r", &conv(&compacted)).unwrap();
+    assert!(reopened.provider_held("r").unwrap().is_some());
+    assert_eq!(state_events(store.as_ref(), "r").len(), 3);
+}
