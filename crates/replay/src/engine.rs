@@ -1,14 +1,17 @@
 //! Strategies by name: `none` (the baseline) and every engine strategy, run through the engine's
-//! preflight with the deterministic checkpoint, exactly as a live session would call it.
+//! preflight exactly as a live session would call it, with the deterministic checkpoint
+//! ([`strategy`]) or another summariser ([`strategy_with`]: an LLM or a provider's own compaction,
+//! whose calls the replay prices).
 
 use crate::preflighter::{
-    Compaction, History, Outcome, Preflighter, Refusal, StrategyFactory, NONE_STRATEGY,
+    Compaction, History, Outcome, Preflighter, Refusal, StrategyFactory, SummarizerCalls,
+    NONE_STRATEGY,
 };
 use crate::ReplayError;
 use compact_core::model::Conversation;
 use compact_core::policy::{Policy, StrategyName};
 use compact_core::tokens::TokenCounter;
-use compact_engine::{block_on, Compactor, DeterministicSummarizer};
+use compact_engine::{block_on, Compactor, DeterministicSummarizer, Summarizer};
 use std::sync::Arc;
 
 /// Every strategy name a replay accepts, baseline first.
@@ -18,11 +21,23 @@ pub fn strategy_names() -> Vec<&'static str> {
         .collect()
 }
 
-/// The strategy called `name` under `policy` (whose window is the replay's), counting with `counter`.
+/// The strategy called `name` under `policy` (whose window is the replay's), counting with
+/// `counter`, its checkpoints written by the deterministic summariser.
 pub fn strategy(
     name: &str,
     policy: &Policy,
     counter: TokenCounter,
+) -> Result<StrategyFactory, ReplayError> {
+    strategy_with(name, policy, counter, Arc::new(DeterministicSummarizer))
+}
+
+/// [`strategy`], its checkpoints written by `summarizer` (shared by every session; its calls are
+/// made from the replay's worker threads, and their usage is priced with each compaction).
+pub fn strategy_with(
+    name: &str,
+    policy: &Policy,
+    counter: TokenCounter,
+    summarizer: Arc<dyn Summarizer>,
 ) -> Result<StrategyFactory, ReplayError> {
     if name == NONE_STRATEGY {
         return Ok(StrategyFactory::none());
@@ -32,7 +47,7 @@ pub fn strategy(
         known: strategy_names().join(", "),
     };
     let parsed: StrategyName = name.parse().map_err(|_| unknown())?;
-    let compactor = Compactor::new(policy.clone(), Arc::new(DeterministicSummarizer), counter)
+    let compactor = Compactor::new(policy.clone(), summarizer, counter)
         .map_err(|e| ReplayError::Policy(e.to_string()))?
         .with_strategy(parsed);
     let compactor = Arc::new(compactor);
@@ -63,6 +78,12 @@ impl Preflighter for EnginePreflight {
                         tokens_before: report.tokens_before,
                         tokens_after: report.tokens_after,
                         reversible_saved: report.reversible_saved.min(report.saved()),
+                        summarizer: SummarizerCalls {
+                            calls: report.summary_usage.calls,
+                            input_tokens: report.summary_usage.input_tokens,
+                            cached_input_tokens: report.summary_usage.cached_input_tokens,
+                            output_tokens: report.summary_usage.output_tokens,
+                        },
                     }),
                     history: History::AsHeld,
                 }),

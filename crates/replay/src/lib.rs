@@ -64,14 +64,14 @@ pub use continuation::{
     prune_generic, tail_within, Anchor, AnchorKind, BoundaryScore, ContinuationSet, Cut, CutScore,
     Held, SourceBoundary, CUT_SHARES, GENERIC_PROJECTS, NEXT_CALLS,
 };
-pub use engine::{strategy, strategy_names};
+pub use engine::{strategy, strategy_names, strategy_with};
 pub use error::ReplayError;
 pub use fingerprint::fingerprint;
 pub use load::{load_job, undo_source_compactions, LoadNotes};
 pub use parallel::{prune_generic_jobs, run_matrix, score_boundaries, Job, ProgressSink};
 pub use preflighter::{
     Compaction, History, NoCompaction, Outcome, Preflighter, Refusal, StrategyFactory,
-    NONE_STRATEGY,
+    SummarizerCalls, NONE_STRATEGY,
 };
 pub use pricing::{Pricing, DEFAULT_MIN_CACHED_PREFIX};
 pub use probes::{Probe, ProbeKind, ProbeSet};
@@ -80,5 +80,5 @@ pub use retention::{Retention, RetentionTracker};
 pub use session::{
     replay_session, replay_session_with_cuts, CallRecord, ReplayOptions, SessionRun,
 };
-pub use setup::{setup, Setup, DEFAULT_MODEL};
+pub use setup::{setup, setup_with, Setup, DEFAULT_MODEL};
 pub use stats::percentile;

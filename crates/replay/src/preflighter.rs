@@ -14,6 +14,22 @@ pub struct Compaction {
     pub tokens_after: usize,
     /// Of the tokens removed, those the reversible stage removed on its own.
     pub reversible_saved: usize,
+    /// The summariser calls the compaction made (none with the deterministic checkpoint).
+    pub summarizer: SummarizerCalls,
+}
+
+/// What a compaction's summariser calls used, as the provider reported it: priced by the replay
+/// on top of the call the compaction preceded.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SummarizerCalls {
+    /// Calls made (failed ones included).
+    pub calls: u32,
+    /// Input tokens billed.
+    pub input_tokens: u64,
+    /// Of those, tokens read from the provider's cache.
+    pub cached_input_tokens: u64,
+    /// Output tokens billed.
+    pub output_tokens: u64,
 }
 
 /// What a preflight did to the history when it did not compact.

@@ -60,6 +60,14 @@ impl Pricing {
             .cost(0, cached as u64, uncached as u64, output as u64)
     }
 
+    /// Cost in USD of a summariser's calls: `cached` of the `input` tokens read from the cache, the
+    /// rest billed as plain input (a summariser's request is not kept for later calls to read), and
+    /// `output` tokens generated.
+    pub fn summarizer_cost(&self, input: u64, cached: u64, output: u64) -> f64 {
+        self.prices
+            .cost(input.saturating_sub(cached), cached, 0, output)
+    }
+
     /// Checks that every price is a finite non-negative number.
     pub fn validate(&self, model: &str) -> Result<(), ReplayError> {
         match self.prices.first_invalid() {

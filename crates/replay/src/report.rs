@@ -32,8 +32,16 @@ pub struct StrategyTotals {
     pub cached_tokens: u64,
     /// Output tokens (the agent's real replies).
     pub output_tokens: u64,
-    /// Cost in USD.
+    /// Cost in USD, summariser calls included.
     pub cost: f64,
+    /// Summariser calls the compactions made (0 with the deterministic checkpoint).
+    pub summarizer_calls: u64,
+    /// Their input tokens, as the provider reported them.
+    pub summarizer_input_tokens: u64,
+    /// Their output tokens.
+    pub summarizer_output_tokens: u64,
+    /// Of [`StrategyTotals::cost`], what they cost.
+    pub summarizer_cost: f64,
     /// Probes at each session's last call, pooled over sessions.
     pub final_retention: Retention,
     /// Probes at every call, pooled.
@@ -254,6 +262,8 @@ impl StrategyTotals {
             out.cached_tokens += run.cached_tokens();
             out.output_tokens += run.output_tokens();
             out.cost += run.cost();
+            out.summarizer_calls += run.summarizer_calls();
+            out.summarizer_cost += run.summarizer_cost();
             out.final_retention.add(&run.final_retention());
             out.call_retention.add(&run.pooled_retention());
             for call in &run.calls {
@@ -270,6 +280,8 @@ impl StrategyTotals {
                 }
                 if let Some(c) = &call.compaction {
                     out.landed.add(call.boundary);
+                    out.summarizer_input_tokens += c.summarizer.input_tokens;
+                    out.summarizer_output_tokens += c.summarizer.output_tokens;
                     let removed = c.tokens_before.saturating_sub(c.tokens_after);
                     let reversible = c.reversible_saved.min(removed);
                     out.compacted_input_tokens += c.tokens_before as u64;
@@ -323,6 +335,10 @@ impl StrategyTotals {
             "output_tokens": self.output_tokens,
             "cache_hit_ratio": self.cache_hit_ratio(),
             "cost": self.cost,
+            "summarizer": {"calls": self.summarizer_calls,
+                           "input_tokens": self.summarizer_input_tokens,
+                           "output_tokens": self.summarizer_output_tokens,
+                           "cost": self.summarizer_cost},
             "retention": self.final_retention.overall(),
             "retention_failed_approaches": self.final_retention.of(ProbeKind::FailedCommand),
             "retention_by_kind": by_kind,

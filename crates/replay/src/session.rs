@@ -48,8 +48,10 @@ pub struct CallRecord {
     pub preflight_us: u64,
     /// Probes expected and present in the request.
     pub retention: Retention,
-    /// Cost of the call in USD.
+    /// Cost of the call in USD, with the summariser calls of its compaction.
     pub cost: f64,
+    /// Of that, the summariser calls' cost.
+    pub summarizer_cost: f64,
     /// At a continuation cut: the anchors the request and the baselines hold.
     pub cut: Option<CutScore>,
     /// The natural boundary the held history was at when the call was made (where a compaction
@@ -101,6 +103,18 @@ impl SessionRun {
     /// Total cost in USD.
     pub fn cost(&self) -> f64 {
         self.calls.iter().map(|c| c.cost).sum()
+    }
+    /// Of [`SessionRun::cost`], what the summariser calls of its compactions cost.
+    pub fn summarizer_cost(&self) -> f64 {
+        self.calls.iter().map(|c| c.summarizer_cost).sum()
+    }
+    /// Summariser calls its compactions made.
+    pub fn summarizer_calls(&self) -> u64 {
+        self.calls
+            .iter()
+            .filter_map(|c| c.compaction.as_ref())
+            .map(|c| u64::from(c.summarizer.calls))
+            .sum()
     }
     /// Retention at the last call (what the model knows at the end of the session).
     pub fn final_retention(&self) -> Retention {
@@ -276,6 +290,13 @@ pub fn replay_session_with_cuts(
                     .held_by(cut, tail_within(history, &counter, fixed, options.usable)),
             }
         });
+        let summarizer_cost = compaction.as_ref().map_or(0.0, |c| {
+            options.pricing.summarizer_cost(
+                c.summarizer.input_tokens,
+                c.summarizer.cached_input_tokens,
+                c.summarizer.output_tokens,
+            )
+        });
         run.calls.push(CallRecord {
             at,
             tokens,
@@ -285,7 +306,8 @@ pub fn replay_session_with_cuts(
             refusal,
             preflight_us,
             retention: held.tracker.measure(probes, at),
-            cost: options.pricing.cost(tokens, cached_tokens, output_tokens),
+            cost: options.pricing.cost(tokens, cached_tokens, output_tokens) + summarizer_cost,
+            summarizer_cost,
             cut,
             boundary,
         });

@@ -4,7 +4,7 @@
 use crate::pricing::Pricing;
 use crate::session::ReplayOptions;
 use crate::ReplayError;
-use compact_config::{Config, Overrides};
+use compact_config::{Config, Overrides, SummarizerSettings};
 use compact_core::policy::Policy;
 use compact_core::registry::ModelInfo;
 use std::path::Path;
@@ -23,6 +23,9 @@ pub struct Setup {
     pub model: String,
     /// Where the prices came from (`registry`, or `none` when the model has no API price).
     pub pricing_source: &'static str,
+    /// The configuration's summariser (the caller builds it; the replay's own strategies use the
+    /// deterministic checkpoint unless given another with [`crate::strategy_with`]).
+    pub summarizer: SummarizerSettings,
 }
 
 /// Resolves the configuration (`config`, else `COMPACT_CONFIG`, else defaults), with the window and
@@ -32,13 +35,24 @@ pub fn setup(
     window: usize,
     model: Option<&str>,
 ) -> Result<Setup, ReplayError> {
+    setup_with(config, window, model, Overrides::default())
+}
+
+/// [`setup`] with more settings from the command line (`flags`; its window and model are the
+/// arguments').
+pub fn setup_with(
+    config: Option<&Path>,
+    window: usize,
+    model: Option<&str>,
+    flags: Overrides,
+) -> Result<Setup, ReplayError> {
     if window == 0 {
         return Err(ReplayError::EmptyWindow);
     }
     let flags = Overrides {
         model: model.map(str::to_owned),
         max_context_tokens: Some(window),
-        ..Overrides::default()
+        ..flags
     };
     let config = Config::load(config, &flags).map_err(|e| ReplayError::Config(e.to_string()))?;
     let info: ModelInfo = match config.model() {
@@ -72,5 +86,6 @@ pub fn setup(
         policy,
         model: info.name.clone(),
         pricing_source,
+        summarizer: config.summarizer().clone(),
     })
 }

@@ -324,12 +324,24 @@ pub fn anthropic_effective(body: &Value) -> Value {
     out
 }
 
-/// The summary text the simulator writes: deterministic, naming what it stands for.
-pub fn summary_text(seq: u64, input_tokens: u64, last_user: &str) -> String {
+/// The summary text the simulator writes: deterministic, naming what it stands for; with `pad_to`,
+/// lengthened with filler words to about that many tokens (a real model's summary is thousands of
+/// tokens, which is what a cost comparison needs; the filler holds nothing).
+pub fn summary_text(seq: u64, input_tokens: u64, last_user: &str, pad_to: Option<u64>) -> String {
     let tail: String = last_user.chars().take(200).collect();
-    format!(
+    let mut text = format!(
         "Summary {seq} of {input_tokens} tokens of earlier conversation. The latest request was: {tail}"
-    )
+    );
+    if let Some(target) = pad_to {
+        let have = compact_core::tokens::Encoding::O200kBase.count(&text) as u64;
+        // " noted" is one o200k token.
+        let words = usize::try_from(target.saturating_sub(have)).unwrap_or(0);
+        text.reserve(words * 6);
+        for _ in 0..words {
+            text.push_str(" noted");
+        }
+    }
+    text
 }
 
 /// A signed Anthropic compaction block.

@@ -69,6 +69,10 @@ pub struct SimConfig {
     pub anthropic_cache: CacheRule,
     /// Wording of Chat overflow errors.
     pub chat_wording: ChatOverflowWording,
+    /// Length of the provider compaction summaries it writes, in tokens (`None`: one short
+    /// sentence naming what the summary stands for; a number pads it with filler to about that
+    /// size, for cost comparisons).
+    pub compaction_summary_tokens: Option<u64>,
 }
 
 impl Default for SimConfig {
@@ -88,6 +92,7 @@ impl Default for SimConfig {
                 increment: 1,
             },
             chat_wording: ChatOverflowWording::Classic,
+            compaction_summary_tokens: None,
         }
     }
 }

@@ -287,7 +287,8 @@ fn compaction_answer(
     c: &Counted,
     fault: Option<&Fault>,
 ) -> Option<Answer> {
-    let summary = compaction::summary_text(seq, c.input_tokens, &c.last_user);
+    let pad_to = lock(&state.config).compaction_summary_tokens;
+    let summary = compaction::summary_text(seq, c.input_tokens, &c.last_user, pad_to);
     let summary_tokens = c
         .max_output
         .map_or(u64::MAX, |m| m.max(1))
@@ -409,7 +410,8 @@ fn threshold_compaction(
     body: &Value,
     c: &Counted,
 ) -> Option<Fired> {
-    let summary = compaction::summary_text(seq, c.input_tokens, &c.last_user);
+    let pad_to = lock(&state.config).compaction_summary_tokens;
+    let summary = compaction::summary_text(seq, c.input_tokens, &c.last_user, pad_to);
     let summary_tokens = compact_core::tokens::Encoding::O200kBase.count(&summary) as u64;
     match (api, mode) {
         (Api::Messages, AnthropicMode::Threshold { trigger, pause })

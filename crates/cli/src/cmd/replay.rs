@@ -8,15 +8,17 @@
 use crate::exit::BadInput;
 use crate::input::read_input;
 use crate::output::write_output;
+use compact_config::Overrides;
 use compact_core::policy::ReversibleMode;
 use compact_formats::import::ImportMode;
 use compact_replay::{
-    load_job, prune_generic_jobs, render, run_matrix, score_boundaries, setup, strategy,
-    strategy_names, ProgressSink, Report, SkippedFile, StrategyFactory, NONE_STRATEGY,
+    load_job, prune_generic_jobs, render, run_matrix, score_boundaries, setup_with, strategy_names,
+    strategy_with, ProgressSink, Report, SkippedFile, StrategyFactory, NONE_STRATEGY,
 };
 use std::io::IsTerminal;
 use std::path::Path;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 /// Arguments of `compactctl replay`.
 #[derive(Debug, clap::Args)]
@@ -38,9 +40,21 @@ pub struct ReplayArgs {
     /// strategy).
     #[arg(long, value_delimiter = ',')]
     pub compare: Option<Vec<String>>,
-    /// Configuration file (YAML): policy, and `models:` overrides including prices.
+    /// Configuration file (YAML): policy, summariser, and `models:` overrides including prices.
     #[arg(long)]
     pub config: Option<String>,
+    /// Summariser of the strategies' checkpoints: deterministic (the default), openai, anthropic
+    /// or anthropic-compaction (the provider's own compaction). Its calls are made for real and
+    /// priced with the replayed model's prices from the usage the provider reports (point
+    /// --base-url at `compact-sim` to compare costs without a key).
+    #[arg(long)]
+    pub summarizer: Option<String>,
+    /// Model the summariser calls.
+    #[arg(long = "summarizer-model")]
+    pub summarizer_model: Option<String>,
+    /// Base URL of the summariser's API.
+    #[arg(long = "base-url")]
+    pub base_url: Option<String>,
     /// Print the report as JSON (per strategy and per session).
     #[arg(long, conflicts_with = "markdown")]
     pub json: bool,
@@ -77,19 +91,34 @@ const PROGRESS_MIN_REPLAYS: usize = 8;
 
 /// Runs `replay`.
 pub fn run(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
-    let mut setup = setup(
+    let flags = Overrides {
+        summarizer_kind: args.summarizer.clone(),
+        summarizer_model: args.summarizer_model.clone(),
+        summarizer_base_url: args.base_url.clone(),
+        ..Overrides::default()
+    };
+    let mut setup = setup_with(
         args.config.as_deref().map(Path::new),
         args.window,
         args.model.as_deref(),
+        flags,
     )
     .map_err(|e| BadInput(e.to_string()))?;
+    let summarizer = crate::engine::summarizer(&setup.summarizer)?;
     if args.reversible_only {
         setup.policy.reversible = ReversibleMode::Only;
     }
     let names = strategy_list(args, setup.policy.strategy.as_str());
     let strategies = names
         .iter()
-        .map(|n| strategy(n, &setup.policy, setup.options.counter))
+        .map(|n| {
+            strategy_with(
+                n,
+                &setup.policy,
+                setup.options.counter,
+                Arc::clone(&summarizer),
+            )
+        })
         .collect::<Result<Vec<StrategyFactory>, _>>()
         .map_err(|e| BadInput(format!("--compare/--strategy: {e}")))?;
     if setup.pricing_source == "none" {

@@ -1,7 +1,7 @@
 //! `compactctl replay`: a batch goes on past a file it cannot read, reports it (table, Markdown,
 //! `skipped` in JSON) and fails only when no file can be read.
 
-use crate::support::{fixture, run};
+use crate::support::{fixture, run, run_env};
 
 const WINDOW: &str = "16000";
 
@@ -144,4 +144,86 @@ fn replay_through_the_runtime_stops_compacting_after_two_strikes() {
         "the first refusal names the breaker: {}",
         out.stderr
     );
+}
+
+/// `--summarizer anthropic-compaction` against the simulator: every checkpoint is the provider's
+/// own compaction, made for real over HTTP, and its usage (the compaction pass's iterations) is
+/// priced into the strategy's cost; the deterministic checkpoint calls nothing and costs nothing
+/// more.
+#[test]
+fn replay_prices_the_summariser_calls_of_a_provider_backend() {
+    const SUMMARY_TOKENS: u64 = 400;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let sim = rt
+        .block_on(compact_sim::Simulator::spawn(compact_sim::SimConfig {
+            compaction_summary_tokens: Some(SUMMARY_TOKENS),
+            ..compact_sim::SimConfig::with_window(1_000_000)
+        }))
+        .unwrap();
+    let transcript = fixture("claude-code-long.jsonl");
+    let args = [
+        "replay",
+        &transcript,
+        "--window",
+        "8000",
+        "--compare",
+        "codex",
+        "--json",
+    ];
+    let own = run(&args).ok().json();
+    let base = sim.base_url();
+    let mut with_provider = args.to_vec();
+    with_provider.extend(["--summarizer", "anthropic-compaction", "--base-url", &base]);
+    let provider = run_env(
+        &with_provider,
+        &[("ANTHROPIC_API_KEY", "sk-ant-test-replay-0123456789")],
+    )
+    .ok();
+    let provider = provider.json();
+    let codex = |report: &serde_json::Value| {
+        report["strategies"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["strategy"] == "codex")
+            .cloned()
+            .unwrap()
+    };
+    let (own, provider) = (codex(&own), codex(&provider));
+    assert_eq!(own["summarizer"]["calls"], 0, "{own}");
+    assert_eq!(own["summarizer"]["cost"], 0.0, "{own}");
+
+    let calls = provider["summarizer"]["calls"].as_u64().unwrap();
+    assert!(calls > 0, "{provider}");
+    assert!(
+        calls >= provider["compactions"].as_u64().unwrap() / 2,
+        "most compactions summarise: {provider}"
+    );
+    // The simulator counted what each call sent and wrote summaries of about SUMMARY_TOKENS.
+    let asked: Vec<_> = sim
+        .requests()
+        .into_iter()
+        .filter(|r| r.body.get("compaction").is_some())
+        .collect();
+    assert_eq!(asked.len() as u64, calls, "{provider}");
+    let output = provider["summarizer"]["output_tokens"].as_u64().unwrap();
+    assert!(
+        output >= calls * (SUMMARY_TOKENS - 10) && output <= calls * (SUMMARY_TOKENS + 10),
+        "{output} output tokens over {calls} calls"
+    );
+    let input = provider["summarizer"]["input_tokens"].as_u64().unwrap();
+    assert_eq!(
+        input,
+        asked.iter().map(|r| r.input_tokens.unwrap()).sum::<u64>(),
+        "the replay prices what the provider counted"
+    );
+    // gpt-5 prices: the calls' input at $1.25 and output at $10 per million tokens, in the cost.
+    let expected = (input as f64 * 1.25 + output as f64 * 10.0) / 1e6;
+    let priced = provider["summarizer"]["cost"].as_f64().unwrap();
+    assert!((priced - expected).abs() < 1e-9, "{priced} vs {expected}");
+    assert!(provider["cost"].as_f64().unwrap() > priced);
 }

@@ -1,7 +1,7 @@
 //! Markdown rendering: the aggregate comparison, the same per transcript format, then one line per
 //! session.
 
-use super::{boundary_lines, human_tokens, percent, row, HEADERS};
+use super::{boundary_lines, human_tokens, percent, row, summarizer_lines, HEADERS};
 use crate::report::Report;
 
 /// The comparison as a Markdown table, followed by a per-session table of overflows and retention
@@ -28,6 +28,13 @@ pub fn markdown(report: &Report) -> String {
             for t in totals {
                 out.push_str(&format!("| {} |\n", row(t).join(" | ")));
             }
+        }
+    }
+    let summarizers = summarizer_lines(report);
+    if !summarizers.is_empty() {
+        out.push_str("\nSummariser calls of the compactions (in the cost):\n\n");
+        for line in summarizers {
+            out.push_str(&format!("- {line}\n"));
         }
     }
     let boundaries = boundary_lines(report);

@@ -56,6 +56,27 @@ pub(crate) fn row(t: &StrategyTotals) -> Vec<String> {
     ]
 }
 
+/// One line per strategy whose compactions called a summariser: calls, tokens and their share of
+/// the cost (empty with the deterministic checkpoint, which calls nothing).
+pub(crate) fn summarizer_lines(report: &crate::report::Report) -> Vec<String> {
+    report
+        .aggregate
+        .iter()
+        .filter(|t| t.summarizer_calls > 0)
+        .map(|t| {
+            format!(
+                "{}: {} call(s), {} input and {} output tokens, ${:.2} of the ${:.2}",
+                t.strategy,
+                t.summarizer_calls,
+                human_tokens(t.summarizer_input_tokens),
+                human_tokens(t.summarizer_output_tokens),
+                t.summarizer_cost,
+                t.cost,
+            )
+        })
+        .collect()
+}
+
 /// Lines describing the transcripts' own compactions against a checkpoint and a tail of the same size
 /// (empty when there were none).
 pub(crate) fn boundary_lines(report: &crate::report::Report) -> Vec<String> {

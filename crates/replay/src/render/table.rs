@@ -1,6 +1,6 @@
 //! The terminal table: one row per strategy, columns aligned.
 
-use super::{boundary_lines, row, HEADERS};
+use super::{boundary_lines, row, summarizer_lines, HEADERS};
 use crate::report::Report;
 
 /// The aggregate comparison as an aligned text table, preceded by a one-line summary and followed
@@ -38,6 +38,13 @@ pub fn table(report: &Report) -> String {
             let total: usize = widths.iter().sum::<usize>() + 2 * (widths.len() - 1);
             out.push_str(&"-".repeat(total));
             out.push('\n');
+        }
+    }
+    let summarizers = summarizer_lines(report);
+    if !summarizers.is_empty() {
+        out.push_str("Summariser calls of the compactions (in the cost):\n");
+        for line in summarizers {
+            out.push_str(&format!("  {line}\n"));
         }
     }
     let boundaries = boundary_lines(report);

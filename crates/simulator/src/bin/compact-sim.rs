@@ -26,6 +26,10 @@ struct Args {
     /// Use the GPT-5 "configured limit" wording for Chat overflow errors.
     #[arg(long)]
     configured_limit_wording: bool,
+    /// Length of the provider compaction summaries, in tokens (padded with filler; default: one
+    /// short sentence).
+    #[arg(long, value_name = "TOKENS")]
+    compaction_summary_tokens: Option<u64>,
 }
 
 #[tokio::main(flavor = "current_thread")]
@@ -40,6 +44,7 @@ async fn main() {
         } else {
             ChatOverflowWording::Classic
         },
+        compaction_summary_tokens: args.compaction_summary_tokens,
         ..SimConfig::default()
     };
     match Simulator::spawn(config).await {
