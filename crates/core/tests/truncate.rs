@@ -451,3 +451,28 @@ fn error_lines_without_room_are_counted_in_the_marker() {
     );
     assert!(counter().count_text(&out.text) <= 144, "within 120 x 1.2");
 }
+
+#[test]
+fn room_the_error_lines_do_not_use_goes_to_the_head_and_tail() {
+    let c = counter();
+    for limit in [200usize, 500, 2_000] {
+        // Short lines, and one short error line in the middle: the room set aside for error lines
+        // is mostly unused, and the cut must still land within a few tokens of its limit.
+        let mut raw: String = (0..3_000).map(|i| format!("{}\n", i % 10)).collect();
+        raw.insert_str(raw.len() / 2, "error: E1\n");
+        let policy = TruncationPolicy {
+            serialization_buffer: 1.0,
+            ..TruncationPolicy::tokens(limit)
+        };
+        let t = truncate_output(&raw, &policy, &c, &id());
+        assert!(t.truncated, "{t:?}");
+        assert_eq!(t.kept_error_lines, 1, "{}", t.text);
+        assert!(t.text.contains("error: E1"), "{}", t.text);
+        assert!(t.tokens <= limit, "{} > {limit}", t.tokens);
+        assert!(
+            t.tokens + 8 >= limit,
+            "{} tokens of a {limit}-token budget with one error line",
+            t.tokens
+        );
+    }
+}

@@ -80,6 +80,9 @@ pub struct PreflightReport {
     pub reused_items: usize,
     /// True when the request did not extend the last one (a branch, compacted from scratch).
     pub branched: bool,
+    /// True when the request was counted whole (a first call, a branch, a repair, a new provider
+    /// compaction, changed tools) rather than its new items on top of the last count.
+    pub counted_whole: bool,
     /// True when the latest user message asked for compaction.
     pub manual: bool,
     /// The compaction report, when a compaction ran.
@@ -486,6 +489,7 @@ impl CompactManager {
             let rules = ProviderRules::for_format(state.view.format.unwrap_or(Format::OpenAiChat));
             let normalized = normalize(&state.view, &rules);
             if !normalized.diagnostics.is_empty() {
+                state.repair_hides_only = hides_only(&normalized.diagnostics);
                 state.repaired = Some(Arc::new(normalized.conversation));
             }
             state.sent_tokens = self.config.counter.total(state.sent());
@@ -672,7 +676,7 @@ impl CompactManager {
         let fast = !branched
             && !state.fresh
             && state.prepared
-            && state.repaired.is_none()
+            && (state.repaired.is_none() || state.repair_hides_only)
             && request.tools == state.view.tools
             && request.format == state.view.format
             && !memory_moved
@@ -881,14 +885,17 @@ impl CompactManager {
             NextView::Replace {
                 view,
                 repaired: None,
+                hides_only: false,
                 tokens,
             }
         } else if let (Some(candidate), Some(normalized)) = (candidate, normalized) {
+            let hides = hides_only(&normalized.diagnostics);
             let repaired =
                 (!normalized.diagnostics.is_empty()).then(|| Arc::new(normalized.conversation));
             NextView::Replace {
                 view: candidate,
                 repaired,
+                hides_only: hides,
                 tokens: count,
             }
         } else {
@@ -964,6 +971,16 @@ impl CompactManager {
                 view.items.extend_from_slice(new_items);
                 renumber_from(view, start);
                 view.extra.clone_from(&request.extra);
+                // What was sent is the view with what a provider compaction supersedes hidden:
+                // the new items go after it the same way.
+                if let Some(repaired) = state.repaired.as_mut() {
+                    let repaired = Arc::make_mut(repaired);
+                    reserve_headroom(&mut repaired.items, new_items.len());
+                    let start = repaired.items.len();
+                    repaired.items.extend_from_slice(new_items);
+                    renumber_from(repaired, start);
+                    repaired.extra.clone_from(&request.extra);
+                }
                 state.call_ids.extend(
                     new_items
                         .iter()
@@ -975,6 +992,7 @@ impl CompactManager {
             NextView::Replace {
                 mut view,
                 repaired,
+                hides_only,
                 tokens,
             } => {
                 reserve_headroom(&mut view.items, 1);
@@ -984,6 +1002,7 @@ impl CompactManager {
                 state.call_ids = call_ids(&view.items);
                 state.view = Arc::new(view);
                 state.repaired = repaired;
+                state.repair_hides_only = hides_only;
                 state.sent_tokens = tokens;
             }
         }
@@ -1041,6 +1060,7 @@ impl CompactManager {
             new_items: state.received.len() - matched,
             reused_items,
             branched,
+            counted_whole: !fast,
             manual,
             compaction: compaction.map(|c| c.report),
             warnings,
@@ -1062,8 +1082,21 @@ enum NextView {
     Replace {
         view: Conversation,
         repaired: Option<Arc<Conversation>>,
+        /// `repaired` only hides what a provider compaction supersedes.
+        hides_only: bool,
         tokens: usize,
     },
+}
+
+/// True when normalisation's only repair was hiding what a provider compaction supersedes.
+fn hides_only(diagnostics: &[compact_core::normalize::Diagnostic]) -> bool {
+    !diagnostics.is_empty()
+        && diagnostics.iter().all(|d| {
+            matches!(
+                d,
+                compact_core::normalize::Diagnostic::HidSupersededByProviderCompaction { .. }
+            )
+        })
 }
 
 /// Redacts the string values of an event's data.
@@ -1171,6 +1204,7 @@ impl CompactManager {
         state.call_ids = call_ids(&view.items);
         state.view = Arc::new(view.clone());
         state.repaired = None;
+        state.repair_hides_only = false;
         state.sent_tokens = tokens;
         warning
     }

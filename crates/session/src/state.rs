@@ -36,6 +36,10 @@ pub(crate) struct SessionState {
     pub view: Arc<Conversation>,
     /// What was sent, when normalisation changed the view (else the view itself was sent).
     pub repaired: Option<Arc<Conversation>>,
+    /// True when the only change normalisation made to the view was hiding what a provider
+    /// compaction supersedes: items that append cleanly to the view then append the same way to
+    /// `repaired`, so the next call can take the fast path (and extends both).
+    pub repair_hides_only: bool,
     /// Our count of what was sent.
     pub sent_tokens: usize,
     /// Tool-call ids in the view (a new call reusing one needs a repair).

@@ -217,3 +217,55 @@ fn a_rewind_to_a_history_without_a_provider_compaction_clears_the_state() {
     assert!(reopened.provider_held("r").unwrap().is_some());
     assert_eq!(state_events(store.as_ref(), "r").len(), 3);
 }
+
+/// After a threshold-mode block, the calls that extend the history are counted incrementally
+/// (only their new items), and what they send and count equals what a manager that loads the
+/// session afresh at each call computes by counting everything.
+#[test]
+fn calls_after_a_provider_compaction_are_counted_incrementally_and_exactly() {
+    let store = Arc::new(MemoryStore::new());
+    let manager = manager_with(WINDOW, store.clone());
+    let mut request = history(15);
+    manager.preflight("t", &conv(&request)).unwrap();
+    request["messages"].as_array_mut().unwrap().extend([
+        json!({"role": "assistant", "content": [{"type": "compaction", "content": "Summary of steps 0-14."},
+                                                 {"type": "text", "text": "Continuing."}]}),
+        json!({"role": "user", "content": "Now fix mod_3."}),
+    ]);
+    let with_block = manager.preflight("t", &conv(&request)).unwrap();
+    assert!(
+        with_block.report.counted_whole,
+        "the block's call is recounted"
+    );
+    for step in 0..6 {
+        request["messages"].as_array_mut().unwrap().extend([
+            json!({"role": "assistant", "content": format!("Step {step} done: {}", "edited ".repeat(20))}),
+            json!({"role": "user", "content": format!("Go on with step {step}.")}),
+        ]);
+        let incremental = manager.preflight("t", &conv(&request)).unwrap();
+        assert!(
+            !incremental.report.counted_whole,
+            "step {step}: an appended call after the block was counted whole"
+        );
+        // A fresh manager over a copy of the log counts the same request from scratch.
+        let copy = Arc::new(MemoryStore::new());
+        copy.create("t").unwrap();
+        let records: Vec<Record> = store
+            .read("t", 0)
+            .unwrap()
+            .into_iter()
+            .map(|s| s.record)
+            .collect();
+        copy.append("t", 0, records).unwrap();
+        let fresh = manager_with(WINDOW, copy);
+        let whole = fresh.preflight("t", &conv(&request)).unwrap();
+        assert_eq!(
+            incremental.report.tokens, whole.report.tokens,
+            "step {step}"
+        );
+        assert_eq!(
+            *incremental.conversation, *whole.conversation,
+            "step {step}: what is sent differs"
+        );
+    }
+}
