@@ -476,3 +476,42 @@ fn room_the_error_lines_do_not_use_goes_to_the_head_and_tail() {
         );
     }
 }
+
+#[test]
+fn repetitions_that_fit_are_all_kept_and_every_removed_line_is_counted() {
+    let c = counter();
+    // 60 occurrences of one error (differing in their digits only) spread over a long log of
+    // other lines: they fit in the room for error lines, so every one is kept, well past the
+    // number of lines a cut gives up after when they do not fit.
+    let mut lines: Vec<String> = Vec::new();
+    for i in 0..3_000 {
+        lines.push(format!("step {i} ok"));
+        if i % 50 == 25 {
+            lines.push(format!(
+                "error 17: socket closed at 10:{:02}:{:02}",
+                i / 60 % 60,
+                i % 60
+            ));
+        }
+    }
+    let raw = lines.join("\n");
+    let policy = TruncationPolicy {
+        serialization_buffer: 1.0,
+        ..TruncationPolicy::tokens(4_000)
+    };
+    let t = truncate_output(&raw, &policy, &c, &id());
+    assert!(t.truncated, "{t:?}");
+    let repeats = t.text.lines().filter(|l| l.starts_with("error 17")).count();
+    assert_eq!(repeats, 60, "{}", t.text);
+    // Every line of the input is either in the output or counted as removed by the marker.
+    let markers = t.text.lines().filter(|l| l.starts_with("[… ")).count();
+    assert_eq!(markers, 1, "{}", t.text);
+    let kept = t.text.lines().count() - markers;
+    assert_eq!(
+        t.removed_lines + kept,
+        lines.len(),
+        "{} removed + {kept} kept of {} lines",
+        t.removed_lines,
+        lines.len()
+    );
+}
