@@ -110,4 +110,18 @@ mod tests {
         let long = format!("Exit code: 3\n{}\n", "x".repeat(5000));
         assert_eq!(exit_code(&long), Some(3));
     }
+
+    #[test]
+    fn windows_that_start_or_end_inside_a_character_are_read_whole() {
+        // Four-byte characters everywhere: byte 400 and the start of the last 400 bytes fall
+        // inside one, whatever the length's remainder.
+        for pad in 0..4 {
+            let footer = format!("{}\n[Command finished with exit code 7]", "x".repeat(pad));
+            let text = format!("{}{footer}", "🦀".repeat(300));
+            assert_eq!(exit_code(&text), Some(7), "pad {pad}");
+            let header = format!("exit status: 5\n{}", "🦀".repeat(300));
+            assert_eq!(exit_code(&format!("{header}{}", "x".repeat(pad))), Some(5));
+            assert_eq!(exit_code(&"🦀".repeat(300 + pad)), None);
+        }
+    }
 }
