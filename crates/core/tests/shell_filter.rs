@@ -148,3 +148,20 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn output_nothing_of_which_was_printed_keeps_its_start() {
+    let c = counter();
+    let text = build_log(3_000, &[]);
+    // No head was streamed: the cut itself keeps the start of the output, with its end.
+    let cut = finish_shell_output(&text, 0, 600, &c, &id());
+    assert!(cut.changed);
+    assert!(cut.tokens <= 600, "{}", cut.tokens);
+    let first = text.lines().next().unwrap();
+    assert!(cut.rest.starts_with(first), "{}", cut.rest);
+    assert!(
+        cut.rest.ends_with("due to 3 previous errors\n"),
+        "{}",
+        cut.rest
+    );
+}

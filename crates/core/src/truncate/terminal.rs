@@ -87,4 +87,20 @@ mod tests {
         assert_eq!(render_line("\u{1b}]0;title\u{7}text"), "text");
         assert_eq!(render_line("crlf\r"), "crlf");
     }
+
+    #[test]
+    fn erase_in_line_and_string_terminators() {
+        // Erase to the end of the line (`K`, `0K`) from the cursor, from the start to the cursor
+        // (`1K`, the cursor's cell included), all of it (`2K`).
+        assert_eq!(render_line("progress 10%\rdone\u{1b}[K"), "done");
+        assert_eq!(render_line("progress 10%\rdone\u{1b}[0K"), "done");
+        assert_eq!(render_line("progress 10%\rdone\u{1b}[1K!"), "    !ess 10%");
+        assert_eq!(render_line("progress 10%\rdone\u{1b}[2K"), "");
+        // An operating-system command ends at BEL or at ESC \ (string terminator).
+        assert_eq!(render_line("\u{1b}]0;title\u{1b}\\text"), "text");
+        assert_eq!(
+            render_line("\u{1b}]8;;https://x.test\u{1b}\\link\u{1b}]8;;\u{1b}\\ ok"),
+            "link ok"
+        );
+    }
 }
