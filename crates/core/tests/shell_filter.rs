@@ -152,7 +152,19 @@ proptest! {
 #[test]
 fn output_nothing_of_which_was_printed_keeps_its_start() {
     let c = counter();
-    let text = build_log(3_000, &[]);
+    // Lines whose first words differ (in more than digits), so that they are not folded together.
+    let word = |mut i: usize| {
+        let mut w = String::new();
+        for _ in 0..4 {
+            w.push(char::from(b'a' + (i % 26) as u8));
+            i /= 26;
+        }
+        w
+    };
+    let mut text: String = (0..3_000)
+        .map(|i| format!("{} checked against {}\n", word(i), word(i * 7 + 3)))
+        .collect();
+    text.push_str("error: could not compile `project` (lib) due to 3 previous errors\n");
     // No head was streamed: the cut itself keeps the start of the output, with its end.
     let cut = finish_shell_output(&text, 0, 600, &c, &id());
     assert!(cut.changed);
