@@ -27,16 +27,8 @@ pub struct EngineArgs {
     /// 15% of the usable budget).
     #[arg(long = "summary-max-tokens")]
     pub summary_max_tokens: Option<usize>,
-    /// Summariser: deterministic (no model, the default), openai (any OpenAI-compatible server) or
-    /// anthropic. The API key is read from OPENAI_API_KEY / ANTHROPIC_API_KEY.
-    #[arg(long)]
-    pub summarizer: Option<String>,
-    /// Model the summariser calls (default: the provider's cheap default).
-    #[arg(long = "summarizer-model")]
-    pub summarizer_model: Option<String>,
-    /// Base URL of the summariser's API (e.g. http://127.0.0.1:8000/v1 for vLLM).
-    #[arg(long = "base-url")]
-    pub base_url: Option<String>,
+    #[command(flatten)]
+    pub llm: SummarizerFlags,
     /// Summary template: checkpoint, task_state, brief, decision_log, code_delta, step_ledger,
     /// requirements_ledger, extractive_brief, checkpoint_handoff, plan.
     #[arg(long)]
@@ -45,6 +37,35 @@ pub struct EngineArgs {
     /// the window: policy `reversible: only`.
     #[arg(long = "reversible-only")]
     pub reversible_only: bool,
+}
+
+/// The summariser flags of `compact`, `plan`, `diff` and `replay`.
+#[derive(Debug, Args, Clone, Default)]
+pub struct SummarizerFlags {
+    /// Summariser: deterministic (no model, the default), openai (any OpenAI-compatible server),
+    /// anthropic, or anthropic-compaction (Anthropic's own compaction). The API key is read from
+    /// OPENAI_API_KEY / ANTHROPIC_API_KEY. `replay` makes its calls for real and prices them from
+    /// the usage the provider reports (point --base-url at `compact-sim` to need no key).
+    #[arg(long)]
+    pub summarizer: Option<String>,
+    /// Model the summariser calls (default: the provider's cheap default).
+    #[arg(long = "summarizer-model")]
+    pub summarizer_model: Option<String>,
+    /// Base URL of the summariser's API (e.g. http://127.0.0.1:8000/v1 for vLLM).
+    #[arg(long = "base-url")]
+    pub base_url: Option<String>,
+}
+
+impl SummarizerFlags {
+    /// `flags` with these set on top.
+    pub fn over(&self, flags: Overrides) -> Overrides {
+        Overrides {
+            summarizer_kind: self.summarizer.clone(),
+            summarizer_model: self.summarizer_model.clone(),
+            summarizer_base_url: self.base_url.clone(),
+            ..flags
+        }
+    }
 }
 
 /// The configuration: the file (`--config` or `COMPACT_CONFIG`), then `COMPACT_*` variables, then
@@ -56,11 +77,8 @@ pub fn config(args: &EngineArgs) -> anyhow::Result<Config> {
         strategy: args.strategy.clone(),
         reversible: args.reversible_only.then(|| "only".to_owned()),
         summary_max_tokens: args.summary_max_tokens,
-        summarizer_kind: args.summarizer.clone(),
-        summarizer_model: args.summarizer_model.clone(),
-        summarizer_base_url: args.base_url.clone(),
         summarizer_template: args.template.clone(),
-        ..Overrides::default()
+        ..args.llm.over(Overrides::default())
     };
     Config::load(args.config.as_deref().map(Path::new), &flags)
         .map_err(|e| BadInput(e.to_string()).into())

@@ -43,18 +43,10 @@ pub struct ReplayArgs {
     /// Configuration file (YAML): policy, summariser, and `models:` overrides including prices.
     #[arg(long)]
     pub config: Option<String>,
-    /// Summariser of the strategies' checkpoints: deterministic (the default), openai, anthropic
-    /// or anthropic-compaction (the provider's own compaction). Its calls are made for real and
-    /// priced with the replayed model's prices from the usage the provider reports (point
-    /// --base-url at `compact-sim` to compare costs without a key).
-    #[arg(long)]
-    pub summarizer: Option<String>,
-    /// Model the summariser calls.
-    #[arg(long = "summarizer-model")]
-    pub summarizer_model: Option<String>,
-    /// Base URL of the summariser's API.
-    #[arg(long = "base-url")]
-    pub base_url: Option<String>,
+    /// The summariser of the strategies' checkpoints (its calls priced at the replayed model's
+    /// prices).
+    #[command(flatten)]
+    pub llm: crate::engine::SummarizerFlags,
     /// Print the report as JSON (per strategy and per session).
     #[arg(long, conflicts_with = "markdown")]
     pub json: bool,
@@ -91,12 +83,7 @@ const PROGRESS_MIN_REPLAYS: usize = 8;
 
 /// Runs `replay`.
 pub fn run(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
-    let flags = Overrides {
-        summarizer_kind: args.summarizer.clone(),
-        summarizer_model: args.summarizer_model.clone(),
-        summarizer_base_url: args.base_url.clone(),
-        ..Overrides::default()
-    };
+    let flags = args.llm.over(Overrides::default());
     let mut setup = setup_with(
         args.config.as_deref().map(Path::new),
         args.window,

@@ -1,7 +1,7 @@
 //! `compactctl replay`: a batch goes on past a file it cannot read, reports it (table, Markdown,
 //! `skipped` in JSON) and fails only when no file can be read.
 
-use crate::support::{fixture, run, run_env};
+use crate::support::{fixture, run, run_env, simulator};
 
 const WINDOW: &str = "16000";
 
@@ -153,17 +153,10 @@ fn replay_through_the_runtime_stops_compacting_after_two_strikes() {
 #[test]
 fn replay_prices_the_summariser_calls_of_a_provider_backend() {
     const SUMMARY_TOKENS: u64 = 400;
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    let sim = rt
-        .block_on(compact_sim::Simulator::spawn(compact_sim::SimConfig {
-            compaction_summary_tokens: Some(SUMMARY_TOKENS),
-            ..compact_sim::SimConfig::with_window(1_000_000)
-        }))
-        .unwrap();
+    let (_rt, sim) = simulator(compact_sim::SimConfig {
+        compaction_summary_tokens: Some(SUMMARY_TOKENS),
+        ..compact_sim::SimConfig::with_window(1_000_000)
+    });
     let transcript = fixture("claude-code-long.jsonl");
     let args = [
         "replay",

@@ -156,3 +156,19 @@ pub fn corpus() -> Option<PathBuf> {
 
 #[path = "../../../core/tests/fixtures/corpus.rs"]
 mod corpus_dir;
+
+/// The provider simulator served in-process on 127.0.0.1 with `config`, and the runtime that keeps
+/// serving it on its worker thread while the test runs the binary (drop both at the end).
+pub fn simulator(
+    config: compact_sim::SimConfig,
+) -> (tokio::runtime::Runtime, compact_sim::SimHandle) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    let sim = rt
+        .block_on(compact_sim::Simulator::spawn(config))
+        .expect("simulator");
+    (rt, sim)
+}

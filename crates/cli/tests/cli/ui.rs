@@ -2,7 +2,7 @@
 //! session runtime and writes a self-contained report; `ui` serves the store's pages on 127.0.0.1
 //! and stops on SIGTERM.
 
-use crate::support::{fixture, in_dir, run, temp_dir};
+use crate::support::{fixture, in_dir, run, simulator, temp_dir};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::process::{Command, Stdio};
@@ -150,16 +150,7 @@ fn ui_needs_an_existing_store() {
 /// summariser (here the simulated OpenAI model), not the embedded default.
 #[test]
 fn ui_reviews_with_the_configured_summarizer() {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    let sim = rt
-        .block_on(compact_sim::Simulator::spawn(
-            compact_sim::SimConfig::default(),
-        ))
-        .unwrap();
+    let (_rt, sim) = simulator(compact_sim::SimConfig::default());
     let dir = temp_dir("ui-summarizer");
     let db = in_dir(&dir, "sessions.db");
     let transcript = fixture("claude-code-long.jsonl");
