@@ -288,10 +288,16 @@ fn a_responses_run_naming_wire_ids_keeps_its_reasoning() {
     let policy = Policy::for_window(c.total(&conv) * 9 / 10);
     let budget = Budget::new(&policy);
     let p = plan(StrategyName::Tiered, &conv, &budget, &policy, &c).unwrap();
+    // Neither by the reversible stage (on by default) nor by tier 0.
     assert!(
-        !p.items
+        !p.items.iter().any(|i| i.action == Action::Drop
+            && matches!(i.tier, Some(Tier::Reversible | Tier::Truncate))),
+        "{p}"
+    );
+    assert!(
+        !p.tiers
             .iter()
-            .any(|i| i.action == Action::Drop && i.tier == Some(Tier::Truncate)),
+            .any(|t| t.note.contains("reasoning of finished assistant runs")),
         "{p}"
     );
 }
