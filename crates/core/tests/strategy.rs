@@ -407,3 +407,20 @@ fn a_folded_checkpoint_counts_in_the_new_checkpoint_budget() {
         slot.max_tokens
     );
 }
+
+#[test]
+fn cfpm_with_nothing_it_may_replace_places_no_checkpoint() {
+    use compact_core::plan::Tier;
+    // Every item pinned by its owner: the middle cannot be replaced, so there is nothing to
+    // summarise and no checkpoint to place (an empty one would only cost tokens).
+    let mut conv = fixture::session(3, 4, 4);
+    for item in &mut conv.items {
+        item.meta.protected = true;
+    }
+    let c = counter();
+    let policy = Policy::for_window(c.total(&conv) * 4);
+    let budget = Budget::new(&policy);
+    let p = plan(StrategyName::Cfpm, &conv, &budget, &policy, &c).unwrap();
+    assert!(p.checkpoint.is_none(), "{p}");
+    assert!(p.tiers.iter().all(|t| t.tier != Tier::Summarize), "{p}");
+}
