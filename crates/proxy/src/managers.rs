@@ -153,19 +153,17 @@ impl Managers {
         match holding {
             Some(m) => Ok(m),
             None => {
-                let window = compact_session::last_window(self.store.as_ref(), session)?
-                    .unwrap_or(self.base.policy.max_context_tokens);
-                let backend = if self.backends.is_empty() {
-                    None
-                } else {
-                    compact_session::last_model(self.store.as_ref(), session)?.and_then(|model| {
-                        self.backends
-                            .iter()
-                            .find(|(name, _)| *name == model)
-                            .map(|(_, b)| b)
-                    })
-                };
-                self.for_route(window, backend)
+                let last = compact_session::last_call(self.store.as_ref(), session)?;
+                let backend = last.model.and_then(|model| {
+                    self.backends
+                        .iter()
+                        .find(|(name, _)| *name == model)
+                        .map(|(_, b)| b)
+                });
+                self.for_route(
+                    last.window.unwrap_or(self.base.policy.max_context_tokens),
+                    backend,
+                )
             }
         }
     }

@@ -262,12 +262,11 @@ impl StrategyTotals {
             out.cached_tokens += run.cached_tokens();
             out.output_tokens += run.output_tokens();
             out.cost += run.cost();
-            out.summarizer_calls += run.summarizer_calls();
-            out.summarizer_cost += run.summarizer_cost();
             out.final_retention.add(&run.final_retention());
             out.call_retention.add(&run.pooled_retention());
             for call in &run.calls {
                 times.push(call.preflight_us);
+                out.summarizer_cost += call.summarizer_cost;
                 if let Some(cut) = &call.cut {
                     out.continuation.add(cut);
                 }
@@ -280,6 +279,7 @@ impl StrategyTotals {
                 }
                 if let Some(c) = &call.compaction {
                     out.landed.add(call.boundary);
+                    out.summarizer_calls += u64::from(c.summarizer.calls);
                     out.summarizer_input_tokens += c.summarizer.input_tokens;
                     out.summarizer_output_tokens += c.summarizer.output_tokens;
                     let removed = c.tokens_before.saturating_sub(c.tokens_after);

@@ -104,18 +104,6 @@ impl SessionRun {
     pub fn cost(&self) -> f64 {
         self.calls.iter().map(|c| c.cost).sum()
     }
-    /// Of [`SessionRun::cost`], what the summariser calls of its compactions cost.
-    pub fn summarizer_cost(&self) -> f64 {
-        self.calls.iter().map(|c| c.summarizer_cost).sum()
-    }
-    /// Summariser calls its compactions made.
-    pub fn summarizer_calls(&self) -> u64 {
-        self.calls
-            .iter()
-            .filter_map(|c| c.compaction.as_ref())
-            .map(|c| u64::from(c.summarizer.calls))
-            .sum()
-    }
     /// Retention at the last call (what the model knows at the end of the session).
     pub fn final_retention(&self) -> Retention {
         self.calls.last().map(|c| c.retention).unwrap_or_default()

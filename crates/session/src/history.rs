@@ -10,39 +10,54 @@ use crate::{Store, StoreError};
 use compact_core::model::Conversation;
 use std::sync::Arc;
 
-/// The context window `session` last ran at (its latest `compact.trigger_decision` event), read
-/// from the log's events alone: a manual or reviewed compaction of a stored session plans for the
-/// window its calls used. `None` when no call was decided yet.
-pub fn last_window(store: &dyn Store, session: &str) -> Result<Option<usize>, StoreError> {
-    Ok(store
-        .read_kind(session, 0, "event", usize::MAX)?
-        .iter()
-        .rev()
-        .find_map(|s| match &s.record {
-            Record::Event(e) if e.kind == EventKind::TriggerDecision => e
-                .get("window")
-                .and_then(serde_json::Value::as_u64)
-                .and_then(|w| usize::try_from(w).ok()),
-            _ => None,
-        }))
+/// What `session`'s calls last ran with, read from the log's events alone (one read, newest
+/// first): the context window of its latest `compact.trigger_decision` and the model its latest
+/// `compact.sent` named. A manual or reviewed compaction of a stored session plans for that window
+/// and, where a proxy routes models to different compaction backends, with that model's backend.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LastCall {
+    /// The window, `None` when no call was decided yet.
+    pub window: Option<usize>,
+    /// The model, `None` when no call named one.
+    pub model: Option<String>,
 }
 
-/// The model `session`'s last call named (its latest `compact.sent` event that names one), read
-/// from the log's events alone: where a proxy routes models to different compaction backends, a
-/// reviewed compaction of a stored session uses the backend of the model its calls used. `None`
-/// when no call named a model.
-pub fn last_model(store: &dyn Store, session: &str) -> Result<Option<String>, StoreError> {
-    Ok(store
+/// [`LastCall`] of `session`.
+pub fn last_call(store: &dyn Store, session: &str) -> Result<LastCall, StoreError> {
+    let mut last = LastCall::default();
+    for stored in store
         .read_kind(session, 0, "event", usize::MAX)?
         .iter()
         .rev()
-        .find_map(|s| match &s.record {
-            Record::Event(e) if e.kind == EventKind::Sent => e
-                .get("model")
-                .and_then(serde_json::Value::as_str)
-                .map(str::to_owned),
-            _ => None,
-        }))
+    {
+        if last.window.is_some() && last.model.is_some() {
+            break;
+        }
+        let Record::Event(e) = &stored.record else {
+            continue;
+        };
+        match e.kind {
+            EventKind::TriggerDecision if last.window.is_none() => {
+                last.window = e
+                    .get("window")
+                    .and_then(serde_json::Value::as_u64)
+                    .and_then(|w| usize::try_from(w).ok());
+            }
+            EventKind::Sent if last.model.is_none() => {
+                last.model = e
+                    .get("model")
+                    .and_then(serde_json::Value::as_str)
+                    .map(str::to_owned);
+            }
+            _ => {}
+        }
+    }
+    Ok(last)
+}
+
+/// The context window `session` last ran at ([`last_call`]'s window).
+pub fn last_window(store: &dyn Store, session: &str) -> Result<Option<usize>, StoreError> {
+    Ok(last_call(store, session)?.window)
 }
 
 impl CompactManager {

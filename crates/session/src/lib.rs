@@ -109,7 +109,7 @@ pub use export::{
     CallbackExporter, ConsoleExporter, ExportError, ExportQueue, ExportStats, Exporter,
     JsonlExporter,
 };
-pub use history::{last_model, last_window};
+pub use history::{last_call, last_window, LastCall};
 pub use idle::{IdleCompactor, IdleOutcome, IdleSettings, IdleStats, DEFAULT_IDLE_AFTER};
 pub use manager::{CompactManager, PreflightReport, Prepared, MAX_SESSION_ID_LEN, MAX_STRIKES};
 pub use manual::ManualCompaction;
