@@ -413,3 +413,88 @@ fn edit_arguments_the_files_no_longer_hold_are_cut_to_a_recall_marker() {
         old_body.as_str()
     );
 }
+
+#[test]
+fn a_failure_only_its_structured_status_reports_stays_whole() {
+    // Codex's shell output: the exit code is in the JSON metadata, not in the text, and the result is
+    // not flagged as an error. The failing run stays byte for byte although the command ran again.
+    let mut c = Conversation::default();
+    c.push(Item::text(Role::System, "You are a coding agent."));
+    c.push(Item::text(Role::User, "Make the build pass."));
+    let failing = serde_json::json!({
+        "output": format!("{}error: linking with `cc` failed\n", "   Compiling dep v0.1.0\n".repeat(30)),
+        "metadata": {"exit_code": 1, "duration_seconds": 4.2}
+    })
+    .to_string();
+    let passing = serde_json::json!({
+        "output": format!("{}    Finished `dev` profile\n", "   Compiling dep v0.1.0\n".repeat(30)),
+        "metadata": {"exit_code": 0, "duration_seconds": 3.9}
+    })
+    .to_string();
+    let args = r#"{"command": ["bash", "-lc", "cargo build"]}"#;
+    pair(&mut c, "s1", "shell", args, &failing);
+    pair(&mut c, "s2", "shell", args, &passing);
+    c.push(Item::text(Role::Assistant, "Built."));
+    let p = only(&c);
+    assert_eq!(p.items[3].action, Action::Keep, "{p}");
+    assert_eq!(text_of(&p.apply(&c, None).unwrap().items[3]), failing);
+}
+
+#[test]
+fn the_stage_record_counts_what_it_changed() {
+    let mut conv = session();
+    // A superseded output too short for a stub to save anything: left as it is and not counted.
+    pair(
+        &mut conv,
+        "l1",
+        "Bash",
+        r#"{"command": "ls src"}"#,
+        "parse.rs",
+    );
+    pair(
+        &mut conv,
+        "l2",
+        "Bash",
+        r#"{"command": "ls src"}"#,
+        "lex.rs\nparse.rs",
+    );
+    // A file written whole twice: the first write's content is cut (the file no longer holds it).
+    let body = code(40).join("\n");
+    let write = serde_json::json!({"file_path": "src/gen.rs", "content": body}).to_string();
+    pair(&mut conv, "w1", "Write", &write, "File created.");
+    let write =
+        serde_json::json!({"file_path": "src/gen.rs", "content": body.replace("input", "src")});
+    pair(
+        &mut conv,
+        "w2",
+        "Write",
+        &write.to_string(),
+        "File written.",
+    );
+    let p = only(&conv);
+    let last = conv.items.len();
+    assert_eq!(p.items[last - 7].action, Action::Keep, "{p}");
+    assert!(
+        matches!(&p.items[last - 4].action, Action::Densify { how } if how == "superseded-write"),
+        "{p}"
+    );
+    let (mut referenced, mut rewritten) = (0, 0);
+    for item in &p.items {
+        match item.action {
+            Action::Reference { .. } => referenced += 1,
+            Action::Densify { .. } => rewritten += 1,
+            _ => {}
+        }
+    }
+    assert!(referenced > 0 && rewritten > 0, "{p}");
+    let expected = format!(
+        "reversible: {referenced} superseded outputs referenced, {rewritten} items densified or cut"
+    );
+    let record = p
+        .tiers
+        .iter()
+        .find(|t| t.note.starts_with("reversible: ") && t.note.contains("superseded"))
+        .unwrap_or_else(|| panic!("{p}"));
+    assert_eq!(record.note, expected);
+    assert_eq!(record.items, referenced + rewritten);
+}

@@ -7,12 +7,13 @@
 mod fixture;
 
 use compact_core::budget::Budget;
-use compact_core::model::{Conversation, Item, ItemBody, Reasoning, Role};
+use compact_core::model::{Conversation, Envelope, Item, ItemBody, Reasoning, Role};
 use compact_core::normalize::{normalize, ProviderRules};
-use compact_core::plan::{Action, Plan};
+use compact_core::plan::{Action, Plan, Tier};
 use compact_core::policy::{Policy, StrategyName};
 use compact_core::strategy::{plan, StrategyError};
 use compact_core::tokens::{Encoding, TokenCounter};
+use std::sync::Arc;
 
 fn counter() -> TokenCounter {
     TokenCounter::new(Encoding::O200kBase)
@@ -108,16 +109,22 @@ fn a_standalone_reasoning_item_in_the_floor_is_dropped() {
     let mut conv = fixture::parse(
         "system: You are a coding agent.\nuser: Plan the refactor of the billing module.\n",
     );
-    let reasoning = Item::new(ItemBody::Reasoning(Reasoning {
+    let mut reasoning = Item::new(ItemBody::Reasoning(Reasoning {
         encrypted: Some("gAAAAB".repeat(4_000)),
         ..Reasoning::default()
     }));
+    // A Responses reasoning item is its own wire item: its envelope is its alone.
+    reasoning.meta.envelope = Some(Arc::new(Envelope {
+        message: 2,
+        ..Envelope::default()
+    }));
     conv.push(reasoning);
-    conv.push(fixture::call(
-        "c1",
-        "bash",
-        r#"{"command":"ls src/billing"}"#,
-    ));
+    let mut call = fixture::call("c1", "bash", r#"{"command":"ls src/billing"}"#);
+    call.meta.envelope = Some(Arc::new(Envelope {
+        message: 3,
+        ..Envelope::default()
+    }));
+    conv.push(call);
     conv.push(fixture::result(
         "c1",
         "bash",
@@ -193,4 +200,196 @@ fn masking_continues_when_nothing_is_left_to_mask() {
     assert!(p.estimated_after() <= budget.usable);
     // Still no summary: masking never calls a summariser.
     assert!(p.checkpoint.is_none());
+}
+
+#[test]
+fn the_sliding_window_keeps_the_newest_pair_even_when_it_alone_is_over_the_target() {
+    let mut conv = fixture::parse(
+        "system: You are a coding agent.\nuser: Find why the ledger total drifts.\n",
+    );
+    for i in 0..6 {
+        let id = format!("c{i}");
+        conv.push(fixture::call(
+            &id,
+            "read_file",
+            &format!(r#"{{"path":"src/ledger/m{i}.rs"}}"#),
+        ));
+        conv.push(fixture::result(
+            &id,
+            "read_file",
+            &format!("fn total_{i}() -> i64 {{ 0 }}\n").repeat(40),
+            false,
+        ));
+    }
+    let c = counter();
+    let policy = Policy::for_window(8_000);
+    let budget = Budget::new(&policy);
+    conv.push(fixture::call("big", "bash", r#"{"command":"cargo test"}"#));
+    let line = "test ledger::sums_match ... ok\n";
+    let lines = budget.target * 11 / 10 / c.count_text(line).max(1);
+    conv.push(fixture::result("big", "bash", &line.repeat(lines), false));
+    let last = conv.items.len() - 1;
+    assert!(c.count_item(&conv.items[last]) > budget.target);
+    assert!(c.total(&conv) > budget.usable);
+    let p = plan(StrategyName::SlidingWindow, &conv, &budget, &policy, &c).unwrap();
+    // The newest unit is kept (cut to fit if need be), never summarised away with the rest.
+    assert!(
+        p.items[last].action.is_present(),
+        "{:?}",
+        p.items[last].action
+    );
+    assert!(p.items[last - 1].action.is_present());
+    assert!(c.total(&apply(&p, &conv)) <= budget.usable);
+}
+
+/// A session of `pairs` reads of `lines` lines each after a system prompt and a task.
+fn reads(pairs: usize, lines: usize) -> Conversation {
+    let mut conv = fixture::parse(
+        "system: You are a coding agent.\nuser: Find why the ledger total drifts.\n",
+    );
+    for i in 0..pairs {
+        let id = format!("c{i}");
+        conv.push(fixture::call(
+            &id,
+            "read_file",
+            &format!(r#"{{"path":"src/ledger/m{i}.rs"}}"#),
+        ));
+        let body: String = (0..lines)
+            .map(|k| format!("    let entry_{k} = ledger.post({i}, {k});\n"))
+            .collect();
+        conv.push(fixture::result(&id, "read_file", &body, false));
+    }
+    conv
+}
+
+#[test]
+fn the_fit_pass_references_older_outputs_and_records_how_many() {
+    // Forty reads in one turn: observation masking has nothing old enough to mask, so the fit pass's
+    // reference step does the work, oldest output first, and stops once the target is reached.
+    let conv = reads(40, 50);
+    let c = counter();
+    let policy = Policy::for_window(40_000);
+    let budget = Budget::new(&policy);
+    let p = plan(
+        StrategyName::ObservationMasking,
+        &conv,
+        &budget,
+        &policy,
+        &c,
+    )
+    .unwrap();
+    let results: Vec<usize> = (0..conv.items.len())
+        .filter(|&i| conv.items[i].as_tool_result().is_some())
+        .collect();
+    let referenced: Vec<usize> = results
+        .iter()
+        .copied()
+        .filter(|&i| matches!(p.items[i].action, Action::Reference { .. }))
+        .collect();
+    assert!(referenced.len() > 1, "{p}");
+    assert_eq!(referenced, results[..referenced.len()], "oldest first: {p}");
+    assert_eq!(p.items[*results.last().unwrap()].action, Action::Keep);
+    assert!(p.estimated_after() <= budget.target, "{p}");
+    // No more than needed: without the last reference the plan would still be over the target.
+    let last = &p.items[*referenced.last().unwrap()];
+    assert!(p.estimated_after() + last.tokens_before - last.tokens_after > budget.target);
+    let record = p
+        .tiers
+        .iter()
+        .find(|t| t.note == "fit: older tool outputs referenced")
+        .unwrap_or_else(|| panic!("{p}"));
+    assert_eq!(record.items, referenced.len());
+    assert_eq!(record.tokens_after, p.estimated_after());
+}
+
+#[test]
+fn a_tight_floor_shrinks_the_checkpoint_before_cutting_the_last_items_deeper() {
+    // The pinned system prompt grows until the plan no longer fits with the floor's items cut to
+    // their soft size and a full checkpoint: at some size, shrinking the checkpoint is enough, and
+    // the last items keep their soft size instead of being cut to a few dozen tokens.
+    let c = counter();
+    let policy = Policy::for_window(8_000);
+    let budget = Budget::new(&policy);
+    let build = |pad: usize| {
+        let mut conv = reads(6, 30);
+        conv.items[0] = Item::text(
+            Role::System,
+            format!(
+                "You are a coding agent.\n{}",
+                "Keep every change small.\n".repeat(pad)
+            ),
+        );
+        conv.push(Item::text(
+            Role::User,
+            (0..60)
+                .map(|k| format!("Row {k} of the export must match posting {k} of the ledger.\n"))
+                .collect::<String>(),
+        ));
+        conv.push(fixture::call("last", "bash", r#"{"command":"cargo test"}"#));
+        conv.push(fixture::result(
+            "last",
+            "bash",
+            &(0..80)
+                .map(|k| format!("test ledger::case_{k}::sums_match ... ok\n"))
+                .collect::<String>(),
+            false,
+        ));
+        conv
+    };
+    let mut full_budget = None;
+    let mut shrunk = 0;
+    for pad in (0..1_200).step_by(20) {
+        let conv = build(pad);
+        let Ok(p) = plan(StrategyName::Tiered, &conv, &budget, &policy, &c) else {
+            break;
+        };
+        assert!(c.total(&apply(&p, &conv)) <= budget.usable);
+        let Some(slot) = &p.checkpoint else { continue };
+        let full = *full_budget.get_or_insert(slot.max_tokens);
+        let cut_deep = p
+            .items
+            .iter()
+            .any(|i| i.tier == Some(Tier::ShrinkRecent) && i.tokens_after < 256);
+        if slot.max_tokens + 50 < full && !cut_deep {
+            // Shrunk by what the plan was over, no more.
+            assert_eq!(p.estimated_after(), budget.usable, "{p}");
+            shrunk += 1;
+        }
+    }
+    assert!(
+        shrunk > 0,
+        "no plan shrank the checkpoint before cutting the floor deeper"
+    );
+}
+
+#[test]
+fn a_refusal_breakdown_adds_up_to_its_floor() {
+    // Pinned rules over the budget, with work to summarise: the floor includes a checkpoint, and
+    // every token of it is accounted for once.
+    let mut conv = reads(6, 30);
+    conv.items[0] = Item::text(
+        Role::System,
+        "Always follow the house rules listed below.\n".repeat(800),
+    );
+    let c = counter();
+    let policy = Policy::for_window(8_000);
+    let budget = Budget::new(&policy);
+    let mut with_checkpoint = 0;
+    for &name in StrategyName::ALL {
+        let Err(StrategyError::InsufficientBudget {
+            floor, breakdown, ..
+        }) = plan(name, &conv, &budget, &policy, &c)
+        else {
+            panic!("{}: expected a refusal", name.as_str());
+        };
+        let b = breakdown;
+        assert_eq!(
+            b.pinned + b.recent + b.user_messages + b.other + b.checkpoint + b.overhead,
+            floor,
+            "{}: {b}",
+            name.as_str()
+        );
+        with_checkpoint += usize::from(b.checkpoint > 0);
+    }
+    assert!(with_checkpoint > 0);
 }

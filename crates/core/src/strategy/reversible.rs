@@ -20,7 +20,7 @@
 //! what failed is what the agent must not repeat, word for word.
 
 use super::{Request, Staleness};
-use crate::model::{Item, ItemBody, Part};
+use crate::model::{Item, ItemBody};
 use crate::plan::{is_reference, Action, PlanBuilder, Supersession, Tier};
 use crate::reversible::densify_output;
 use crate::truncate::replace_text_parts;
@@ -40,18 +40,11 @@ pub struct StageCounts {
     pub rewritten: usize,
 }
 
-/// True when `item` is a tool result that failed (flagged, an exit code other than 0 in its text,
-/// or a command the facts module reads as failed).
+/// True when `item` is a tool result that failed: flagged, or read as failed by the facts module (an
+/// exit code other than 0 in its text or its structured status, an interrupted call).
 fn failed(item: &Item) -> bool {
-    let Some(r) = item.as_tool_result() else {
-        return false;
-    };
-    r.is_error
-        || r.parts
-            .iter()
-            .filter_map(Part::as_text)
-            .any(|t| crate::truncate::exit_code(t).is_some_and(|c| c != 0))
-        || crate::facts::failure_of(item).is_some()
+    item.as_tool_result()
+        .is_some_and(|r| r.is_error || crate::facts::failure_of(item).is_some())
 }
 
 /// The text of a tool result made only of text parts.

@@ -154,14 +154,22 @@ fn span_of(call: &ToolCall) -> Span {
     Span::Opaque(parts.join(","))
 }
 
-/// The span a shell read shows: `cat f` / `nl f` whole, `sed -n 'A,Bp' f`, `head -n N f`; any other
-/// spelling only covers itself.
+/// The span a shell read shows: `cat f` / `nl f` whole (with any flags), `sed -n 'A,Bp' f`,
+/// `head -n N f`; any other spelling only covers itself.
 fn shell_span(command: &str) -> Span {
     let key = command_key(command);
     let words: Vec<&str> = key.split_whitespace().collect();
     match words.first().copied() {
-        Some("cat") | Some("nl") if words.len() == 2 => Span::Whole,
-        Some("cat") if words.len() == 3 && words[1] == "-n" => Span::Whole,
+        // Flags (`-n`, `-A`, `-ba`) and a stderr redirection change how the file is shown, not how much.
+        Some("cat") | Some("nl")
+            if words[1..]
+                .iter()
+                .filter(|w| !w.starts_with('-') && !w.starts_with("2>"))
+                .count()
+                == 1 =>
+        {
+            Span::Whole
+        }
         Some("sed") if words.len() == 4 && words[1] == "-n" => {
             let range = words[2].trim_matches(|c| c == '\'' || c == '"');
             range
@@ -488,6 +496,33 @@ mod tests {
         );
         assert_eq!(s.superseded_by[11], Some(13), "sed 5,30 covers sed 10,20");
         assert_eq!(s.lines[11], Some((10, 20)));
+    }
+
+    #[test]
+    fn shell_read_spellings_and_opaque_ranges() {
+        let mut c = Conversation::default();
+        let sh = |c: &mut Conversation, id: &str, cmd: &str| {
+            pair(c, id, "shell", json!({"command": ["bash", "-lc", cmd]}));
+        };
+        sh(&mut c, "a", "sed -n '1,10p' a.c"); // 1
+        sh(&mut c, "b", "head -n 20 a.c"); // 3
+        sh(&mut c, "c", "sed -n '30,40p' b.c"); // 5
+        sh(&mut c, "d", "cat -A b.c"); // 7
+        sh(&mut c, "e", "sed -n '1,2p' d.c"); // 9
+        sh(&mut c, "f", "cat d.c 2>/dev/null"); // 11
+        sh(&mut c, "g", "tail -n 20 e.c"); // 13
+        sh(&mut c, "h", "tail -n 50 e.c"); // 15
+        sh(&mut c, "i", "tail -n 20 e.c"); // 17
+        sh(&mut c, "j", "head -c 20 f.c"); // 19
+        let s = Staleness::of(&c);
+        assert_eq!(s.superseded_by[1], Some(3), "head -n 20 covers lines 1-10");
+        assert_eq!(s.lines[3], Some((1, 20)));
+        assert_eq!(s.superseded_by[5], Some(7), "cat with a flag shows it all");
+        assert_eq!(s.superseded_by[9], Some(11), "so does cat with 2>/dev/null");
+        assert_eq!(s.superseded_by[13], Some(17), "the same tail again");
+        assert_eq!(s.reasons[13], Some(Reason::Reread));
+        assert_eq!(s.superseded_by[15], None, "another tail covers only itself");
+        assert_eq!(s.lines[19], None, "head -c counts bytes, not lines");
     }
 
     #[test]
