@@ -393,3 +393,54 @@ fn a_refusal_breakdown_adds_up_to_its_floor() {
     }
     assert!(with_checkpoint > 0);
 }
+
+#[test]
+fn tier_2_records_every_item_it_summarises() {
+    let conv = reads(40, 30);
+    let c = counter();
+    let policy = Policy::for_window(8_000);
+    let budget = Budget::new(&policy);
+    let p = plan(StrategyName::Tiered, &conv, &budget, &policy, &c).unwrap();
+    let summarised = p
+        .items
+        .iter()
+        .filter(|i| i.action == Action::SummarizeInto)
+        .count();
+    let recorded: usize = p
+        .tiers
+        .iter()
+        .filter(|t| t.tier == Tier::Summarize)
+        .map(|t| t.items)
+        .sum();
+    assert!(summarised > 2, "{p}");
+    assert_eq!(recorded, summarised, "{p}");
+}
+
+#[test]
+fn tier_1_is_skipped_when_references_free_too_little() {
+    // Six reads (the last few are recent and kept), then a long discussion: referencing both frees far less than tier 1's minimum
+    // (5% of a 200k window), so nothing is referenced and tier 2 does the work.
+    let mut conv = reads(6, 60);
+    for k in 0..60 {
+        conv.push(Item::text(
+            Role::Assistant,
+            (0..200)
+                .map(|j| format!("Step {k}.{j}: the ledger posting {j} is reconciled. "))
+                .collect::<String>(),
+        ));
+    }
+    let c = counter();
+    let policy = Policy::for_window(200_000);
+    let budget = Budget::new(&policy);
+    assert!(c.total(&conv) > budget.target);
+    let p = plan(StrategyName::Tiered, &conv, &budget, &policy, &c).unwrap();
+    assert!(
+        p.notes.iter().any(|n| n.starts_with("tier 1 skipped")),
+        "{p}"
+    );
+    assert!(
+        p.items.iter().all(|i| i.tier != Some(Tier::Reference)),
+        "{p}"
+    );
+    assert!(p.items.iter().any(|i| i.action == Action::SummarizeInto));
+}
