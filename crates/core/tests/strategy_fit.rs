@@ -444,3 +444,45 @@ fn tier_1_is_skipped_when_references_free_too_little() {
     );
     assert!(p.items.iter().any(|i| i.action == Action::SummarizeInto));
 }
+
+#[test]
+fn tiered_references_an_old_output_the_agent_is_working_on_last() {
+    // Twelve reads of different files; the agent's latest edit names a function of the first one.
+    let mut conv = fixture::parse("system: You are a coding agent.\nuser: Fix the ledger.\n");
+    for i in 0..12 {
+        let id = format!("r{i}");
+        conv.push(fixture::call(
+            &id,
+            "Read",
+            &format!(r#"{{"file_path":"src/m{i}.rs"}}"#),
+        ));
+        let body: String = (0..40)
+            .map(|k| {
+                format!("fn handler_{i}_{k}(input: &Input) -> Output {{ step(input, {k}) }}\n")
+            })
+            .collect();
+        conv.push(fixture::result(&id, "Read", &body, false));
+    }
+    conv.push(fixture::call(
+        "e",
+        "Edit",
+        r#"{"file_path":"src/main.rs","old_string":"handler_0_3(&input)","new_string":"handler_0_3(&input)?"}"#,
+    ));
+    conv.push(fixture::result(
+        "e",
+        "Edit",
+        "The file src/main.rs has been updated.",
+        false,
+    ));
+    let c = counter();
+    let policy = Policy::for_window(16_000);
+    let budget = Budget::new(&policy);
+    assert!(c.total(&conv) > budget.target);
+    let p = plan(StrategyName::Tiered, &conv, &budget, &policy, &c).unwrap();
+    let referenced = |i: usize| matches!(p.items[i].action, Action::Reference { .. });
+    assert!(!referenced(3), "the output the agent works on: {p}");
+    assert!(
+        referenced(5),
+        "an older output of no interest goes first: {p}"
+    );
+}

@@ -167,7 +167,9 @@ fn reference_tools(b: &mut PlanBuilder<'_>, goal: usize, floor: &[bool]) -> bool
             && !is_reference(&conv.items[i])
             && b.tokens_after(i) > STUB_WORTH_TOKENS
     });
-    let order = Staleness::of(conv).reference_order(candidates);
+    let focus = super::focus::Focus::of(conv);
+    let order = Staleness::of(conv)
+        .reference_order_with(candidates, |i| focus.holds(&conv.items[i].plain_text()));
     for i in order {
         if est <= goal {
             break;

@@ -22,6 +22,7 @@ mod common;
 mod deletion;
 mod error;
 mod fit;
+mod focus;
 mod masking;
 mod replaced;
 mod reversible;

@@ -319,12 +319,25 @@ impl Staleness {
     /// referenced: superseded first, then the others, then the latest views (even edited since: the
     /// agent's working set); oldest first in each.
     pub fn reference_order(&self, candidates: impl IntoIterator<Item = usize>) -> Vec<usize> {
+        self.reference_order_with(candidates, |_| false)
+    }
+
+    /// [`Staleness::reference_order`], with the outputs `in_focus` holds (see
+    /// [`super::focus::Focus`]) after every other one that is not superseded.
+    pub fn reference_order_with(
+        &self,
+        candidates: impl IntoIterator<Item = usize>,
+        in_focus: impl Fn(usize) -> bool,
+    ) -> Vec<usize> {
         let mut out: Vec<usize> = candidates.into_iter().collect();
-        out.sort_by_key(|&i| {
-            let rank = if self.latest_view.get(i).copied().unwrap_or(false) {
-                2
-            } else if self.superseded_by.get(i).copied().flatten().is_some() {
+        out.sort_by_cached_key(|&i| {
+            let latest = self.latest_view.get(i).copied().unwrap_or(false);
+            let rank = if !latest && self.superseded_by.get(i).copied().flatten().is_some() {
                 0
+            } else if in_focus(i) {
+                3
+            } else if latest {
+                2
             } else {
                 1
             };
@@ -523,6 +536,23 @@ mod tests {
         assert_eq!(s.reasons[13], Some(Reason::Reread));
         assert_eq!(s.superseded_by[15], None, "another tail covers only itself");
         assert_eq!(s.lines[19], None, "head -c counts bytes, not lines");
+    }
+
+    #[test]
+    fn outputs_in_focus_are_referenced_last_but_superseded_ones_first() {
+        let mut c = Conversation::default();
+        pair(&mut c, "a", "Read", json!({"file_path": "a.rs"})); // 1: superseded by 7
+        pair(&mut c, "b", "Bash", json!({"command": "cargo test"})); // 3
+        pair(&mut c, "c", "Bash", json!({"command": "cargo build"})); // 5
+        pair(&mut c, "d", "Read", json!({"file_path": "a.rs"})); // 7: latest view
+        let s = Staleness::of(&c);
+        assert_eq!(s.reference_order([7, 5, 3, 1]), vec![1, 3, 5, 7]);
+        // 1 is superseded: first even in focus; 3 in focus goes after the latest view.
+        let focus = |i: usize| i == 1 || i == 3;
+        assert_eq!(
+            s.reference_order_with([7, 5, 3, 1], focus),
+            vec![1, 5, 7, 3]
+        );
     }
 
     #[test]

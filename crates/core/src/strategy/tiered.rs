@@ -182,7 +182,10 @@ fn tier1(b: &mut PlanBuilder<'_>, req: &Request<'_>, partition: &Partition, stal
             && matches!(item.body(), ItemBody::ToolResult(_))
             && !is_reference(item)
     });
-    let order = staleness.reference_order(candidates.map(|(i, _)| i));
+    let focus = super::focus::Focus::of(conv);
+    let order = staleness.reference_order_with(candidates.map(|(i, _)| i), |i| {
+        focus.holds(&conv.items[i].plain_text())
+    });
     for i in order {
         let s = trial.reference(i, Tier::Reference);
         if s > 0 {
