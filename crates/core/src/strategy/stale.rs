@@ -322,8 +322,9 @@ impl Staleness {
         self.reference_order_with(candidates, |_| false)
     }
 
-    /// [`Staleness::reference_order`], with the outputs `in_focus` holds (see
-    /// [`super::focus::Focus`]) after every other one that is not superseded.
+    /// [`Staleness::reference_order`], with the outputs `in_focus` holds (the agent's focus:
+    /// outputs holding a name its newest calls and messages use) after every other one that is not
+    /// superseded.
     pub fn reference_order_with(
         &self,
         candidates: impl IntoIterator<Item = usize>,
