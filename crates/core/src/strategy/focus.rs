@@ -3,8 +3,8 @@
 //! so tier 1 and the fit pass reference it after the other outputs that are not superseded.
 //!
 //! Measured on the corpus with the continuation probes (BENCHMARKS.md, "Continuation"): the newest
-//! 30 items and one shared name gave the best margin over the same-size tail; 15 or 60-100 items,
-//! or two to four shared names, did no better than no focus at all.
+//! 30 items and one shared name gave the best margin over the same-size tail; 15, 60 or 100 items
+//! did a little worse, and requiring two to four shared names did no better than no focus at all.
 
 use crate::facts::symbols::{code_names, mentioned_paths};
 use crate::model::{Conversation, ItemBody};
