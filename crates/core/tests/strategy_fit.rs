@@ -204,23 +204,7 @@ fn masking_continues_when_nothing_is_left_to_mask() {
 
 #[test]
 fn the_sliding_window_keeps_the_newest_pair_even_when_it_alone_is_over_the_target() {
-    let mut conv = fixture::parse(
-        "system: You are a coding agent.\nuser: Find why the ledger total drifts.\n",
-    );
-    for i in 0..6 {
-        let id = format!("c{i}");
-        conv.push(fixture::call(
-            &id,
-            "read_file",
-            &format!(r#"{{"path":"src/ledger/m{i}.rs"}}"#),
-        ));
-        conv.push(fixture::result(
-            &id,
-            "read_file",
-            &format!("fn total_{i}() -> i64 {{ 0 }}\n").repeat(40),
-            false,
-        ));
-    }
+    let mut conv = reads(6, 40);
     let c = counter();
     let policy = Policy::for_window(8_000);
     let budget = Budget::new(&policy);

@@ -153,7 +153,8 @@ fn truncate_tools(b: &mut PlanBuilder<'_>, req: &Request<'_>, goal: usize) -> bo
 }
 
 /// Step 2: older tool outputs (outside the floor) replaced by reference stubs in
-/// [`Staleness::reference_order`] (superseded first, latest views last, oldest first within). Returns
+/// [`Staleness::reference_order`] (superseded first, latest views and the agent's focus last, oldest
+/// first within). Returns
 /// true once the estimate reaches `goal`.
 fn reference_tools(b: &mut PlanBuilder<'_>, goal: usize, floor: &[bool]) -> bool {
     let conv = b.conversation();
@@ -168,8 +169,8 @@ fn reference_tools(b: &mut PlanBuilder<'_>, goal: usize, floor: &[bool]) -> bool
             && b.tokens_after(i) > STUB_WORTH_TOKENS
     });
     let focus = super::focus::Focus::of(conv);
-    let order = Staleness::of(conv)
-        .reference_order_with(candidates, |i| focus.holds(&conv.items[i].plain_text()));
+    let order =
+        Staleness::of(conv).reference_order(candidates, |i| focus.holds_item(&conv.items[i]));
     for i in order {
         if est <= goal {
             break;

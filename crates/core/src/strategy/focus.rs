@@ -7,7 +7,7 @@
 //! did a little worse, and requiring two to four shared names did no better than no focus at all.
 
 use crate::facts::symbols::{code_names, mentioned_paths};
-use crate::model::{Conversation, ItemBody};
+use crate::model::{Conversation, Item, ItemBody};
 use serde_json::Value;
 use std::collections::HashSet;
 
@@ -55,6 +55,11 @@ impl Focus {
         Focus { names }
     }
 
+    /// True when `item` (a tool output) holds a focus name (see [`Focus::holds`]).
+    pub fn holds_item(&self, item: &Item) -> bool {
+        !self.names.is_empty() && self.holds(&item.plain_text())
+    }
+
     /// True when `text` (a tool output) holds a focus name: one of its most used code names, or a
     /// file it mentions.
     pub fn holds(&self, text: &str) -> bool {
@@ -87,7 +92,7 @@ fn strings(v: &Value, out: &mut String) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Item, Role, ToolCall, ToolResult};
+    use crate::model::{Role, ToolCall, ToolResult};
     use serde_json::json;
 
     fn conv_with(calls: &[(&str, Value)], output: &str) -> Conversation {

@@ -8,7 +8,8 @@
 //! of its file or the newest run of its command: the agent's working set, given up last.
 //!
 //! Tier 1 and the fit pass reference outputs in [`Staleness::reference_order`]: superseded outputs
-//! first, then the others oldest first, the latest views last.
+//! first, then the others oldest first, then the latest views, and the outputs in the agent's focus
+//! (`focus.rs`) last.
 
 use crate::facts::{classify, command_key, Action};
 use crate::model::{Conversation, ItemBody, ToolCall};
@@ -317,15 +318,10 @@ impl Staleness {
 
     /// The tool results among `candidates` (item indices, any order) in the order they should be
     /// referenced: superseded first, then the others, then the latest views (even edited since: the
-    /// agent's working set); oldest first in each.
-    pub fn reference_order(&self, candidates: impl IntoIterator<Item = usize>) -> Vec<usize> {
-        self.reference_order_with(candidates, |_| false)
-    }
-
-    /// [`Staleness::reference_order`], with the outputs `in_focus` holds (the agent's focus:
-    /// outputs holding a name its newest calls and messages use) after every other one that is not
-    /// superseded.
-    pub fn reference_order_with(
+    /// agent's working set), then those `in_focus` tells are in the agent's focus (outputs holding a
+    /// name its newest calls and messages use; a superseded one still goes first); oldest first in
+    /// each.
+    pub fn reference_order(
         &self,
         candidates: impl IntoIterator<Item = usize>,
         in_focus: impl Fn(usize) -> bool,
@@ -422,7 +418,7 @@ mod tests {
         assert!(s.latest_view[7] && s.latest_view[9] && s.latest_view[11]);
         assert!(!s.latest_view[1] && !s.latest_view[3] && !s.latest_view[5]);
         assert_eq!(
-            s.reference_order([15, 11, 9, 7, 5, 3, 1]),
+            s.reference_order([15, 11, 9, 7, 5, 3, 1], |_| false),
             vec![1, 5, 15, 3, 7, 9, 11]
         );
     }
@@ -547,13 +543,10 @@ mod tests {
         pair(&mut c, "c", "Bash", json!({"command": "cargo build"})); // 5
         pair(&mut c, "d", "Read", json!({"file_path": "a.rs"})); // 7: latest view
         let s = Staleness::of(&c);
-        assert_eq!(s.reference_order([7, 5, 3, 1]), vec![1, 3, 5, 7]);
+        assert_eq!(s.reference_order([7, 5, 3, 1], |_| false), vec![1, 3, 5, 7]);
         // 1 is superseded: first even in focus; 3 in focus goes after the latest view.
         let focus = |i: usize| i == 1 || i == 3;
-        assert_eq!(
-            s.reference_order_with([7, 5, 3, 1], focus),
-            vec![1, 5, 7, 3]
-        );
+        assert_eq!(s.reference_order([7, 5, 3, 1], focus), vec![1, 5, 7, 3]);
     }
 
     #[test]

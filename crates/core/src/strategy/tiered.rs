@@ -183,8 +183,8 @@ fn tier1(b: &mut PlanBuilder<'_>, req: &Request<'_>, partition: &Partition, stal
             && !is_reference(item)
     });
     let focus = super::focus::Focus::of(conv);
-    let order = staleness.reference_order_with(candidates.map(|(i, _)| i), |i| {
-        focus.holds(&conv.items[i].plain_text())
+    let order = staleness.reference_order(candidates.map(|(i, _)| i), |i| {
+        focus.holds_item(&conv.items[i])
     });
     for i in order {
         let s = trial.reference(i, Tier::Reference);
