@@ -10,7 +10,9 @@
 //! ```
 //!
 //! `--list` prints every missed anchor (session, cut, anchor, last holder, fate, age, whether the tail
-//! held it); `PERCUT=1` prints each cut's count against the tail's. The summary counts the misses by
+//! held it); `PERCUT=1` prints each cut's count against the tail's; `DUMP=<cut>` prints, at the
+//! cut at that item index, every item of the request (its index in the history, tokens, how many of
+//! the cut's anchors it holds, kind and fate, and the start of its text). The summary counts the misses by
 //! fate, holder and age, and per item kind the tokens the requests spend and the anchors only that
 //! item holds (per 1,000 tokens: what giving those tokens to the same-size tail would have to beat).
 
@@ -225,6 +227,28 @@ fn main() {
                     t,
                     (s as f64 - t as f64) / cut.anchors.len() as f64
                 );
+            }
+            if std::env::var("DUMP").is_ok_and(|d| d == cut.at.to_string()) {
+                let index: HashMap<&str, usize> = items[..cut.at]
+                    .iter()
+                    .enumerate()
+                    .map(|(i, it)| (it.meta.id.as_str(), i))
+                    .collect();
+                for (item, (lab, n, found)) in request
+                    .items
+                    .iter()
+                    .filter(|i| i.meta.visibility.model)
+                    .zip(&per)
+                {
+                    let at = index.get(item.meta.id.as_str()).copied();
+                    let held = found.iter().filter(|a| cut_set.contains(a)).count();
+                    let text: String = item.plain_text().chars().take(90).collect();
+                    println!(
+                        "  {:>5} {n:6} {held:3} {lab:28} {}",
+                        at.map_or("-".into(), |a| a.to_string()),
+                        text.replace('\n', " ")
+                    );
+                }
             }
             for &a in &cut.anchors {
                 expected += 1;
