@@ -130,9 +130,28 @@ mod tests {
         assert!(f.holds("error at posting_count"));
         assert!(f.holds("function reconcileRows(rows) {}"));
         assert!(f.holds("see post.rs:12"), "a file name the agent used");
+        assert!(
+            !f.holds("see src/other/unrelated.rs:3"),
+            "a file it did not"
+        );
         // Not from what the agent was shown, and not plain words.
         assert!(!f.holds("unrelated_output_name"));
         assert!(!f.holds("the ledger drift is fixed"));
+    }
+
+    #[test]
+    fn strings_in_arrays_count_too() {
+        // Codex's argv commands, MultiEdit's list of edits.
+        let c = conv_with(
+            &[
+                ("a", json!({"command": ["bash", "-lc", "rg parse_ledger"]})),
+                ("b", json!({"edits": [{"old_string": "apply_fee(x)"}]})),
+            ],
+            "ok",
+        );
+        let f = Focus::of(&c);
+        assert!(f.holds("fn parse_ledger() {}"));
+        assert!(f.holds("fn apply_fee() {}"));
     }
 
     #[test]
