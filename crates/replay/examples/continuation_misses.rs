@@ -242,7 +242,8 @@ fn main() {
                 {
                     let at = index.get(item.meta.id.as_str()).copied();
                     let held = found.iter().filter(|a| cut_set.contains(a)).count();
-                    let text: String = item.plain_text().chars().take(90).collect();
+                    let full = std::env::var("FULL").is_ok_and(|f| at.is_some_and(|a| f == a.to_string()));
+                    let text: String = item.plain_text().chars().take(if full { 4000 } else { 90 }).collect();
                     println!(
                         "  {:>5} {n:6} {held:3} {lab:28} {}",
                         at.map_or("-".into(), |a| a.to_string()),
