@@ -12,7 +12,8 @@
 //! `--list` prints every missed anchor (session, cut, anchor, last holder, fate, age, whether the tail
 //! held it); `PERCUT=1` prints each cut's count against the tail's; `DUMP=<cut>` prints, at the
 //! cut at that item index, every item of the request (its index in the history, tokens, how many of
-//! the cut's anchors it holds, kind and fate, and the start of its text). The summary counts the misses by
+//! the cut's anchors it holds, kind and fate, and the start of its text; `FULL=<index>` prints that
+//! item's whole text). The summary counts the misses by
 //! fate, holder and age, and per item kind the tokens the requests spend and the anchors only that
 //! item holds (per 1,000 tokens: what giving those tokens to the same-size tail would have to beat).
 
@@ -242,8 +243,13 @@ fn main() {
                 {
                     let at = index.get(item.meta.id.as_str()).copied();
                     let held = found.iter().filter(|a| cut_set.contains(a)).count();
-                    let full = std::env::var("FULL").is_ok_and(|f| at.is_some_and(|a| f == a.to_string()));
-                    let text: String = item.plain_text().chars().take(if full { 4000 } else { 90 }).collect();
+                    let full =
+                        std::env::var("FULL").is_ok_and(|f| at.is_some_and(|a| f == a.to_string()));
+                    let text: String = item
+                        .plain_text()
+                        .chars()
+                        .take(if full { 4000 } else { 90 })
+                        .collect();
                     println!(
                         "  {:>5} {n:6} {held:3} {lab:28} {}",
                         at.map_or("-".into(), |a| a.to_string()),
