@@ -488,3 +488,79 @@ fn cited_ids_are_short_and_found_again() {
         .find_cited("0badc0de-0000-4000-8000-000000000002")
         .is_some());
 }
+
+/// Many reads of files whose content uses names beyond what they define, then many failures.
+fn reads_session(files: usize) -> Vec<Item> {
+    use std::fmt::Write as _;
+    let mut s = String::from("@user\nFind why the ledger totals drift and fix it.\n");
+    for n in 0..files {
+        let _ = writeln!(
+            s,
+            "@call r{n} Read\n{{\"file_path\": \"src/ledger_{n}.rs\"}}\n@result r{n}\n     1\tpub fn total_{n}(rows: &[Row]) -> i64 {{\n     2\t    let posting_sum_{n} = rows.iter().map(|r| r.amount_cents).sum();\n     3\t    apply_fee_{n}(posting_sum_{n})\n     4\t}}"
+        );
+    }
+    for n in 0..8 {
+        let _ = writeln!(s, "@call b{n} Bash\n{{\"command\": \"cargo test ledger_{n}\"}}\n@result b{n} error\nExit code 101\nerror: totals drift by {n} cents in ledger_{n}");
+    }
+    dsl::parse(&s).items
+}
+
+#[test]
+fn the_names_a_read_file_used_take_only_the_room_left() {
+    let items = reads_session(3);
+    // Room to spare: each file read also lists the names its content used beyond its definitions.
+    let roomy = build(&items, None, &options(4_000)).text;
+    let read = section(&roomy, "Files read");
+    assert!(
+        read.contains("src/ledger_1.rs; symbols: total_1()"),
+        "{read}"
+    );
+    assert!(
+        read.contains("Names used in src/ledger_1.rs: posting_sum_1, amount_cents, apply_fee_1"),
+        "{read}"
+    );
+    // A tight budget: those details are the first to go; the files, the request and the failures stay.
+    let tight_budget = build(&items, None, &options(340));
+    let tight = &tight_budget.text;
+    assert!(!tight.contains("Names used in"), "{tight}");
+    for n in 0..3 {
+        assert!(tight.contains(&format!("src/ledger_{n}.rs")), "{tight}");
+    }
+    assert!(
+        tight.contains("Find why the ledger totals drift"),
+        "{tight}"
+    );
+    assert!(tight.contains("totals drift by 7 cents"), "{tight}");
+    // Folded into the next record, a detail stays a detail: it goes before the facts again.
+    let mut later = items.clone();
+    later.push(Item::new(ItemBody::Checkpoint(build(
+        &items,
+        None,
+        &options(4_000),
+    ))));
+    later.extend(reads_session(0).into_iter().skip(1));
+    let folded = build(&later[items.len()..], None, &options(340)).text;
+    assert!(!folded.contains("Names used in"), "{folded}");
+    assert!(folded.contains("src/ledger_2.rs"), "{folded}");
+}
+
+#[test]
+fn a_detail_never_takes_the_place_of_a_file_or_a_failure() {
+    // Whatever the budget: when any "names used" detail is in, every file and every failure is.
+    let items = reads_session(6);
+    let mut seen_details = false;
+    for budget in (200..1400).step_by(20) {
+        let t = build(&items, None, &options(budget)).text;
+        if !t.contains("Names used in") {
+            continue;
+        }
+        seen_details = true;
+        for n in 0..6 {
+            assert!(t.contains(&format!("- src/ledger_{n}.rs")), "{budget}: {t}");
+        }
+        for n in 0..8 {
+            assert!(t.contains(&format!("drift by {n} cents")), "{budget}: {t}");
+        }
+    }
+    assert!(seen_details);
+}

@@ -22,6 +22,8 @@ pub(super) const FRESH_RECENCY: u64 = 1 << 32;
 const COMMAND_CHARS: usize = 100;
 /// Symbols shown per file.
 const SYMBOLS_SHOWN: usize = 12;
+/// Opening of a detail entry listing the code names a file used (see `names_entry`).
+pub(super) const NAMES_PREFIX: &str = "Names used in ";
 /// Longest file entry, in characters: a path, what happened and the symbols.
 const FILE_ENTRY_CHARS: usize = 400;
 /// A reply shorter than this ("a", "yes", "2") is left out unless it is one of the latest.
@@ -120,6 +122,9 @@ fn files(facts: &Facts, out: &mut BTreeMap<SectionKind, Section>) {
         modified
             .entries
             .push(e.with_hint(hint(f.last_at, f.changes)));
+        if f.op != FileOp::Deleted {
+            modified.entries.extend(names_entry(f));
+        }
     }
     let read = out.entry(SectionKind::FilesRead).or_default();
     for f in facts
@@ -132,7 +137,28 @@ fn files(facts: &Facts, out: &mut BTreeMap<SectionKind, Section>) {
         let e = Entry::new(&shorten(&text, FILE_ENTRY_CHARS), cites(&f.sources));
         read.entries
             .push(e.with_hint(hint(f.last_at, f.sources.len())));
+        read.entries.extend(names_entry(f));
     }
+}
+
+/// A detail entry: the code names a file's content used, beyond the symbols its own entry shows.
+/// Minor, so it only takes room the other entries leave (see `select`).
+fn names_entry(f: &crate::facts::FileFact) -> Option<Entry> {
+    let names: Vec<&str> = f
+        .names
+        .iter()
+        .map(String::as_str)
+        .filter(|n| !f.symbols.iter().any(|s| s.trim_end_matches("()") == *n))
+        .collect();
+    if names.is_empty() {
+        return None;
+    }
+    let text = format!("{NAMES_PREFIX}{}: {}", f.path, names.join(", "));
+    let mut h = hint(f.last_at, 1);
+    h.minor = true;
+    // The latest item that touched the file is citation enough for a detail.
+    let last = f.sources.last().map(|id| cite_id(id.as_str()));
+    Some(Entry::new(&shorten(&text, FILE_ENTRY_CHARS), last).with_hint(h))
 }
 
 fn push_symbols(text: &mut String, symbols: &[String]) {

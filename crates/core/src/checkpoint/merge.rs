@@ -5,7 +5,7 @@
 //! always the newest; an earlier summary's open items are kept apart, marked as possibly done since.
 //! Everything from the previous record is older than everything new.
 
-use super::fresh::FRESH_RECENCY;
+use super::fresh::{FRESH_RECENCY, NAMES_PREFIX};
 use super::section::{Entry, Hint, Section, SectionKind};
 use super::{LAST_ACTION, LAST_MESSAGE};
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -120,7 +120,7 @@ fn age(previous: &mut BTreeMap<SectionKind, Section>) {
                 recency: n.min(FRESH_RECENCY - 1),
                 uses: u32::try_from(e.cites.len()).unwrap_or(u32::MAX),
                 keep: kind == SectionKind::Goal && i == 0,
-                minor: e.text.starts_with("[-] "),
+                minor: e.text.starts_with("[-] ") || e.text.starts_with(NAMES_PREFIX),
             };
         }
     }

@@ -79,7 +79,7 @@ pub struct Hint {
     /// open steps of the plan, where work stopped.
     pub keep: bool,
     /// Worth less than its section's other entries (a resolved failure, a finished step, a
-    /// one-word reply).
+    /// one-word reply, the names a file's content used).
     pub minor: bool,
 }
 

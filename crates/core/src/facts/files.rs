@@ -16,6 +16,8 @@ pub const MAX_SYMBOLS: usize = 16;
 const SYMBOLS_PER_TEXT: usize = 12;
 /// At most this many code names are taken from text an edit wrote (after its definitions).
 const NAMES_PER_CHANGE: usize = 8;
+/// At most this many code names are kept of a file's content as read.
+const NAMES_PER_READ: usize = 16;
 
 /// What happened to a file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,6 +59,9 @@ pub struct FileFact {
     pub last_change: Option<String>,
     /// Symbols seen in what was read and written, newest first.
     pub symbols: Vec<String>,
+    /// The code names the file's content used most, as last read (its own symbols left out): the
+    /// fields, calls and types an edit of it is likely to name.
+    pub names: Vec<String>,
     /// Position of the last call that touched it.
     pub last_at: usize,
 }
@@ -87,6 +92,7 @@ impl FileSet {
                     changes: 0,
                     last_change: None,
                     symbols: Vec::new(),
+                    names: Vec::new(),
                     last_at: at,
                 });
                 self.0.len() - 1
@@ -101,6 +107,11 @@ impl FileSet {
         touch(f, id, at);
         if let Some(text) = content {
             add_symbols(f, &definitions(path, text, SYMBOLS_PER_TEXT));
+            f.names = code_names(text, NAMES_PER_READ + SYMBOLS_PER_TEXT)
+                .into_iter()
+                .filter(|n| !f.symbols.iter().any(|s| s.trim_end_matches("()") == n))
+                .take(NAMES_PER_READ)
+                .collect();
         }
     }
 

@@ -551,6 +551,9 @@ impl<'a> Extractor<'a> {
                     .collect();
                 f.symbols.extend(extra);
                 f.symbols.truncate(MAX_SYMBOLS);
+                if f.names.is_empty() {
+                    f.names.clone_from(&r.names);
+                }
             }
         }
         resolve(&mut self.facts, &modified);
