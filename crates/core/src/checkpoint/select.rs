@@ -16,8 +16,8 @@
 //!    cut, so the result is never over `max_tokens`.
 //!
 //! An entry's value = section weight × (0.3 + 0.7 × recency rank) × (1 + 0.25 ln(1 + uses)), lower for
-//! minor entries (a resolved failure, a finished step, the names a file used). A constraint already quoted by a kept request
-//! is worth nothing. Entries are written in their original order. Deterministic.
+//! minor entries (a resolved failure, a finished step, the names a file used). A constraint already
+//! quoted by a kept request is worth nothing. Entries are written in their original order. Deterministic.
 
 use super::section::{Entry, Section, SectionKind};
 use super::CheckpointOptions;
