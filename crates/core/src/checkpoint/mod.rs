@@ -6,9 +6,9 @@
 //! deleted, the gist of the last change, symbols), files read (with symbols), for each file a detail
 //! entry with the code names its content used beyond its symbols (minor: it only takes room the other
 //! entries leave), failures (the command or tool, the line that says why, a count, what the assistant
-//! did next, whether a later run resolved it), commands that mattered with their last outcome, decisions, an earlier summary's parts that map
-//! nowhere else, and the current state and next steps (the latest plan / todo list, where work
-//! stopped). Every entry cites the ids of the items it came from (`[i12, i14]`; Claude Code record
+//! did next, whether a later run resolved it), commands that mattered with their last outcome,
+//! decisions, an earlier summary's parts that map nowhere else, and the current state and next steps
+//! (the latest plan / todo list, where work stopped). Every entry cites the ids of the items it came from (`[i12, i14]`; Claude Code record
 //! ids shortened, see [`cite_id`]). The text opens by saying it is a record of earlier work, not a
 //! new instruction.
 //!
