@@ -8,9 +8,9 @@
 //! entries leave), failures (the command or tool, the line that says why, a count, what the assistant
 //! did next, whether a later run resolved it), commands that mattered with their last outcome,
 //! decisions, an earlier summary's parts that map nowhere else, and the current state and next steps
-//! (the latest plan / todo list, where work stopped). Every entry cites the ids of the items it came from (`[i12, i14]`; Claude Code record
-//! ids shortened, see [`cite_id`]). The text opens by saying it is a record of earlier work, not a
-//! new instruction.
+//! (the latest plan / todo list, where work stopped). Every entry cites the ids of the items it came
+//! from (`[i12, i14]`; Claude Code record ids shortened, see [`cite_id`]). The text opens by saying it
+//! is a record of earlier work, not a new instruction.
 //!
 //! Facts come from [`crate::facts`]; what a failure is follows [`crate::facts`]'s rule (a flagged
 //! result, a non-zero exit, an interruption, or output that ends in an error), so warnings printed by
