@@ -491,6 +491,10 @@ fn cited_ids_are_short_and_found_again() {
 
 /// Many reads of files whose content uses names beyond what they define, then many failures.
 fn reads_session(files: usize) -> Vec<Item> {
+    dsl::parse(&reads_text(files)).items
+}
+
+fn reads_text(files: usize) -> String {
     use std::fmt::Write as _;
     let mut s = String::from("@user\nFind why the ledger totals drift and fix it.\n");
     for n in 0..files {
@@ -502,7 +506,7 @@ fn reads_session(files: usize) -> Vec<Item> {
     for n in 0..8 {
         let _ = writeln!(s, "@call b{n} Bash\n{{\"command\": \"cargo test ledger_{n}\"}}\n@result b{n} error\nExit code 101\nerror: totals drift by {n} cents in ledger_{n}");
     }
-    dsl::parse(&s).items
+    s
 }
 
 #[test]
@@ -563,4 +567,18 @@ fn a_detail_never_takes_the_place_of_a_file_or_a_failure() {
         }
     }
     assert!(seen_details);
+}
+
+#[test]
+fn a_modified_file_keeps_the_names_its_read_showed() {
+    let text = reads_text(1)
+        + "@call e1 Edit\n{\"file_path\": \"src/ledger_0.rs\", \"old_string\": \"x\", \"new_string\": \"y\"}\n@result e1\nThe file src/ledger_0.rs has been updated.\n";
+    let items = dsl::parse(&text).items;
+    let text = build(&items, None, &options(4_000)).text;
+    let modified = section(&text, "Files modified");
+    assert!(
+        modified
+            .contains("Names used in src/ledger_0.rs: posting_sum_0, amount_cents, apply_fee_0"),
+        "{modified}"
+    );
 }
