@@ -105,6 +105,9 @@ fn main() {
             _ => files.push(a),
         }
     }
+    let percut = std::env::var("PERCUT").is_ok();
+    let dump = std::env::var("DUMP").ok();
+    let full = std::env::var("FULL").ok();
     let setup = setup(config.as_deref(), window, None).expect("setup");
     let options = &setup.options;
     let counter = options.counter;
@@ -215,7 +218,7 @@ fn main() {
                 .iter()
                 .map(|i| (i.meta.id.as_str(), i))
                 .collect();
-            if std::env::var("PERCUT").is_ok() {
+            if percut {
                 let s = cut.anchors.iter().filter(|a| present.contains(a)).count();
                 let t = cut.anchors.iter().filter(|a| tail.contains(a)).count();
                 println!(
@@ -229,7 +232,7 @@ fn main() {
                     (s as f64 - t as f64) / cut.anchors.len() as f64
                 );
             }
-            if std::env::var("DUMP").is_ok_and(|d| d == cut.at.to_string()) {
+            if dump.as_deref() == Some(cut.at.to_string().as_str()) {
                 let index: HashMap<&str, usize> = items[..cut.at]
                     .iter()
                     .enumerate()
@@ -243,12 +246,11 @@ fn main() {
                 {
                     let at = index.get(item.meta.id.as_str()).copied();
                     let held = found.iter().filter(|a| cut_set.contains(a)).count();
-                    let full =
-                        std::env::var("FULL").is_ok_and(|f| at.is_some_and(|a| f == a.to_string()));
+                    let whole = at.is_some_and(|a| full.as_deref() == Some(a.to_string().as_str()));
                     let text: String = item
                         .plain_text()
                         .chars()
-                        .take(if full { 4000 } else { 90 })
+                        .take(if whole { 4000 } else { 90 })
                         .collect();
                     println!(
                         "  {:>5} {n:6} {held:3} {lab:28} {}",

@@ -148,7 +148,7 @@ fn names_entry(f: &crate::facts::FileFact) -> Option<Entry> {
         .names
         .iter()
         .map(String::as_str)
-        .filter(|n| !f.symbols.iter().any(|s| s.trim_end_matches("()") == *n))
+        .filter(|n| !crate::facts::is_symbol(&f.symbols, n))
         .collect();
     if names.is_empty() {
         return None;

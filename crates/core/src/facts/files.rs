@@ -109,7 +109,7 @@ impl FileSet {
             add_symbols(f, &definitions(path, text, SYMBOLS_PER_TEXT));
             f.names = code_names(text, NAMES_PER_READ + SYMBOLS_PER_TEXT)
                 .into_iter()
-                .filter(|n| !f.symbols.iter().any(|s| s.trim_end_matches("()") == n))
+                .filter(|n| !is_symbol(&f.symbols, n))
                 .take(NAMES_PER_READ)
                 .collect();
         }
@@ -133,7 +133,7 @@ impl FileSet {
             // The definitions first, then the names the change used (fields, calls, types).
             let mut symbols = definitions(&change.path, text, SYMBOLS_PER_TEXT);
             for name in code_names(text, NAMES_PER_CHANGE) {
-                if !symbols.iter().any(|s| s.trim_end_matches("()") == name) {
+                if !is_symbol(&symbols, &name) {
                     symbols.push(name);
                 }
             }
@@ -147,6 +147,11 @@ fn touch(f: &mut FileFact, id: &ItemId, at: usize) {
         f.sources.push(id.clone());
     }
     f.last_at = f.last_at.max(at);
+}
+
+/// True when `name` is one of `symbols` (a function symbol is written `name()`).
+pub(crate) fn is_symbol(symbols: &[String], name: &str) -> bool {
+    symbols.iter().any(|s| s.trim_end_matches("()") == name)
 }
 
 /// Puts `new` symbols first (newest first), without duplicates, at most [`MAX_SYMBOLS`].

@@ -26,6 +26,7 @@ use crate::normalize::{SYNTHETIC_ID_PREFIX, SYNTHETIC_RESULT_TEXT};
 use crate::truncate::exit_code;
 pub use failure::command_key;
 use failure::Noise;
+pub(crate) use files::is_symbol;
 use files::{Change, FileSet};
 pub use files::{FileFact, FileOp, MAX_SYMBOLS};
 use std::collections::HashMap;
