@@ -41,6 +41,7 @@ class Manager:
         system: object | None = None,
         tools: object | None = None,
         model: str | None = None,
+        assume_unchanged: bool = False,
     ) -> dict[str, Any]: ...
     def manual_compact(
         self,

@@ -106,6 +106,7 @@ class CompactManager:
         system: str | list[dict[str, Any]] | None = None,
         tools: Sequence[Mapping[str, Any]] | None = None,
         model: str | None = None,
+        assume_unchanged: bool = False,
     ) -> list[Any]:
         """Counts the request, compacts it when due and returns what to send: ``messages`` itself
         (as a new list) when nothing changed, else the compacted messages in the same shape.
@@ -113,8 +114,23 @@ class CompactManager:
         ``system`` is the system prompt when it is not among the messages (Responses
         ``instructions``, Anthropic ``system``); ``tools`` the tool declarations (they count
         against the window); ``model`` the model name (calibration is kept per model).
+
+        Each call checks that the messages it saw last time are still what they were (a dict
+        changed in place is seen) and converts only the rest. ``assume_unchanged=True`` is a
+        promise that the caller never changes in place a message object it passed before (it may
+        append messages, drop them, or put new objects in their place): a message that is the
+        same object as at its place last time is then taken as is, unread, and a call costs what
+        is new in it, as for a Rust host that keeps its decoded history.
         """
-        return self.prepare(session_id, messages, format=format, system=system, tools=tools, model=model).messages
+        return self.prepare(
+            session_id,
+            messages,
+            format=format,
+            system=system,
+            tools=tools,
+            model=model,
+            assume_unchanged=assume_unchanged,
+        ).messages
 
     def prepare(
         self,
@@ -125,10 +141,19 @@ class CompactManager:
         system: str | list[dict[str, Any]] | None = None,
         tools: Sequence[Mapping[str, Any]] | None = None,
         model: str | None = None,
+        assume_unchanged: bool = False,
     ) -> Prepared:
         """:meth:`preflight` with the report and the events."""
         wire, as_messages = to_wire(messages)
-        out = self._native.preflight(session_id, wire, format=format, system=system, tools=tools, model=model)
+        out = self._native.preflight(
+            session_id,
+            wire,
+            format=format,
+            system=system,
+            tools=tools,
+            model=model,
+            assume_unchanged=assume_unchanged,
+        )
         self._remember(session_id, out["format"], system, as_messages)
         returned = out["messages"]
         unchanged = returned is None

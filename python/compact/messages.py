@@ -37,6 +37,11 @@ class Message:
             out[key] = value
         return out
 
+    def model_dump(self, **_: Any) -> dict[str, Any]:
+        """:meth:`to_dict`, under the name of pydantic's method: the conversion of a message list
+        takes a ``Message`` found among dicts as it takes a pydantic model (the SDKs' types)."""
+        return self.to_dict()
+
     @classmethod
     def from_dict(cls, message: Mapping[str, Any]) -> Message:
         """A Chat Completions message as a ``Message``."""
@@ -58,16 +63,15 @@ class Message:
 MessageLike = Union[Mapping[str, Any], Message]
 
 
-def to_wire(messages: Sequence[MessageLike]) -> tuple[list[Any], bool]:
+def to_wire(messages: Sequence[MessageLike]) -> tuple[Sequence[Any], bool]:
     """The messages as wire dicts, and whether they were ``Message`` objects (all of them)."""
     if not isinstance(messages, (list, tuple)):
         messages = list(messages)
-    as_messages = bool(messages) and all(isinstance(m, Message) for m in messages)
-    if as_messages:
+    # ``all`` stops at the first dict, so a history of dicts is not walked here: the conversion
+    # takes a ``Message`` among dicts by its ``model_dump``.
+    if messages and all(isinstance(m, Message) for m in messages):
         return [m.to_dict() for m in messages if isinstance(m, Message)], True
-    if any(isinstance(m, Message) for m in messages):
-        return [m.to_dict() if isinstance(m, Message) else m for m in messages], False
-    return list(messages), False
+    return messages, False
 
 
 def from_wire(messages: list[Any], as_messages: bool) -> list[Any]:

@@ -164,7 +164,7 @@ def test_a_message_changed_in_place_is_converted_again(name: str) -> None:
 
 
 def test_long_strings_are_remembered_by_identity_but_a_moved_one_is_seen() -> None:
-    # Strings of 64 bytes or more found equal once are taken as equal next time when they are the
+    # Strings of 64 bytes or more, remembered when converted (or found equal), are taken as equal when they are the
     # same object at the same place; the same objects swapped, or moved to where a short string
     # was, must still be seen.
     pair = Pair()
@@ -174,7 +174,7 @@ def test_long_strings_are_remembered_by_identity_but_a_moved_one_is_seen() -> No
     at = len(history) - 1
     history.append({"role": "user", "content": "x"})
     pair.prepare("s", history)
-    for _ in range(2):  # remembered by the first check, used by the second
+    for _ in range(2):  # remembered when converted, used by both checks
         assert pair.prepare("s", history).converted_messages == 0
     parts = history[at]["content"]
     parts[0]["text"], parts[1]["text"] = parts[1]["text"], parts[0]["text"]
@@ -187,6 +187,35 @@ def test_long_strings_are_remembered_by_identity_but_a_moved_one_is_seen() -> No
     # ...then that long object where the short string was, and a new long one after it.
     parts[0]["text"], parts[1]["text"] = parts[1]["text"], "z" * 100
     assert pair.prepare("s", history).converted_messages == len(history) - at
+    assert pair.m.history("s")[-len(history) :] == history
+
+
+def test_assume_unchanged_reads_only_the_messages_that_are_not_the_same_objects() -> None:
+    pair = Pair()
+    history = mutable_history()
+    pair.prepare("s", history, assume_unchanged=True)
+    history.append({"role": "user", "content": "Go on."})
+    assert pair.prepare("s", history, assume_unchanged=True).converted_messages == 1
+    # A new object in a message's place is read: a changed one is converted again from there...
+    history[3] = {**history[3], "content": "a new reply"}
+    assert pair.prepare("s", history, assume_unchanged=True).converted_messages == len(history) - 3
+    # ...an equal one is checked and reused, as without the promise.
+    history[2] = copy.deepcopy(history[2])
+    assert pair.prepare("s", history, assume_unchanged=True).converted_messages == 0
+    # Messages dropped from the front: the objects no longer match their places, and the check
+    # finds the JSON changed.
+    del history[1:3]
+    assert pair.prepare("s", history, assume_unchanged=True).converted_messages == len(history) - 1
+    # The promise is what makes it cheap: a message changed in place is not read again (the
+    # default call reads it, `test_a_message_changed_in_place_is_converted_again`).
+    before = copy.deepcopy(history[3]["content"])
+    history[3]["content"] = "changed in place"
+    history.append({"role": "user", "content": "And again."})
+    vouched = pair.m.prepare("s", history, assume_unchanged=True)
+    assert vouched.converted_messages == 1
+    assert pair.m.history("s")[-len(history) :][3]["content"] == before
+    checked = pair.m.prepare("s", history)
+    assert checked.converted_messages == len(history) - 3
     assert pair.m.history("s")[-len(history) :] == history
 
 

@@ -13,13 +13,28 @@ const MAX_DEPTH: usize = 128;
 /// Converts a Python object (dicts, lists, tuples, strings, numbers, booleans, `None`, and
 /// objects with a pydantic `model_dump`) into a JSON value; `path` names it in errors.
 pub fn py_to_value(obj: &Bound<'_, PyAny>, path: &mut String) -> Result<Value, Failure> {
-    to_value(obj, path, 0)
+    to_value(obj, path, 0, None)
 }
 
+/// Strings of at least this many bytes (of UTF-8) are remembered by object: see [`Noted`].
+pub const NOTED_BYTES: usize = 64;
+
+/// The long strings (at least [`NOTED_BYTES`]) of one converted element, as Python objects, in
+/// the order its JSON holds them. A Python `str` cannot change, and the reference held here keeps
+/// the object (and its address) alive, so an element that holds the very same object at the same
+/// place next time holds the same text: [`element_is`] then skips reading it. That is what makes
+/// the check cheap for a host that resends its history: the texts are almost all of its bytes.
+pub type Noted = Vec<Py<PyString>>;
+
 /// [`py_to_value`] for an element of a top-level list (a message of the caller's list): nesting
-/// is counted from the list, as when the whole list is converted.
-pub fn element_to_value(obj: &Bound<'_, PyAny>, path: &mut String) -> Result<Value, Failure> {
-    to_value(obj, path, 1)
+/// is counted from the list, as when the whole list is converted. Its long strings are pushed
+/// to `noted`.
+pub fn element_to_value(
+    obj: &Bound<'_, PyAny>,
+    path: &mut String,
+    noted: &mut Noted,
+) -> Result<Value, Failure> {
+    to_value(obj, path, 1, Some(noted))
 }
 
 /// Whether `obj`, an element of a top-level list, converts ([`element_to_value`]) to exactly
@@ -28,12 +43,45 @@ pub fn element_to_value(obj: &Bound<'_, PyAny>, path: &mut String) -> Result<Val
 /// tuple iteration (the C API's, as the conversion does) and reading text; no Python code runs.
 /// False for whatever the conversion would refuse or must call Python code for (an object with
 /// `model_dump`): such an element is always converted again.
-pub fn element_is(obj: &Bound<'_, PyAny>, value: &Value) -> bool {
-    same(obj, value, 1)
+///
+/// `noted` holds the long strings `value` was last seen with ([`Noted`]): one that is the same
+/// object is not read again. When the element matches, `noted` is brought up to date with the
+/// objects it holds now (an equal text in a new object is read once, then remembered).
+pub fn element_is(obj: &Bound<'_, PyAny>, value: &Value, noted: &mut Noted) -> bool {
+    let mut memo = Memo {
+        known: noted,
+        next: 0,
+        renewed: Vec::new(),
+    };
+    if !same(obj, value, 1, &mut memo) {
+        return false;
+    }
+    for (k, s) in memo.renewed {
+        if k < noted.len() {
+            noted[k] = s.unbind();
+        } else if k == noted.len() {
+            noted.push(s.unbind());
+        }
+    }
+    true
+}
+
+/// The long strings an element was last seen with, and what the check found in it now.
+struct Memo<'a, 'py> {
+    known: &'a [Py<PyString>],
+    /// The place, among the value's long strings, of the next one.
+    next: usize,
+    /// Long strings equal to the value's but not the objects known (their place and object).
+    renewed: Vec<(usize, Bound<'py, PyString>)>,
 }
 
 /// The check of [`element_is`], branch for branch the conversion's ([`to_value`]).
-fn same(obj: &Bound<'_, PyAny>, value: &Value, depth: usize) -> bool {
+fn same<'py>(
+    obj: &Bound<'py, PyAny>,
+    value: &Value,
+    depth: usize,
+    memo: &mut Memo<'_, 'py>,
+) -> bool {
     if depth > MAX_DEPTH {
         return false;
     }
@@ -41,7 +89,22 @@ fn same(obj: &Bound<'_, PyAny>, value: &Value, depth: usize) -> bool {
         return value.is_null();
     }
     if let Ok(s) = obj.cast::<PyString>() {
-        return matches!(value, Value::String(v) if s.to_str().is_ok_and(|s| s == v.as_str()));
+        let Value::String(v) = value else {
+            return false;
+        };
+        if v.len() < NOTED_BYTES {
+            return s.to_str().is_ok_and(|s| s == v.as_str());
+        }
+        let k = memo.next;
+        memo.next += 1;
+        if memo.known.get(k).is_some_and(|o| o.as_ptr() == s.as_ptr()) {
+            return true;
+        }
+        if s.to_str().is_ok_and(|s| s == v.as_str()) {
+            memo.renewed.push((k, s.clone()));
+            return true;
+        }
+        return false;
     }
     if let Ok(d) = obj.cast::<PyDict>() {
         let Value::Object(map) = value else {
@@ -51,16 +114,16 @@ fn same(obj: &Bound<'_, PyAny>, value: &Value, depth: usize) -> bool {
             && d.iter().zip(map).all(|((k, v), (key, val))| {
                 k.cast::<PyString>()
                     .is_ok_and(|k| k.to_str().is_ok_and(|k| k == key.as_str()))
-                    && same(&v, val, depth + 1)
+                    && same(&v, val, depth + 1, memo)
             });
     }
     if let Ok(l) = obj.cast::<PyList>() {
         return matches!(value, Value::Array(items) if items.len() == l.len()
-            && l.iter().zip(items).all(|(o, v)| same(&o, v, depth + 1)));
+            && l.iter().zip(items).all(|(o, v)| same(&o, v, depth + 1, memo)));
     }
     if let Ok(t) = obj.cast::<PyTuple>() {
         return matches!(value, Value::Array(items) if items.len() == t.len()
-            && t.iter().zip(items).all(|(o, v)| same(&o, v, depth + 1)));
+            && t.iter().zip(items).all(|(o, v)| same(&o, v, depth + 1, memo)));
     }
     if obj.is_instance_of::<PyBool>() {
         return matches!(value, Value::Bool(b) if obj.extract::<bool>().is_ok_and(|o| o == *b));
@@ -91,7 +154,12 @@ fn refuse(path: &str, message: impl std::fmt::Display) -> Failure {
         .with(serde_json::json!({"path": path}))
 }
 
-fn to_value(obj: &Bound<'_, PyAny>, path: &mut String, depth: usize) -> Result<Value, Failure> {
+fn to_value(
+    obj: &Bound<'_, PyAny>,
+    path: &mut String,
+    depth: usize,
+    mut noted: Option<&mut Noted>,
+) -> Result<Value, Failure> {
     if depth > MAX_DEPTH {
         return Err(refuse(path, "nested too deeply"));
     }
@@ -99,10 +167,15 @@ fn to_value(obj: &Bound<'_, PyAny>, path: &mut String, depth: usize) -> Result<V
         return Ok(Value::Null);
     }
     if let Ok(s) = obj.cast::<PyString>() {
-        return s
+        let text = s
             .to_str()
-            .map(|s| Value::String(s.to_owned()))
-            .map_err(|e| refuse(path, format!("not valid text: {e}")));
+            .map_err(|e| refuse(path, format!("not valid text: {e}")))?;
+        if let Some(noted) = noted {
+            if text.len() >= NOTED_BYTES {
+                noted.push(s.clone().unbind());
+            }
+        }
+        return Ok(Value::String(text.to_owned()));
     }
     if let Ok(d) = obj.cast::<PyDict>() {
         let mut map = Map::with_capacity(d.len());
@@ -119,17 +192,17 @@ fn to_value(obj: &Bound<'_, PyAny>, path: &mut String, depth: usize) -> Result<V
                 .map_err(|e| refuse(path, format!("key is not valid text: {e}")))?;
             path.push('.');
             path.push_str(key);
-            let value = to_value(&v, path, depth + 1)?;
+            let value = to_value(&v, path, depth + 1, noted.as_deref_mut())?;
             path.truncate(base);
             map.insert(key.to_owned(), value);
         }
         return Ok(Value::Object(map));
     }
     if let Ok(l) = obj.cast::<PyList>() {
-        return seq(l.iter(), l.len(), path, depth);
+        return seq(l.iter(), l.len(), path, depth, noted);
     }
     if let Ok(t) = obj.cast::<PyTuple>() {
-        return seq(t.iter(), t.len(), path, depth);
+        return seq(t.iter(), t.len(), path, depth, noted);
     }
     if obj.is_instance_of::<PyBool>() {
         return obj
@@ -159,7 +232,7 @@ fn to_value(obj: &Bound<'_, PyAny>, path: &mut String, depth: usize) -> Result<V
         let dumped = dump
             .call((), Some(&kwargs))
             .map_err(|e| refuse(path, format!("model_dump() failed: {e}")))?;
-        return to_value(&dumped, path, depth + 1);
+        return to_value(&dumped, path, depth + 1, noted);
     }
     Err(refuse(
         path,
@@ -175,6 +248,7 @@ fn seq<'py>(
     len: usize,
     path: &mut String,
     depth: usize,
+    mut noted: Option<&mut Noted>,
 ) -> Result<Value, Failure> {
     let mut out = Vec::with_capacity(len);
     let base = path.len();
@@ -182,7 +256,7 @@ fn seq<'py>(
         path.push('[');
         path.push_str(&i.to_string());
         path.push(']');
-        out.push(to_value(&item, path, depth + 1)?);
+        out.push(to_value(&item, path, depth + 1, noted.as_deref_mut())?);
         path.truncate(base);
     }
     Ok(Value::Array(out))

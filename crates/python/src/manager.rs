@@ -226,8 +226,10 @@ impl Manager {
     }
 
     /// Prepares a request: returns `{"messages": list | None, "format", "report", "events"}`;
-    /// `messages` is `None` when the request goes out unchanged.
-    #[pyo3(signature = (session_id, messages, *, format=None, system=None, tools=None, model=None))]
+    /// `messages` is `None` when the request goes out unchanged. With `assume_unchanged`, the
+    /// caller promises not to change in place message objects it passed before, and a message
+    /// that is the same object as at its place last time is not read again.
+    #[pyo3(signature = (session_id, messages, *, format=None, system=None, tools=None, model=None, assume_unchanged=false))]
     #[allow(clippy::too_many_arguments)]
     fn preflight<'py>(
         &self,
@@ -238,12 +240,21 @@ impl Manager {
         system: Option<&Bound<'py, PyAny>>,
         tools: Option<&Bound<'py, PyAny>>,
         model: Option<&str>,
+        assume_unchanged: bool,
     ) -> PyResult<Bound<'py, PyDict>> {
         raise(py, check_session(session_id))?;
         let held = self.reuse.take(session_id);
         let mut incoming = raise(
             py,
-            Incoming::convert(held, messages, format, system, tools, model),
+            Incoming::convert(
+                held,
+                assume_unchanged,
+                messages,
+                format,
+                system,
+                tools,
+                model,
+            ),
         )?;
         let manager = &self.inner;
         let outcome = py.detach(|| -> Result<(Outcome, Held), Failure> {
@@ -296,7 +307,7 @@ impl Manager {
         let held = self.reuse.take(session_id);
         let mut incoming = raise(
             py,
-            Incoming::convert(held, messages, format, system, tools, model),
+            Incoming::convert(held, false, messages, format, system, tools, model),
         )?;
         let manager = &self.inner;
         let outcome = py.detach(|| -> Result<(Outcome, Held), Failure> {

@@ -11,16 +11,24 @@
 //! What the check guarantees: a message is reused only when what it converts to now is exactly
 //! the JSON it was decoded from (same keys in the same order, same strings, same number kinds and
 //! values), so the request decoded is the one a full conversion and decode would give. It does
-//! not rely on object identity, so a dict changed in place (a content string replaced, a tool
-//! call's arguments changed, a part appended to a content list, a key added, removed or moved)
-//! is seen, and an equal dict built anew is reused. A message holding an object that needs Python
-//! code to convert (a pydantic model) is always converted again, as is everything after it.
+//! not rely on the identity of dicts and lists, so a dict changed in place (a content string
+//! replaced, a tool call's arguments changed, a part appended to a content list, a key added,
+//! removed or moved) is seen, and an equal dict built anew is reused. Only strings, which cannot
+//! change, are known by identity: a long one that is the very object seen at its place last time
+//! is not read again ([`Noted`]). A message holding an object that needs Python code to convert
+//! (a pydantic model) is always converted again, as is everything after it.
+//!
+//! A caller that vouches for its old messages (`assume_unchanged`: it never changes one in place)
+//! skips the check for each message that is the same object as at its place last time: then a
+//! call reads only what is new, as a Rust host that keeps its decoded history does.
 //!
 //! Memory: per session, the caller's messages as JSON and their decoded items, about twice the
-//! history's text; the least recently used sessions beyond the manager's `max_cached_sessions`
-//! are dropped, as is a session that is evicted or whose call failed.
+//! history's text, plus references to the caller's message objects and long strings (which keep
+//! them alive until the session's next call replaces them); the least recently used sessions
+//! beyond the manager's `max_cached_sessions` are dropped, as is a session that is evicted or
+//! whose call failed.
 
-use crate::convert::{element_is, element_to_value};
+use crate::convert::{element_is, element_to_value, Noted};
 use crate::errors::Failure;
 use crate::messages::{messages_from_py, resolve_format, Parts, Request};
 use compact_core::model::{Conversation, Format};
@@ -35,6 +43,10 @@ use std::sync::Mutex;
 /// they were decoded with, and the decoder holding their items.
 pub struct Held {
     messages: Vec<Value>,
+    /// The long strings of each message, as the objects last seen (see [`Noted`]).
+    noted: Vec<Noted>,
+    /// The caller's message objects (for a caller that vouches for them: [`Incoming::convert`]).
+    objects: Vec<Py<PyAny>>,
     format: Format,
     system: Option<Value>,
     decoder: IncrementalDecode,
@@ -49,6 +61,8 @@ pub struct Incoming {
     keep: usize,
     /// The caller's messages converted by this call (the others were reused).
     pub converted: usize,
+    noted: Vec<Noted>,
+    objects: Vec<Py<PyAny>>,
     system: Option<Value>,
     decoder: IncrementalDecode,
 }
@@ -57,19 +71,42 @@ impl Incoming {
     /// Converts a call's arguments as [`Request::build`] wants them, reusing what `held` (the
     /// session's last call) converted for the leading messages that are unchanged. Errors are
     /// those of a full conversion, in the same order (messages, format, other parts).
+    ///
+    /// With `vouched`, the caller promises that it changes no message object it passed before in
+    /// place (it may append messages, drop them or put new objects in their place): a leading
+    /// message that is the very object found at its place last time is then reused without being
+    /// read, as a Rust host that keeps its decoded history ([`IncrementalDecode`]) trusts its own
+    /// prefix. Any other message is checked as without it.
     pub fn convert(
         held: Option<Held>,
+        vouched: bool,
         messages: &Bound<'_, PyAny>,
         format: Option<&str>,
         system: Option<&Bound<'_, PyAny>>,
         tools: Option<&Bound<'_, PyAny>>,
         model: Option<&str>,
     ) -> Result<Incoming, Failure> {
-        let (kept, prior, decoder) = match held {
-            Some(h) => (h.messages, Some((h.format, h.system)), h.decoder),
-            None => (Vec::new(), None, IncrementalDecode::new()),
+        let had = held.is_some();
+        let mut last = match held {
+            Some(h) => h,
+            None => Held {
+                messages: Vec::new(),
+                noted: Vec::new(),
+                objects: Vec::new(),
+                format: Format::OpenAiChat,
+                system: None,
+                decoder: IncrementalDecode::new(),
+            },
         };
-        let (values, reused) = convert_messages(messages, kept)?;
+        let prior = had.then(|| (last.format, last.system.take()));
+        let reused = convert_messages(messages, &mut last, vouched)?;
+        let Held {
+            messages: values,
+            noted,
+            objects,
+            decoder,
+            ..
+        } = last;
         let format = resolve_format(format, &values)?;
         let parts = Parts::from_py(system, tools, model)?;
         let leading = usize::from(format == Format::OpenAiChat && parts.system.is_some());
@@ -82,6 +119,8 @@ impl Incoming {
             request: Request::build(format, values, &parts),
             keep,
             converted,
+            noted,
+            objects,
             system: parts.system,
             decoder,
         })
@@ -103,6 +142,8 @@ impl Incoming {
         let format = self.request.format;
         Held {
             messages: self.request.into_messages(),
+            noted: self.noted,
+            objects: self.objects,
             format,
             system: self.system,
             decoder: self.decoder,
@@ -110,45 +151,85 @@ impl Incoming {
     }
 }
 
-/// The caller's messages as JSON values, and how many leading ones were taken from `kept` (the
-/// last call's) because they still convert to the same JSON.
+/// Converts the caller's messages into `last` (the last call's, which become this call's: its
+/// JSON values, long strings and objects), and says how many leading ones were kept because they
+/// still convert to the same JSON (or, `vouched`, are the same objects).
 fn convert_messages(
     messages: &Bound<'_, PyAny>,
-    kept: Vec<Value>,
-) -> Result<(Vec<Value>, usize), Failure> {
+    last: &mut Held,
+    vouched: bool,
+) -> Result<usize, Failure> {
     if let Ok(list) = messages.cast::<PyList>() {
-        return convert_elements(list.iter(), kept);
+        return convert_elements(list.iter(), last, vouched);
     }
     if let Ok(tuple) = messages.cast::<PyTuple>() {
-        return convert_elements(tuple.iter(), kept);
+        return convert_elements(tuple.iter(), last, vouched);
     }
-    Ok((messages_from_py(messages)?, 0))
+    // Another iterable is converted whole; its strings and objects are remembered when it next
+    // comes as a list.
+    last.messages = messages_from_py(messages)?;
+    last.noted = std::iter::repeat_with(Vec::new)
+        .take(last.messages.len())
+        .collect();
+    last.objects.clear();
+    Ok(0)
 }
 
 fn convert_elements<'py>(
     elements: impl Iterator<Item = Bound<'py, PyAny>>,
-    mut values: Vec<Value>,
-) -> Result<(Vec<Value>, usize), Failure> {
+    last: &mut Held,
+    vouched: bool,
+) -> Result<usize, Failure> {
+    let Held {
+        messages: values,
+        noted,
+        objects,
+        ..
+    } = last;
+    noted.resize_with(values.len(), Vec::new);
     let mut reused = 0;
     let mut count = 0;
     let mut path = String::from("messages");
     for (i, element) in elements.enumerate() {
         count = i + 1;
         if reused == i && i < values.len() {
-            if element_is(&element, &values[i]) {
+            let same_object = objects
+                .get(i)
+                .is_some_and(|o| o.as_ptr() == element.as_ptr());
+            if (vouched && same_object) || element_is(&element, &values[i], &mut noted[i]) {
+                if !same_object {
+                    set(objects, i, &element);
+                }
                 reused += 1;
                 continue;
             }
             values.truncate(i);
+            noted.truncate(i);
         }
         path.truncate("messages".len());
         path.push('[');
         path.push_str(&i.to_string());
         path.push(']');
-        values.push(element_to_value(&element, &mut path)?);
+        let mut strings = Vec::new();
+        values.push(element_to_value(&element, &mut path, &mut strings)?);
+        noted.push(strings);
+        set(objects, i, &element);
     }
     values.truncate(count);
-    Ok((values, reused))
+    noted.truncate(count);
+    objects.truncate(count);
+    Ok(reused)
+}
+
+/// Puts `element` at `i` of `objects`, whose first `i` are the objects of the messages before
+/// it. When it holds fewer (the last call's messages were not a list), it stays short: an object
+/// is only ever held at its own message's place.
+fn set(objects: &mut Vec<Py<PyAny>>, i: usize, element: &Bound<'_, PyAny>) {
+    if i < objects.len() {
+        objects[i] = element.clone().unbind();
+    } else if i == objects.len() {
+        objects.push(element.clone().unbind());
+    }
 }
 
 /// The sessions' held requests, the least recently used dropped beyond a capacity.
@@ -235,6 +316,8 @@ mod tests {
     fn held(n: usize) -> Held {
         Held {
             messages: vec![Value::Null; n],
+            noted: Vec::new(),
+            objects: Vec::new(),
             format: Format::OpenAiChat,
             system: None,
             decoder: IncrementalDecode::new(),
