@@ -343,3 +343,20 @@ def test_responses_and_anthropic_histories_reuse_too() -> None:
     anthropic[1]["content"][0]["input"]["path"] = "b"
     prepared = pair.prepare("a", anthropic, system="Be brief.", format="anthropic")
     assert (prepared.converted_messages, prepared.decoded_messages) == (2, 2)
+
+
+def test_a_message_object_among_dicts_is_converted_by_the_binding() -> None:
+    # The wrapper no longer looks for `Message` objects among dicts: the binding converts one
+    # through its `model_dump`, on every call (Python code, so never reused), as the dicts after it.
+    pair = Pair()
+    history: list[Any] = chat_history(2)
+    history.insert(2, Message("user", "A note.", {"name": "reviewer"}))
+    first = pair.prepare("s", history)
+    assert first.messages == history  # the caller's own objects back when nothing changed
+    assert pair.m.history("s")[2] == {"role": "user", "content": "A note.", "name": "reviewer"}
+    again = pair.prepare("s", history)
+    assert again.converted_messages == len(history) - 2
+    # A bad Message among dicts fails as a bad message, naming its place, and changes nothing.
+    history.append(Message("user", "x", {"role": "assistant"}))
+    with pytest.raises(ValueError, match=r"messages\[\d+\]"):
+        pair.m.prepare("s", history)
