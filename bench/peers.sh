@@ -13,6 +13,9 @@
 #   bench/peers.sh                               # RATE=300 REQUESTS=3000 SESSIONS=20
 #   RATE=1000 REQUESTS=10000 SESSIONS=100 bench/peers.sh
 #   PEERS="compact litellm" bench/peers.sh
+#   SIM_ENCODING=estimate SIM_THREADS=2 RATE=1000 PEERS=compact bench/peers.sh
+# SIM_ENCODING / SIM_THREADS are the simulator's --encoding and --threads: at 1,000 requests/s its
+# exact counting (two tokenizer passes per request, on one thread) saturates it before any proxy.
 set -eu
 cd "$(dirname "$0")/.."
 RATE=${RATE:-300}
@@ -36,7 +39,8 @@ trap cleanup EXIT
 tree_rss_kb() { total=0; for p in $1 $(pgrep -P "$1" || true); do total=$((total + $(rss_kb "$p"))); done; echo "$total"; }
 
 SIM_PORT=$(free_port)
-"$BIN/compact-sim" --port "$SIM_PORT" --window 128000 > "$DIR/sim.log" 2>&1 &
+"$BIN/compact-sim" --port "$SIM_PORT" --window 128000 --encoding "${SIM_ENCODING:-o200k_base}" \
+    --threads "${SIM_THREADS:-1}" > "$DIR/sim.log" 2>&1 &
 PIDS="$PIDS $!"
 wait_port "$SIM_PORT"
 KEY=sk-bench-master-0123456789abcdef

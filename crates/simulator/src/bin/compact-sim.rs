@@ -1,6 +1,7 @@
 //! `compact-sim`: runs the provider simulator on a loopback port until interrupted.
 
 use clap::Parser;
+use compact_core::tokens::Encoding;
 use compact_sim::{ChatOverflowWording, SimConfig, Simulator};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
@@ -30,11 +31,37 @@ struct Args {
     /// short sentence).
     #[arg(long, value_name = "TOKENS")]
     compaction_summary_tokens: Option<u64>,
+    /// How requests are counted, for both providers: `o200k_base` (exact, the default),
+    /// `cl100k_base`, or `estimate` (a cheap estimate: for load benchmarks, where exact counting
+    /// would make the simulator the bottleneck).
+    #[arg(long, value_name = "ENCODING")]
+    encoding: Option<Encoding>,
+    /// Worker threads (1: everything on the main thread, the default).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
+    threads: u16,
 }
 
-#[tokio::main(flavor = "current_thread")]
-async fn main() {
+fn main() {
     let args = Args::parse();
+    let runtime = if args.threads == 1 {
+        tokio::runtime::Builder::new_current_thread().enable_all().build()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(usize::from(args.threads))
+            .enable_all()
+            .build()
+    };
+    match runtime {
+        Ok(rt) => rt.block_on(run(args)),
+        Err(e) => {
+            eprintln!("compact-sim: cannot start the runtime: {e}");
+            std::process::exit(1);
+        }
+    }
+}
+
+async fn run(args: Args) {
+    let defaults = SimConfig::default();
     let config = SimConfig {
         bind: SocketAddr::new(args.host, args.port),
         window: args.window,
@@ -45,7 +72,9 @@ async fn main() {
             ChatOverflowWording::Classic
         },
         compaction_summary_tokens: args.compaction_summary_tokens,
-        ..SimConfig::default()
+        openai_encoding: args.encoding.unwrap_or(defaults.openai_encoding),
+        anthropic_encoding: args.encoding.unwrap_or(defaults.anthropic_encoding),
+        ..defaults
     };
     match Simulator::spawn(config).await {
         Ok(sim) => {
