@@ -899,3 +899,54 @@ async fn openai_compaction_in_band_threshold_and_endpoint() {
     .unwrap();
     assert_eq!(status, 404);
 }
+
+/// Starts the `compact-sim` binary with `flags` and returns it with the address it printed.
+fn spawn_binary(flags: &[&str]) -> (std::process::Child, SocketAddr) {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_compact-sim"))
+        .args(["--port", "0"])
+        .args(flags)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    // "compact-sim listening on http://127.0.0.1:PORT (window ...)"
+    let url = line.split_whitespace().nth(3).unwrap();
+    let addr = url.trim_start_matches("http://").parse().unwrap();
+    (child, addr)
+}
+
+#[tokio::test]
+async fn the_binary_counts_with_the_encoding_it_is_given_on_any_number_of_threads() {
+    let text = "Estimates differ from BPE on text like this: fn item_7(x: u32) -> u32 { x * 7 }";
+    let count = |e: Encoding| (e.count("be brief") + e.count(text) + 9) as u64;
+    assert_ne!(count(Encoding::O200kBase), count(Encoding::Estimate));
+    for (flags, encoding) in [
+        (&[][..], Encoding::O200kBase),
+        (
+            &["--encoding", "estimate", "--threads", "2"][..],
+            Encoding::Estimate,
+        ),
+        (&["--encoding", "cl100k_base"][..], Encoding::Cl100kBase),
+    ] {
+        let (mut child, addr) = spawn_binary(flags);
+        let (status, _, body) = post(addr, "/v1/chat/completions", &chat(text), &[])
+            .await
+            .unwrap();
+        child.kill().unwrap();
+        let _ = child.wait();
+        assert_eq!(status, 200, "{flags:?}");
+        let v: Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(v["usage"]["prompt_tokens"], count(encoding), "{flags:?}");
+    }
+    for bad in [&["--threads", "0"][..], &["--encoding", "bogus"][..]] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_compact-sim"))
+            .args(bad)
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{bad:?} was accepted");
+    }
+}

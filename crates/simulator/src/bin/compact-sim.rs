@@ -44,7 +44,9 @@ struct Args {
 fn main() {
     let args = Args::parse();
     let runtime = if args.threads == 1 {
-        tokio::runtime::Builder::new_current_thread().enable_all().build()
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
     } else {
         tokio::runtime::Builder::new_multi_thread()
             .worker_threads(usize::from(args.threads))
