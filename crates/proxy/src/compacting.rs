@@ -30,7 +30,7 @@ use crate::usage::usage_in;
 use bytes::Bytes;
 use compact_core::model::{Conversation, Format};
 use compact_formats::overflow::{classify, classify_stream_event};
-use compact_formats::wire::{decode, encode};
+use compact_formats::wire::encode;
 use compact_session::{CompactManager, Recovery, Usage};
 use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
@@ -112,9 +112,10 @@ pub(crate) async fn handle(
     if let Some(reason) = untouched_reason(route, &value) {
         return call.untouched(body, &session, reason).await;
     }
-    let Ok(conversation) = decode(format, &value) else {
+    let mut held = shared.decoders.take(&session);
+    if held.decode(format, &value).is_err() {
         return call.untouched(body, &session, "undecodable").await;
-    };
+    }
     let window = shared.config.window_for(family, model.as_deref());
     let backend = shared.config.backend_for(model.as_deref());
     let manager = match shared.managers.for_route(window, backend) {
@@ -133,14 +134,18 @@ pub(crate) async fn handle(
         let manager = Arc::clone(&manager);
         let session = session.clone();
         run_blocking(move || {
-            let prepared = manager.preflight(&session, &conversation);
-            (conversation, prepared)
+            let conversation = held.decoder.conversation();
+            let prepared = manager.preflight(&session, conversation);
+            let unchanged = prepared
+                .as_ref()
+                .is_ok_and(|p| p.sends_request_as_is(conversation));
+            (held, prepared, unchanged)
         })
         .await
     };
-    let (conversation, prepared) = match prepared {
-        Ok((c, Ok(p))) => (c, p),
-        Ok((_, Err(e))) => {
+    let (mut held, prepared, unchanged) = match prepared {
+        Ok((h, Ok(p), u)) => (h, p, u),
+        Ok((_, Err(e), _)) => {
             emit(
                 shared.log.as_ref(),
                 Level::Warn,
@@ -162,13 +167,14 @@ pub(crate) async fn handle(
         "tokens_before": report.compaction.as_ref().map(|c| c.tokens_before),
         "recoveries": 0});
     let offer = offers_recall(shared, route, &session, &value, &prepared.conversation);
-    let unchanged = prepared.sends_request_as_is(&conversation);
     // With the tool offered, the request is written out once, with it (the bytes without it are
     // made only if a detour needs them).
     let outgoing = match (unchanged, offer) {
         (true, false) => Outgoing::Bytes(body),
+        // The client's own request with the tool added (rare: a request that already holds
+        // references sent as it came); the decoder keeps a copy for the next comparison.
         (true, true) => Outgoing::Offered {
-            request: value,
+            request: value.clone(),
             bytes: Some(body),
         },
         (false, _) => match encode(&prepared.conversation, format) {
@@ -180,7 +186,8 @@ pub(crate) async fn handle(
             Err(_) => return call.untouched(body, &session, "encode_failed").await,
         },
     };
-    drop(conversation);
+    held.keep(value);
+    shared.decoders.put(&session, held);
     let turn = Turn {
         shared,
         route,

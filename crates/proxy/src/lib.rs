@@ -50,6 +50,7 @@
 pub mod admin;
 mod compacting;
 pub mod config;
+mod decoders;
 mod handler;
 pub mod headers;
 pub mod log;

@@ -41,6 +41,8 @@ pub enum ProxyError {
 pub(crate) struct Shared {
     pub config: ProxyConfig,
     pub managers: Arc<Managers>,
+    /// Per session, the last request decoded (the next is decoded from its first new message).
+    pub decoders: crate::decoders::Decoders,
     /// The web view under `/admin/ui/`, with its review desk (proposals waiting to be applied).
     pub ui: compact_ui::Ui,
     pub client: UpstreamClient,
@@ -97,6 +99,7 @@ impl Proxy {
         let ui = compact_ui::Ui::new(crate::admin::UI_BASE).with_review(Arc::new(desk));
         Ok(Proxy {
             shared: Arc::new(Shared {
+                decoders: crate::decoders::Decoders::new(config.session.max_cached_sessions),
                 config,
                 managers,
                 ui,
