@@ -112,7 +112,7 @@ pub(crate) async fn handle(
     if let Some(reason) = untouched_reason(route, &value) {
         return call.untouched(body, &session, reason).await;
     }
-    let mut held = shared.decoders.take(&session);
+    let mut held = shared.decoders.take(&session).unwrap_or_default();
     if held.decode(format, &value).is_err() {
         return call.untouched(body, &session, "undecodable").await;
     }

@@ -20,8 +20,6 @@
 use compact_core::model::Format;
 use compact_formats::wire::IncrementalDecode;
 use serde_json::Value;
-use std::collections::HashMap;
-use std::sync::{Mutex, MutexGuard, PoisonError};
 
 /// One session's last request and its decoder.
 #[derive(Default)]
@@ -75,72 +73,7 @@ fn list_key(format: Format) -> &'static str {
 }
 
 /// The sessions' held decodes, the least recently used dropped beyond a capacity.
-pub(crate) struct Decoders {
-    capacity: usize,
-    sessions: Mutex<Sessions>,
-}
-
-#[derive(Default)]
-struct Sessions {
-    clock: u64,
-    held: HashMap<String, (u64, Held)>,
-}
-
-impl Decoders {
-    /// Keeps at most `capacity` sessions (at least one).
-    pub fn new(capacity: usize) -> Decoders {
-        Decoders {
-            capacity: capacity.max(1),
-            sessions: Mutex::new(Sessions::default()),
-        }
-    }
-
-    fn sessions(&self) -> MutexGuard<'_, Sessions> {
-        self.sessions.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Takes a session's held decode out, or a new one (a concurrent request of the session
-    /// decodes everything; the last to finish puts its own back).
-    pub fn take(&self, session: &str) -> Held {
-        self.sessions()
-            .held
-            .remove(session)
-            .map(|(_, h)| h)
-            .unwrap_or_default()
-    }
-
-    /// Puts a session's held decode back, dropping the least recently used beyond capacity (down
-    /// to seven eighths of it, so that the sort is paid once per many requests).
-    pub fn put(&self, session: &str, held: Held) {
-        let dropped = {
-            let mut s = self.sessions();
-            s.clock += 1;
-            let now = s.clock;
-            s.held.insert(session.to_owned(), (now, held));
-            if s.held.len() <= self.capacity {
-                Vec::new()
-            } else {
-                let keep = (self.capacity - self.capacity / 8).max(1);
-                let mut ages: Vec<(u64, String)> =
-                    s.held.iter().map(|(k, (t, _))| (*t, k.clone())).collect();
-                ages.sort_unstable();
-                let excess = s.held.len() - keep;
-                ages.into_iter()
-                    .take(excess)
-                    .filter_map(|(_, k)| s.held.remove(&k))
-                    .collect()
-            }
-        };
-        // Freed outside the lock.
-        drop(dropped);
-    }
-
-    /// Sessions held.
-    #[cfg(test)]
-    pub fn len(&self) -> usize {
-        self.sessions().held.len()
-    }
-}
+pub(crate) type Decoders = compact_session::SessionCache<Held>;
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
@@ -194,20 +127,5 @@ mod tests {
         let bad = chat(&[json!({"role": "wizard", "content": "x"})]);
         assert!(held.decode(Format::OpenAiChat, &bad).is_err());
         check(&mut held, chat(&messages), messages.len());
-    }
-
-    #[test]
-    fn the_least_recently_used_sessions_are_dropped() {
-        let decoders = Decoders::new(8);
-        for i in 0..8 {
-            decoders.put(&format!("s{i}"), Held::default());
-        }
-        let h = decoders.take("s0");
-        decoders.put("s0", h);
-        decoders.put("s8", Held::default());
-        assert_eq!(decoders.len(), 7);
-        assert!(decoders.sessions().held.contains_key("s0"));
-        assert!(!decoders.sessions().held.contains_key("s1"));
-        assert!(!decoders.sessions().held.contains_key("s2"));
     }
 }

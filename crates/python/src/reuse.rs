@@ -36,8 +36,6 @@ use compact_formats::wire::IncrementalDecode;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 use serde_json::Value;
-use std::collections::HashMap;
-use std::sync::Mutex;
 
 /// One session's last request: the caller's messages as converted, the format and system prompt
 /// they were decoded with, and the decoder holding their items.
@@ -232,119 +230,6 @@ fn set(objects: &mut Vec<Py<PyAny>>, i: usize, element: &Bound<'_, PyAny>) {
     }
 }
 
-/// The sessions' held requests, the least recently used dropped beyond a capacity.
-pub struct Reuse {
-    capacity: usize,
-    sessions: Mutex<Sessions>,
-}
-
-#[derive(Default)]
-struct Sessions {
-    clock: u64,
-    held: HashMap<String, (u64, Held)>,
-}
-
-impl Reuse {
-    /// Keeps at most `capacity` sessions (at least one).
-    pub fn new(capacity: usize) -> Reuse {
-        Reuse {
-            capacity: capacity.max(1),
-            sessions: Mutex::new(Sessions::default()),
-        }
-    }
-
-    fn sessions(&self) -> std::sync::MutexGuard<'_, Sessions> {
-        self.sessions
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    /// Takes a session's held request out (a concurrent call on the session finds none and
-    /// converts everything; the last call to finish puts its own back).
-    pub fn take(&self, session: &str) -> Option<Held> {
-        self.sessions().held.remove(session).map(|(_, h)| h)
-    }
-
-    /// Puts a session's held request back, dropping the least recently used beyond capacity
-    /// (down to seven eighths of it, so that the sort is paid once per many calls).
-    pub fn put(&self, session: &str, held: Held) {
-        let dropped = {
-            let mut s = self.sessions();
-            s.clock += 1;
-            let now = s.clock;
-            s.held.insert(session.to_owned(), (now, held));
-            if s.held.len() <= self.capacity {
-                Vec::new()
-            } else {
-                let keep = (self.capacity - self.capacity / 8).max(1);
-                let mut ages: Vec<(u64, String)> =
-                    s.held.iter().map(|(k, (t, _))| (*t, k.clone())).collect();
-                ages.sort_unstable();
-                let excess = s.held.len() - keep;
-                ages.into_iter()
-                    .take(excess)
-                    .filter_map(|(_, k)| s.held.remove(&k))
-                    .collect()
-            }
-        };
-        // Freed outside the lock.
-        drop(dropped);
-    }
-
-    /// Drops a session's held request.
-    pub fn forget(&self, session: &str) {
-        let held = self.sessions().held.remove(session);
-        drop(held);
-    }
-
-    /// Sessions held.
-    pub fn len(&self) -> usize {
-        self.sessions().held.len()
-    }
-
-    /// True when no session is held.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-}
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used)]
-mod tests {
-    use super::*;
-
-    fn held(n: usize) -> Held {
-        Held {
-            messages: vec![Value::Null; n],
-            noted: Vec::new(),
-            objects: Vec::new(),
-            format: Format::OpenAiChat,
-            system: None,
-            decoder: IncrementalDecode::new(),
-        }
-    }
-
-    #[test]
-    fn the_least_recently_used_sessions_are_dropped() {
-        let reuse = Reuse::new(8);
-        for i in 0..8 {
-            reuse.put(&format!("s{i}"), held(i));
-        }
-        assert_eq!(reuse.len(), 8);
-        // s0 used again: the oldest are now s1, s2.
-        let h = reuse.take("s0").unwrap();
-        reuse.put("s0", h);
-        reuse.put("s8", held(8));
-        assert_eq!(reuse.len(), 7);
-        assert!(reuse.take("s1").is_none());
-        assert!(reuse.take("s2").is_none());
-        assert_eq!(reuse.take("s0").unwrap().messages.len(), 0);
-        reuse.forget("s8");
-        assert!(reuse.take("s8").is_none());
-        let one = Reuse::new(0);
-        one.put("a", held(1));
-        one.put("b", held(2));
-        assert_eq!(one.len(), 1);
-        assert_eq!(one.take("b").unwrap().messages.len(), 2);
-    }
-}
+/// The sessions' held requests, the least recently used dropped beyond the manager's
+/// `max_cached_sessions`.
+pub type Reuse = compact_session::SessionCache<Held>;

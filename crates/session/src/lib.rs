@@ -79,6 +79,7 @@ pub mod export;
 mod history;
 pub mod idle;
 pub mod link;
+pub mod lru;
 mod manager;
 mod manual;
 pub mod memory;
@@ -111,6 +112,7 @@ pub use export::{
 };
 pub use history::{last_call, last_window, LastCall};
 pub use idle::{IdleCompactor, IdleOutcome, IdleSettings, IdleStats, DEFAULT_IDLE_AFTER};
+pub use lru::SessionCache;
 pub use manager::{CompactManager, PreflightReport, Prepared, MAX_SESSION_ID_LEN, MAX_STRIKES};
 pub use manual::ManualCompaction;
 pub use memory::{MemoryConfig, DEFAULT_MEMORY_BUDGET};
