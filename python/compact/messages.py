@@ -64,7 +64,9 @@ MessageLike = Union[Mapping[str, Any], Message]
 
 
 def to_wire(messages: Sequence[MessageLike]) -> tuple[Sequence[Any], bool]:
-    """The messages as wire dicts, and whether they were ``Message`` objects (all of them)."""
+    """The messages as the binding takes them (wire dicts; a ``Message`` among dicts is left for
+    the binding to convert), and whether they were all ``Message`` objects (then converted here,
+    so that the result comes back as ``Message`` objects)."""
     if not isinstance(messages, (list, tuple)):
         messages = list(messages)
     # ``all`` stops at the first dict, so a history of dicts is not walked here: the conversion

@@ -164,9 +164,9 @@ def test_a_message_changed_in_place_is_converted_again(name: str) -> None:
 
 
 def test_long_strings_are_remembered_by_identity_but_a_moved_one_is_seen() -> None:
-    # Strings of 64 bytes or more, remembered when converted (or found equal), are taken as equal when they are the
-    # same object at the same place; the same objects swapped, or moved to where a short string
-    # was, must still be seen.
+    # Strings of 64 bytes or more, remembered when converted (or found equal), are taken as equal
+    # when they are the same object at the same place; the same objects swapped, or moved to where
+    # a short string was, must still be seen.
     pair = Pair()
     history = chat_history(3)
     first, second = "first " * 20, "second " * 20

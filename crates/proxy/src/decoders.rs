@@ -18,13 +18,13 @@
 //! sessions beyond the capacity (the session runtime's `max_cached_sessions`) are dropped.
 
 use compact_core::model::Format;
-use compact_formats::wire::IncrementalDecode;
+use compact_formats::wire::{list_key, IncrementalDecode};
 use serde_json::Value;
 
 /// One session's last request and its decoder.
 #[derive(Default)]
 pub(crate) struct Held {
-    format: Option<Format>,
+    /// The last request decoded, once kept ([`Held::keep`]); `null` until then.
     request: Value,
     /// The decoder: decode the next request with it ([`Held::decode`]).
     pub decoder: IncrementalDecode,
@@ -32,43 +32,30 @@ pub(crate) struct Held {
 
 impl Held {
     /// Decodes `request` (of `format`) with the decoder, reusing the items of the leading messages
-    /// that are equal to the last request's. The conversation is then `self.decoder.conversation()`.
+    /// that are equal to the last request's (the decoder keeps none when the format changed). The
+    /// conversation is then `self.decoder.conversation()`; the request is compared with next time
+    /// only once kept.
     pub fn decode(
         &mut self,
         format: Format,
         request: &Value,
     ) -> Result<(), compact_formats::DecodeError> {
-        let keep = if self.format == Some(format) {
-            let key = list_key(format);
-            match (
-                self.request.get(key).and_then(Value::as_array),
-                request.get(key).and_then(Value::as_array),
-            ) {
-                (Some(old), Some(new)) => old.iter().zip(new).take_while(|(a, b)| a == b).count(),
-                _ => 0,
-            }
-        } else {
-            0
+        let key = list_key(format);
+        let keep = match (
+            self.request.get(key).and_then(Value::as_array),
+            request.get(key).and_then(Value::as_array),
+        ) {
+            (Some(old), Some(new)) => old.iter().zip(new).take_while(|(a, b)| a == b).count(),
+            _ => 0,
         };
-        self.format = None;
         self.request = Value::Null;
         self.decoder.decode(format, request, keep)?;
-        self.format = Some(format);
         Ok(())
     }
 
     /// Keeps `request`, the one just decoded, for the next comparison.
     pub fn keep(&mut self, request: Value) {
         self.request = request;
-    }
-}
-
-/// The member holding a request's messages (input items).
-fn list_key(format: Format) -> &'static str {
-    if format == Format::OpenAiResponses {
-        "input"
-    } else {
-        "messages"
     }
 }
 

@@ -8,7 +8,7 @@
 use crate::convert::{py_to_value, value_to_py};
 use crate::errors::{raise, Failure};
 use compact_core::model::{Conversation, Format};
-use compact_formats::wire::{decode, encode, IncrementalDecode};
+use compact_formats::wire::{decode, encode, list_key, IncrementalDecode};
 use compact_formats::DecodeError;
 use pyo3::prelude::*;
 use pyo3::types::PyList;
@@ -189,15 +189,6 @@ impl Request {
             }
         }
         Ok(messages)
-    }
-}
-
-/// `messages` for Chat and Anthropic, `input` for Responses.
-pub fn list_key(format: Format) -> &'static str {
-    if format == Format::OpenAiResponses {
-        "input"
-    } else {
-        "messages"
     }
 }
 

@@ -8,7 +8,7 @@
 
 use super::source::{lines, Ctx};
 use super::ImportError;
-use crate::wire::{self, anthropic, openai_chat, openai_responses};
+use crate::wire::{self, anthropic, list_key, openai_chat, openai_responses};
 use compact_core::model::{Conversation, Envelope, Extra, Format, Item, Role};
 use serde_json::{Map, Value};
 use std::sync::Arc;
@@ -39,15 +39,6 @@ pub(crate) fn import(
         .filter(|i| i.as_tool_result().is_some_and(|r| r.is_error))
         .count();
     Ok(conversation)
-}
-
-/// The key of a request's list: `input` for Responses, `messages` for the others.
-fn list_key(format: Format) -> &'static str {
-    if format == Format::OpenAiResponses {
-        "input"
-    } else {
-        "messages"
-    }
 }
 
 /// A whole JSON document.

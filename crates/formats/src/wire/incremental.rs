@@ -132,13 +132,8 @@ impl IncrementalDecode {
 
 /// The length of the request's message list (`messages`, or Responses' `input` when a list).
 fn message_count(format: Format, request: &Value) -> usize {
-    let key = if format == Format::OpenAiResponses {
-        "input"
-    } else {
-        "messages"
-    };
     request
-        .get(key)
+        .get(super::list_key(format))
         .and_then(Value::as_array)
         .map_or(0, Vec::len)
 }

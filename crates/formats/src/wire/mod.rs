@@ -91,6 +91,16 @@ pub struct Encoded {
     pub losses: Vec<Loss>,
 }
 
+/// The request member holding the message list: `input` for Responses, `messages` for Chat and
+/// Anthropic.
+pub fn list_key(format: Format) -> &'static str {
+    if format == Format::OpenAiResponses {
+        "input"
+    } else {
+        "messages"
+    }
+}
+
 /// Decodes a whole request of a wire `format` into a conversation (tool result names resolved).
 pub fn decode(format: Format, request: &Value) -> Result<Conversation, DecodeError> {
     let mut conv = decode_from(format, request, 0)?.into_conversation();
