@@ -113,6 +113,7 @@ pub struct Config {
     summarizer: SummarizerSettings,
     session: SessionSettings,
     proxy: ProxySettings,
+    window_set: Option<usize>,
 }
 
 fn field<T: FromStr>(field: &'static str, value: &Option<String>) -> Result<Option<T>, ConfigError>
@@ -782,6 +783,7 @@ impl Config {
             summarizer,
             session,
             proxy,
+            window_set: o.max_context_tokens,
         })
     }
 
@@ -812,6 +814,13 @@ impl Config {
     /// The validated policy.
     pub fn policy(&self) -> &Policy {
         &self.policy
+    }
+
+    /// The window the user set (`max_context_tokens` in the file, `COMPACT_MAX_CONTEXT_TOKENS`, a
+    /// `--window` flag), as opposed to one the model's registry entry or the default gave: a cap
+    /// for every model a proxy serves.
+    pub fn window_set(&self) -> Option<usize> {
+        self.window_set
     }
 
     /// The model, when one was named and found.

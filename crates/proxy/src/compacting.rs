@@ -51,6 +51,15 @@ const RESPONSES_PREAMBLE: [&str; 2] = ["response.created", "response.in_progress
 /// Most bytes held back while looking past the preamble.
 const MAX_PEEK_BYTES: usize = 256 * 1024;
 
+/// The response header that says a request went upstream untouched, and why (`undecodable`,
+/// `preflight_failed`, `encode_failed`, `no_policy_for_window`, `provider_compaction`,
+/// `previous_response_id`).
+pub const PASSTHROUGH_HEADER: &str = "x-compact-passthrough";
+
+/// Pass-through reasons that are the protocol working as meant (the provider's own compaction call,
+/// a history kept by the provider), not a request Compact failed to handle: logged at info level.
+const EXPECTED_PASSTHROUGH: [&str; 2] = ["provider_compaction", "previous_response_id"];
+
 /// Handles a request on a compacting route; the response and log fields.
 pub(crate) async fn handle(
     shared: &Shared,
@@ -335,8 +344,16 @@ impl Call<'_> {
         session: &str,
         reason: &'static str,
     ) -> (Response<ProxyBody>, Option<Value>) {
-        self.shared.metrics.passthrough();
-        let response = forward_untouched(
+        self.shared.metrics.passthrough(reason);
+        if !EXPECTED_PASSTHROUGH.contains(&reason) {
+            emit(
+                self.shared.log.as_ref(),
+                Level::Warn,
+                "passthrough",
+                json!({"route": self.route.label(), "session": session, "reason": reason}),
+            );
+        }
+        let mut response = forward_untouched(
             self.shared,
             self.route,
             self.family,
@@ -346,6 +363,10 @@ impl Call<'_> {
             self.started,
         )
         .await;
+        response.headers_mut().insert(
+            PASSTHROUGH_HEADER,
+            hyper::header::HeaderValue::from_static(reason),
+        );
         (
             response,
             Some(json!({"session": session, "passthrough": reason})),

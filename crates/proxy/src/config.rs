@@ -135,6 +135,9 @@ pub struct ProxyConfig {
     pub exports: Option<std::sync::Arc<compact_session::ExportQueue>>,
     /// In-band recall: the `compact_recall` tool and the detours that answer it.
     pub recall: RecallConfig,
+    /// The window the user set (`--window`, `max_context_tokens`): no model is compacted for a
+    /// larger one, whatever its route, upstream or registry entry says.
+    pub window_cap: Option<usize>,
 }
 
 /// In-band recall settings (see [`crate::recall`]).
@@ -197,6 +200,7 @@ impl ProxyConfig {
             archive: None,
             exports: None,
             recall: RecallConfig::default(),
+            window_cap: None,
         }
     }
 
@@ -205,6 +209,7 @@ impl ProxyConfig {
     /// here (the proxy builds no summariser): the caller sets [`ModelRoute::backend`].
     pub fn from_config(config: &compact_config::Config, admin_token: Option<String>) -> Self {
         let mut proxy = ProxyConfig::new(SessionConfig::from_config(config));
+        proxy.window_cap = config.window_set();
         let settings = config.proxy();
         if let Some(listen) = settings.listen {
             proxy.listen = listen;
@@ -277,9 +282,11 @@ impl ProxyConfig {
     }
 
     /// The window a request is compacted for: its model's route, else its upstream's, else the
-    /// registry's entry for its model, else the configured policy's window.
+    /// registry's entry for its model, else the configured policy's window; never more than
+    /// [`ProxyConfig::window_cap`].
     pub fn window_for(&self, family: Family, model: Option<&str>) -> usize {
-        self.model_route(model)
+        let window = self
+            .model_route(model)
             .and_then(|m| m.context_window)
             .or(self.upstream(family).context_window)
             .or_else(|| {
@@ -287,6 +294,45 @@ impl ProxyConfig {
                     .and_then(|m| self.registry.lookup(m))
                     .map(|info| info.context_window as usize)
             })
-            .unwrap_or(self.session.policy.max_context_tokens)
+            .unwrap_or(self.session.policy.max_context_tokens);
+        self.window_cap.map_or(window, |cap| window.min(cap))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use compact_core::policy::Policy;
+    use compact_core::tokens::{Encoding, TokenCounter};
+
+    #[test]
+    fn the_window_the_user_set_caps_every_model() {
+        let session = SessionConfig::new(
+            Policy::for_window(16_000),
+            TokenCounter::new(Encoding::O200kBase),
+        );
+        let mut config = ProxyConfig::new(session);
+        let known = "claude-sonnet-4-5";
+        let registry = config
+            .registry
+            .lookup(known)
+            .map(|m| m.context_window as usize);
+        assert!(registry.is_some_and(|w| w > 16_000), "{registry:?}");
+        assert_eq!(
+            config.window_for(Family::Anthropic, Some(known)),
+            registry.unwrap_or(0)
+        );
+        config.window_cap = Some(16_000);
+        assert_eq!(config.window_for(Family::Anthropic, Some(known)), 16_000);
+        assert_eq!(
+            config.window_for(Family::OpenAi, Some("unknown-model")),
+            16_000
+        );
+        config.window_cap = Some(1_000_000);
+        assert_eq!(
+            config.window_for(Family::Anthropic, Some(known)),
+            registry.unwrap_or(0),
+            "a cap above the model's window changes nothing"
+        );
     }
 }

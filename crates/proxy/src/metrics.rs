@@ -21,7 +21,7 @@ pub struct Metrics {
     compactions: AtomicU64,
     tokens_saved: AtomicU64,
     recoveries: AtomicU64,
-    passthrough: AtomicU64,
+    passthrough: Mutex<BTreeMap<&'static str, u64>>,
     recall_calls: Mutex<BTreeMap<&'static str, u64>>,
     recall_offered: AtomicU64,
     recall_detours: AtomicU64,
@@ -62,9 +62,10 @@ impl Metrics {
         self.recoveries.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// A compacting-route request sent on untouched (provider compaction call, undecodable body...).
-    pub fn passthrough(&self) {
-        self.passthrough.fetch_add(1, Ordering::Relaxed);
+    /// A compacting-route request sent on untouched, by reason (`provider_compaction`,
+    /// `undecodable`, `preflight_failed`...).
+    pub fn passthrough(&self, reason: &'static str) {
+        bump(&self.passthrough, reason);
     }
 
     /// A request sent with the `compact_recall` tool added.
@@ -209,6 +210,18 @@ impl Metrics {
                 "compact_recall_calls_total{{outcome=\"{outcome}\"}} {n}"
             );
         }
+        out.push_str(
+            "# HELP compact_passthrough_total Requests on compacting routes forwarded untouched, by reason.\n",
+        );
+        out.push_str("# TYPE compact_passthrough_total counter\n");
+        for (reason, n) in self
+            .passthrough
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .iter()
+        {
+            let _ = writeln!(out, "compact_passthrough_total{{reason=\"{reason}\"}} {n}");
+        }
         let counters = [
             (
                 "compact_proxy_compactions_total",
@@ -224,11 +237,6 @@ impl Metrics {
                 "compact_proxy_overflow_recoveries_total",
                 "Requests retried after an upstream context overflow.",
                 load(&self.recoveries),
-            ),
-            (
-                "compact_proxy_passthrough_total",
-                "Requests on compacting routes forwarded untouched.",
-                load(&self.passthrough),
             ),
             (
                 "compact_recall_offered_total",
@@ -287,6 +295,9 @@ mod tests {
         m.recall_call(crate::recall::Outcome::Found);
         m.recall_call(crate::recall::Outcome::NotFound);
         m.recall_call(crate::recall::Outcome::Found);
+        m.passthrough("undecodable");
+        m.passthrough("provider_compaction");
+        m.passthrough("undecodable");
         m.added_latency(Duration::from_micros(300));
         m.added_latency(Duration::from_secs(10));
         let text = m.render();
@@ -294,6 +305,8 @@ mod tests {
         assert!(text.contains("compact_proxy_upstream_errors_total{kind=\"timeout\"} 1"));
         assert!(text.contains("compact_proxy_tokens_saved_total 600"));
         assert!(text.contains("compact_recall_calls_total{outcome=\"found\"} 2"));
+        assert!(text.contains("compact_passthrough_total{reason=\"undecodable\"} 2"));
+        assert!(text.contains("compact_passthrough_total{reason=\"provider_compaction\"} 1"));
         assert!(text.contains("compact_recall_calls_total{outcome=\"not_found\"} 1"));
         assert_eq!(m.recall_calls(crate::recall::Outcome::Found), 2);
         assert!(text.contains("compact_proxy_added_latency_seconds_bucket{le=\"0.00025\"} 0"));

@@ -1,8 +1,14 @@
-//! Which session a request belongs to: the `x-compact-session` header when the client sends one,
-//! else a fingerprint of how the conversation starts (its system prompt and first user message,
-//! text only). Agents resend the same opening on every call of a session, so the fingerprint is
-//! stable across calls; markers that clients move from message to message (`cache_control`) and
-//! ids are left out of it on purpose.
+//! Which session a request belongs to: the `x-compact-session` header when the client sends one;
+//! else the client's own session id (Claude Code's `x-claude-code-session-id`, the Codex CLI's
+//! `session-id`) joined with a fingerprint of how the conversation starts; else that fingerprint
+//! alone (its system prompt and first user message, text only). Agents resend the same opening on
+//! every call of a session, so the fingerprint is stable across calls; markers that clients move
+//! from message to message (`cache_control`) and ids are left out of it on purpose.
+//!
+//! The client's id keeps two runs apart that open the same way (two `codex exec` runs in one
+//! directory send the same instructions and environment); the fingerprint beside it keeps apart the
+//! conversations one client session holds (a Claude Code subagent sends its parent's session id
+//! with a conversation of its own).
 
 use crate::route::Route;
 use compact_session::chain::ChainHash;
@@ -19,6 +25,20 @@ pub const PARENT_HEADER: &str = "x-compact-parent-session";
 
 /// Prefix of fingerprinted session ids.
 pub const FINGERPRINT_PREFIX: &str = "fp-";
+
+/// The headers in which clients name their own sessions, and the prefix of the session ids made
+/// from them.
+pub const CLIENT_SESSION_HEADERS: [(&str, &str); 2] = [
+    ("x-claude-code-session-id", "cc-"),
+    ("session-id", "codex-"),
+];
+
+/// Longest client session id taken (longer ones, or ones with other characters than ASCII
+/// letters, digits, `-`, `_`, `.` and `:`, are ignored: the fingerprint is used).
+const MAX_CLIENT_ID_LEN: usize = 128;
+
+/// Hex digits of the opening's fingerprint kept beside a client's session id.
+const CLIENT_FINGERPRINT_DIGITS: usize = 12;
 
 /// The session header is unusable.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -55,7 +75,27 @@ pub fn session_id(
         }
         return Ok(id.to_owned());
     }
-    Ok(fingerprint(route, body))
+    let print = fingerprint(route, body);
+    Ok(match client_session(headers) {
+        Some((prefix, id)) => {
+            let hash = &print[FINGERPRINT_PREFIX.len()..];
+            format!("{prefix}{id}-{}", &hash[..CLIENT_FINGERPRINT_DIGITS])
+        }
+        None => print,
+    })
+}
+
+/// The client's own session id, with the prefix of its client ([`CLIENT_SESSION_HEADERS`]).
+fn client_session(headers: &HeaderMap) -> Option<(&'static str, &str)> {
+    CLIENT_SESSION_HEADERS.iter().find_map(|(name, prefix)| {
+        let id = headers.get(*name)?.to_str().ok()?.trim();
+        let usable = !id.is_empty()
+            && id.len() <= MAX_CLIENT_ID_LEN
+            && id
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':'));
+        usable.then_some((*prefix, id))
+    })
 }
 
 /// `fp-` and the hash of the route, the system text and the first user message's text.
@@ -150,6 +190,42 @@ mod tests {
         assert_eq!(
             fingerprint(Route::Responses, &short),
             fingerprint(Route::Responses, &long)
+        );
+    }
+
+    #[test]
+    fn a_client_session_id_keeps_runs_apart_and_conversations_apart() {
+        let body = json!({"model": "m", "instructions": "rules", "input": [
+            {"role": "user", "content": "<environment_context>cwd</environment_context>"}]});
+        let subagent = json!({"model": "m", "instructions": "rules", "input": [
+            {"role": "user", "content": "a subagent's own task"}]});
+        let run = |id: &str, body: &Value| {
+            let mut h = HeaderMap::new();
+            h.insert("session-id", id.parse().unwrap());
+            session_id(&h, Route::Responses, body).unwrap()
+        };
+        let a = run("0199-aaaa", &body);
+        assert!(a.starts_with("codex-0199-aaaa-"), "{a}");
+        assert_eq!(a, run("0199-aaaa", &body), "stable across calls");
+        assert_ne!(a, run("0199-bbbb", &body), "two runs in one directory");
+        assert_ne!(
+            a,
+            run("0199-aaaa", &subagent),
+            "two conversations of one run"
+        );
+        let mut h = HeaderMap::new();
+        h.insert("x-claude-code-session-id", "e302dd4a-ded9".parse().unwrap());
+        assert!(session_id(&h, Route::Messages, &body)
+            .unwrap()
+            .starts_with("cc-e302dd4a-ded9-"));
+        h.insert(SESSION_HEADER, "mine".parse().unwrap());
+        assert_eq!(session_id(&h, Route::Messages, &body).unwrap(), "mine");
+        let mut odd = HeaderMap::new();
+        odd.insert("session-id", "has space/and slash".parse().unwrap());
+        assert_eq!(
+            session_id(&odd, Route::Responses, &body).unwrap(),
+            fingerprint(Route::Responses, &body),
+            "an unusable client id falls back to the fingerprint"
         );
     }
 

@@ -84,11 +84,14 @@ fn usage_json(u: &Usage) -> Value {
 
 fn content(seq: u64, reply: &Reply) -> Vec<Value> {
     let mut out = Vec::new();
+    if let Some(thinking) = &reply.thinking {
+        out.push(json!({"type": "thinking", "thinking": thinking, "signature": crate::agent::signature(thinking)}));
+    }
     if !reply.text.is_empty() || reply.tool_calls.is_empty() {
         out.push(json!({"type": "text", "text": reply.text}));
     }
     for (i, c) in reply.tool_calls.iter().enumerate() {
-        out.push(json!({"type": "tool_use", "id": format!("toolu_sim_{seq}_{i}"), "name": c.name, "input": c.arguments}));
+        out.push(json!({"type": "tool_use", "id": reply.call_id("toolu", seq, i), "name": c.name, "input": c.arguments}));
     }
     out
 }
@@ -115,7 +118,22 @@ pub fn message_stream(seq: u64, model: &str, reply: &Reply, usage: &Usage) -> Ve
                        "content": [], "stop_reason": null, "stop_sequence": null, "usage": start_usage});
     let mut out = vec![ev("message_start", json!({"message": start}))];
     for (idx, block) in content(seq, reply).into_iter().enumerate() {
-        if block["type"] == "text" {
+        if block["type"] == "thinking" {
+            out.push(ev(
+                "content_block_start",
+                json!({"index": idx, "content_block": {"type": "thinking", "thinking": "", "signature": ""}}),
+            ));
+            for d in deltas(block["thinking"].as_str().unwrap_or("")) {
+                out.push(ev(
+                    "content_block_delta",
+                    json!({"index": idx, "delta": {"type": "thinking_delta", "thinking": d}}),
+                ));
+            }
+            out.push(ev(
+                "content_block_delta",
+                json!({"index": idx, "delta": {"type": "signature_delta", "signature": block["signature"]}}),
+            ));
+        } else if block["type"] == "text" {
             out.push(ev(
                 "content_block_start",
                 json!({"index": idx, "content_block": {"type": "text", "text": ""}}),
@@ -123,7 +141,7 @@ pub fn message_stream(seq: u64, model: &str, reply: &Reply, usage: &Usage) -> Ve
             if idx == 0 {
                 out.push(ev("ping", json!({})));
             }
-            for d in deltas(&reply.text) {
+            for d in deltas(block["text"].as_str().unwrap_or("")) {
                 out.push(ev(
                     "content_block_delta",
                     json!({"index": idx, "delta": {"type": "text_delta", "text": d}}),

@@ -1,6 +1,7 @@
 //! Simulator configuration: the context window, body limits, token encodings, cache rules and the
 //! wording of overflow errors.
 
+use crate::agent::AgentScript;
 use compact_core::tokens::Encoding;
 use std::net::{Ipv4Addr, SocketAddr};
 
@@ -73,6 +74,12 @@ pub struct SimConfig {
     /// sentence naming what the summary stands for; a number pads it with filler to about that
     /// size, for cost comparisons).
     pub compaction_summary_tokens: Option<u64>,
+    /// The scripted agent's task ([`crate::agent`]): requests that are steps of it are answered
+    /// with the next command (queued replies still come first).
+    pub agent: Option<AgentScript>,
+    /// Refuse requests that break the provider's rules, with its 400 body: tool call and result
+    /// pairing, roles, a `thinking` block sent back changed ([`compact_formats::validate`]).
+    pub validate: bool,
 }
 
 impl Default for SimConfig {
@@ -93,6 +100,8 @@ impl Default for SimConfig {
             },
             chat_wording: ChatOverflowWording::Classic,
             compaction_summary_tokens: None,
+            agent: None,
+            validate: false,
         }
     }
 }

@@ -7,13 +7,19 @@
 //!   `"$stub_id"` becomes the id of the first `[compact:ref <id>]` stub of the request answered, so
 //!   `{"tool_calls": [{"name": "compact_recall", "arguments": {"id": "$stub_id"}}]}` scripts a model
 //!   that recalls what it sees;
-//! - `GET /sim/requests`: every request received so far, without bodies (`seq`, `api`, `path`,
-//!   `status`, `input_tokens`, `max_output`, `stream`, `fault`);
+//! - `GET /sim/requests`: every request received so far (`seq`, `api`, `path`, `status`,
+//!   `input_tokens`, `max_output`, `stream`, `fault`, and `usage`: `{input, cached,
+//!   cache_creation, output}` for a request answered with a reply); `GET /sim/requests?bodies=1`
+//!   adds each request's `headers` (lower-case names) and `body` (the JSON received, `null` when it
+//!   was not JSON);
+//! - `POST /sim/agent` with `{"trigger": "...", "steps": ["cmd", ...], "done": "..."}` sets the
+//!   scripted agent's task ([`crate::agent`]; `null` turns it off);
 //! - `POST /sim/window` with `{"window": N}` changes the context window;
 //! - `POST /sim/clear` forgets recorded requests, queued faults and replies.
 //!
 //! Control requests are not recorded and never carry faults.
 
+use crate::agent::AgentScript;
 use crate::body::ChunkBody;
 use crate::record::Api;
 use crate::script::{ScriptedReply, ScriptedToolCall};
@@ -35,6 +41,10 @@ pub(crate) fn is_control(path: &str) -> bool {
 pub(crate) async fn handle(state: &State, req: Request<Incoming>) -> Response<ChunkBody> {
     let method = req.method().clone();
     let path = req.uri().path().to_owned();
+    let bodies = req
+        .uri()
+        .query()
+        .is_some_and(|q| q.split('&').any(|kv| kv == "bodies=1"));
     let body = match http_body_util::Limited::new(req.into_body(), MAX_CONTROL_BYTES)
         .collect()
         .await
@@ -64,13 +74,36 @@ pub(crate) async fn handle(state: &State, req: Request<Incoming>) -> Response<Ch
             let records: Vec<Value> = lock(&state.records)
                 .iter()
                 .map(|r| {
-                    json!({"seq": r.seq, "api": api_name(r.api), "path": r.path, "status": r.status,
+                    let usage = r.usage.map(|u| json!({"input": u.input, "cached": u.cached,
+                        "cache_creation": u.cache_creation, "output": u.output}));
+                    let mut v = json!({"seq": r.seq, "api": api_name(r.api), "path": r.path, "status": r.status,
                            "input_tokens": r.input_tokens, "max_output": r.max_output,
-                           "stream": r.stream, "fault": r.fault})
+                           "stream": r.stream, "fault": r.fault, "usage": usage});
+                    if bodies {
+                        let headers: serde_json::Map<String, Value> = r
+                            .headers
+                            .iter()
+                            .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+                            .collect();
+                        v["headers"] = Value::Object(headers);
+                        v["body"] = r.body.clone();
+                    }
+                    v
                 })
                 .collect();
             answer(StatusCode::OK, Value::Array(records))
         }
+        (Method::POST, "/sim/agent") => match parsed()
+            .map_err(|e| e.to_string())
+            .and_then(|v| agent_script(&v))
+        {
+            Ok(script) => {
+                let on = script.is_some();
+                lock(&state.config).agent = script;
+                answer(StatusCode::OK, json!({"agent": on}))
+            }
+            Err(e) => answer(StatusCode::BAD_REQUEST, json!({"error": e})),
+        },
         (Method::POST, "/sim/window") => {
             match parsed()
                 .ok()
@@ -97,6 +130,40 @@ pub(crate) async fn handle(state: &State, req: Request<Incoming>) -> Response<Ch
             json!({"error": format!("unknown control path {other}")}),
         ),
     }
+}
+
+/// The scripted agent's task from its JSON form (`null`: none).
+pub fn agent_script(v: &Value) -> Result<Option<AgentScript>, String> {
+    if v.is_null() {
+        return Ok(None);
+    }
+    let text = |key: &str| -> Result<String, String> {
+        v.get(key)
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .ok_or_else(|| format!("agent: `{key}` must be a string"))
+    };
+    let steps = v
+        .get("steps")
+        .and_then(Value::as_array)
+        .ok_or("agent: `steps` must be a list of commands")?
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            s.as_str()
+                .map(str::to_owned)
+                .ok_or_else(|| format!("agent: `steps[{i}]` must be a string"))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let trigger = text("trigger")?;
+    if trigger.is_empty() {
+        return Err("agent: `trigger` must not be empty".to_owned());
+    }
+    Ok(Some(AgentScript {
+        trigger,
+        steps,
+        done: text("done")?,
+    }))
 }
 
 /// Scripted replies from their JSON form.

@@ -286,8 +286,8 @@ pub fn count_messages(body: &Value, encoding: Encoding) -> Counted {
     out
 }
 
-/// Tokens of the longest common prefix of two renderings.
-pub fn common_prefix_tokens(previous: &str, current: &str, encoding: Encoding) -> u64 {
+/// Bytes of the longest common prefix of two renderings (on a char boundary of `current`).
+pub fn common_prefix_bytes(previous: &str, current: &str) -> usize {
     let mut end = 0;
     for ((i, a), b) in current.char_indices().zip(previous.chars()) {
         if a != b {
@@ -295,7 +295,12 @@ pub fn common_prefix_tokens(previous: &str, current: &str, encoding: Encoding) -
         }
         end = i + a.len_utf8();
     }
-    encoding.count(&current[..end]) as u64
+    end
+}
+
+/// Tokens of the longest common prefix of two renderings.
+pub fn common_prefix_tokens(previous: &str, current: &str, encoding: Encoding) -> u64 {
+    encoding.count(&current[..common_prefix_bytes(previous, current)]) as u64
 }
 
 #[cfg(test)]

@@ -22,6 +22,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod agent;
 mod anthropic;
 mod body;
 pub mod compaction;
@@ -31,11 +32,13 @@ mod count;
 pub mod fault;
 mod openai;
 pub mod record;
-mod reply;
+pub mod reply;
 pub mod script;
 mod server;
 
+pub use agent::AgentScript;
 pub use config::{CacheRule, ChatOverflowWording, SimConfig};
+pub use control::agent_script;
 pub use fault::Fault;
 pub use record::{Api, RecordedRequest};
 pub use script::{ScriptedReply, ScriptedToolCall, RECALL_TOOL, STUB_ID};

@@ -86,7 +86,7 @@ fn chat_tool_calls(seq: u64, reply: &Reply) -> Vec<Value> {
         .iter()
         .enumerate()
         .map(|(i, c)| {
-            json!({"id": format!("call_sim_{seq}_{i}"), "type": "function",
+            json!({"id": reply.call_id("call", seq, i), "type": "function",
                    "function": {"name": c.name, "arguments": c.arguments.to_string()}})
         })
         .collect()
@@ -174,7 +174,7 @@ fn responses_output(seq: u64, reply: &Reply) -> Vec<Value> {
     }
     for (i, c) in reply.tool_calls.iter().enumerate() {
         out.push(json!({"id": format!("fc_sim_{seq}_{i}"), "type": "function_call", "status": "completed",
-                        "call_id": format!("call_sim_{seq}_{i}"), "name": c.name, "arguments": c.arguments.to_string()}));
+                        "call_id": reply.call_id("call", seq, i), "name": c.name, "arguments": c.arguments.to_string()}));
     }
     out
 }

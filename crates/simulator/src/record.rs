@@ -47,6 +47,8 @@ pub struct RecordedRequest {
     pub status: u16,
     /// The fault applied, if any (its debug form).
     pub fault: Option<String>,
+    /// The usage reported, for a request answered with a reply.
+    pub usage: Option<crate::reply::Usage>,
 }
 
 impl RecordedRequest {

@@ -21,6 +21,10 @@ pub struct Reply {
     pub text: String,
     /// Tool calls.
     pub tool_calls: Vec<ScriptedToolCall>,
+    /// Thinking before the text (signed in Anthropic replies).
+    pub thinking: Option<String>,
+    /// The scripted agent's step the calls run (in their ids).
+    pub step: Option<usize>,
     /// Output tokens.
     pub output_tokens: u64,
     /// Why it stopped.
@@ -54,6 +58,11 @@ impl Reply {
         } else {
             Finish::ToolCalls
         };
+        let thinking_tokens = script
+            .thinking
+            .as_deref()
+            .map_or(0, |t| encoding.count(t) as u64);
+        let calls_tokens = calls_tokens + thinking_tokens;
         let mut output = encoding.count(&text) as u64 + calls_tokens;
         if let Some(cap) = max_output.filter(|cap| *cap > 0) {
             if output > cap {
@@ -66,8 +75,20 @@ impl Reply {
         Reply {
             text,
             tool_calls: script.tool_calls,
+            thinking: script.thinking,
+            step: script.step,
             output_tokens: output,
             finish,
+        }
+    }
+
+    /// The id of the `i`-th call: its step, when the scripted agent made it, then the request's
+    /// sequence number and the call's place (`<prefix>_simstep<N>_<seq>_<i>`, else
+    /// `<prefix>_sim_<seq>_<i>`).
+    pub fn call_id(&self, prefix: &str, seq: u64, i: usize) -> String {
+        match self.step {
+            Some(step) => format!("{prefix}_{}{step}_{seq}_{i}", crate::agent::STEP_MARKER),
+            None => format!("{prefix}_sim_{seq}_{i}"),
         }
     }
 }

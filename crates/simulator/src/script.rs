@@ -29,6 +29,10 @@ pub struct ScriptedReply {
     pub text: String,
     /// Tool calls, after the text.
     pub tool_calls: Vec<ScriptedToolCall>,
+    /// Thinking before the text (Anthropic: a signed `thinking` block; ignored elsewhere).
+    pub thinking: Option<String>,
+    /// The scripted agent's step these calls run ([`crate::agent`]): carried in the call ids.
+    pub step: Option<usize>,
 }
 
 impl ScriptedReply {
@@ -36,7 +40,7 @@ impl ScriptedReply {
     pub fn text(text: impl Into<String>) -> Self {
         ScriptedReply {
             text: text.into(),
-            tool_calls: Vec::new(),
+            ..ScriptedReply::default()
         }
     }
 

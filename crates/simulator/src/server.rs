@@ -4,7 +4,9 @@
 use crate::body::ChunkBody;
 use crate::compaction::{self, AnthropicMode, Refusal};
 use crate::config::SimConfig;
-use crate::count::{common_prefix_tokens, count_chat, count_messages, count_responses, Counted};
+use crate::count::{
+    common_prefix_bytes, common_prefix_tokens, count_chat, count_messages, count_responses, Counted,
+};
 use crate::fault::{Fault, FAULT_HEADER};
 use crate::record::{Api, RecordedRequest};
 use crate::reply::{Reply, Usage};
@@ -26,7 +28,9 @@ pub(crate) struct State {
     pub(crate) faults: Mutex<VecDeque<Fault>>,
     pub(crate) replies: Mutex<VecDeque<ScriptedReply>>,
     pub(crate) records: Mutex<Vec<RecordedRequest>>,
-    previous: Mutex<HashMap<Api, String>>,
+    /// The renderings of the latest successful requests per endpoint, newest last (the prompt
+    /// cache: a prefix any of them shares is served from it).
+    previous: Mutex<HashMap<Api, VecDeque<String>>>,
     /// Provider compactions issued (to check what comes back).
     pub(crate) issued: Mutex<compaction::Issued>,
     seq: AtomicU64,
@@ -125,6 +129,7 @@ pub(crate) async fn handle(
         stream: false,
         status: 0,
         fault: None,
+        usage: None,
     };
     let header_fault = record.header(FAULT_HEADER).map(Fault::parse);
     let fault = match header_fault {
@@ -194,6 +199,14 @@ pub(crate) async fn handle(
             return Ok(finish(&state, record, refusal_answer(seq, api, &refusal)));
         }
     };
+    if let Some(answer) = config
+        .validate
+        .then(|| rule_answer(seq, api, &body))
+        .flatten()
+    {
+        record.body = body;
+        return Ok(finish(&state, record, answer));
+    }
     let counted = match api {
         Api::ChatCompletions => count_chat(&body, config.openai_encoding),
         Api::Responses | Api::ResponsesCompact => count_responses(&body, config.openai_encoding),
@@ -239,8 +252,14 @@ pub(crate) async fn handle(
     {
         return Ok(finish(&state, record, answer));
     }
-    let script = lock(&state.replies)
-        .pop_front()
+    let queued = lock(&state.replies).pop_front();
+    let script = queued
+        .or_else(|| {
+            let agent = config.agent.as_ref()?;
+            let (mut reply, step) = crate::agent::reply(agent, &body)?;
+            reply.step = step;
+            Some(reply)
+        })
         .unwrap_or_else(|| default_reply(counted.input_tokens, &counted.last_user))
         .resolve_stub(&String::from_utf8_lossy(&bytes));
     let encoding = if is_anthropic(api) {
@@ -260,7 +279,36 @@ pub(crate) async fn handle(
     if let (Some(Fault::StreamStall { after_events }), true) = (&fault, answer.sse) {
         answer.body = stall(answer.body, *after_events);
     }
+    record.usage = Some(usage);
     Ok(finish(&state, record, answer))
+}
+
+/// The provider's 400 for a request that breaks its rules ([`SimConfig::validate`]): a changed
+/// thinking block, or the first violation [`compact_formats::validate`] finds.
+fn rule_answer(seq: u64, api: Api, body: &Value) -> Option<Answer> {
+    use compact_core::model::Format;
+    let format = match api {
+        Api::Messages => Format::Anthropic,
+        Api::Responses => Format::OpenAiResponses,
+        Api::ChatCompletions => Format::OpenAiChat,
+        _ => return None,
+    };
+    let message = if api == Api::Messages {
+        crate::agent::check_thinking(body)
+    } else {
+        None
+    }
+    .or_else(|| {
+        compact_formats::validate::validate(body, format)
+            .first()
+            .map(ToString::to_string)
+    })?;
+    let body = if is_anthropic(api) {
+        anthropic::invalid_request(seq, &message)
+    } else {
+        serde_json::json!({"error": {"message": message, "type": "invalid_request_error", "param": null, "code": null}}).to_string()
+    };
+    Some(Answer::json(StatusCode::BAD_REQUEST, body))
 }
 
 /// The answer to a refused compaction use.
@@ -593,7 +641,12 @@ fn overflow_answer(
     }
 }
 
-/// Usage with the cached prefix computed against the previous successful request to the same endpoint.
+/// Prompts the cache holds per endpoint: enough that a client's side requests (titles, token
+/// counts) or a few sessions in turn do not evict each other's prefixes.
+const CACHED_PROMPTS: usize = 8;
+
+/// Usage with the cached prefix: the longest prefix shared with one of the latest successful
+/// requests to the same endpoint.
 fn usage_of(state: &State, api: Api, c: &Counted, config: &SimConfig, reply: &Reply) -> Usage {
     let (encoding, rule) = if is_anthropic(api) {
         (config.anthropic_encoding, config.anthropic_cache)
@@ -601,10 +654,15 @@ fn usage_of(state: &State, api: Api, c: &Counted, config: &SimConfig, reply: &Re
         (config.openai_encoding, config.openai_cache)
     };
     let mut previous = lock(&state.previous);
-    let prefix = previous
-        .get(&api)
-        .map_or(0, |p| common_prefix_tokens(p, &c.rendering, encoding));
-    previous.insert(api, c.rendering.clone());
+    let recent = previous.entry(api).or_default();
+    let longest = recent
+        .iter()
+        .max_by_key(|p| common_prefix_bytes(p, &c.rendering));
+    let prefix = longest.map_or(0, |p| common_prefix_tokens(p, &c.rendering, encoding));
+    if recent.len() == CACHED_PROMPTS {
+        recent.pop_front();
+    }
+    recent.push_back(c.rendering.clone());
     let cached = rule.apply(prefix).min(c.input_tokens);
     let cache_creation = if is_anthropic(api) && c.has_cache_control {
         c.input_tokens - cached

@@ -34,7 +34,8 @@ pub struct ServeArgs {
     /// Upstream for /v1/messages and other Anthropic paths (default https://api.anthropic.com).
     #[arg(long = "anthropic-base-url", value_name = "URL")]
     anthropic_base_url: Option<String>,
-    /// Context window for models the registry does not know and no route names.
+    /// Context window: the window of models the registry does not know and no route names, and a
+    /// cap on every other model's.
     #[arg(long)]
     window: Option<usize>,
     /// Where session logs live: `sqlite:PATH`, `postgres://USER@HOST:PORT/DB` or `memory`

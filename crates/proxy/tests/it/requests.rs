@@ -332,6 +332,53 @@ async fn bad_input_gets_a_clear_error() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_that_cannot_be_decoded_goes_through_loudly() {
+    let h = Harness::start().await;
+    // A role the Messages API does not know: the upstream judges it, and everyone is told.
+    let odd = json!({"model": "m", "max_tokens": 10,
+        "messages": [{"role": "narrator", "content": "x"}]});
+    let reply = h.post("/v1/messages", &[], &odd).await;
+    assert_eq!(
+        reply.headers.get("x-compact-passthrough").unwrap(),
+        "undecodable"
+    );
+    assert_eq!(
+        h.sim.requests().last().unwrap().raw,
+        Bytes::from(odd.to_string())
+    );
+    let warned = h.log.lines().into_iter().any(|l| {
+        l.contains("\"level\":\"warn\"")
+            && l.contains("\"event\":\"passthrough\"")
+            && l.contains("\"reason\":\"undecodable\"")
+    });
+    assert!(warned, "{:?}", h.log.lines());
+    // The provider's own compaction call goes through too, as the protocol wants: no warning.
+    let summarize = json!({"model": "m", "max_tokens": 100, "compaction": {"type": "summarize"},
+        "messages": [{"role": "user", "content": "x"}]});
+    let reply = h.post("/v1/messages", &[], &summarize).await;
+    assert_eq!(
+        reply.headers.get("x-compact-passthrough").unwrap(),
+        "provider_compaction"
+    );
+    let metrics = h.get("/metrics", &[]).await.text();
+    assert!(
+        metrics.contains("compact_passthrough_total{reason=\"undecodable\"} 1"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("compact_passthrough_total{reason=\"provider_compaction\"} 1"),
+        "{metrics}"
+    );
+    let warnings = h
+        .log
+        .lines()
+        .into_iter()
+        .filter(|l| l.contains("\"event\":\"passthrough\""))
+        .count();
+    assert_eq!(warnings, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn what_must_not_be_compacted_goes_upstream_untouched() {
     let h = Harness::start().await;
     // Other paths, count_tokens, provider compaction calls and server-side history.

@@ -36,6 +36,15 @@ struct Args {
     /// would make the simulator the bottleneck).
     #[arg(long, value_name = "ENCODING")]
     encoding: Option<Encoding>,
+    /// A scripted agent task (a JSON file `{"trigger", "steps": [commands], "done"}`, as `POST
+    /// /sim/agent` takes): requests that are steps of it are answered with the next command through
+    /// the client's shell tool.
+    #[arg(long, value_name = "FILE")]
+    agent: Option<std::path::PathBuf>,
+    /// Refuse requests that break the provider's rules with its 400 (tool pairing, roles, changed
+    /// thinking blocks).
+    #[arg(long)]
+    validate: bool,
     /// Worker threads (1: everything on the main thread, the default).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
     threads: u16,
@@ -63,6 +72,13 @@ fn main() {
 }
 
 async fn run(args: Args) {
+    let agent = match args.agent.as_deref().map(read_agent).transpose() {
+        Ok(agent) => agent.flatten(),
+        Err(e) => {
+            eprintln!("compact-sim: {e}");
+            std::process::exit(2);
+        }
+    };
     let defaults = SimConfig::default();
     let config = SimConfig {
         bind: SocketAddr::new(args.host, args.port),
@@ -76,6 +92,8 @@ async fn run(args: Args) {
         compaction_summary_tokens: args.compaction_summary_tokens,
         openai_encoding: args.encoding.unwrap_or(defaults.openai_encoding),
         anthropic_encoding: args.encoding.unwrap_or(defaults.anthropic_encoding),
+        agent,
+        validate: args.validate,
         ..defaults
     };
     match Simulator::spawn(config).await {
@@ -92,4 +110,13 @@ async fn run(args: Args) {
             std::process::exit(1);
         }
     }
+}
+
+/// Reads the `--agent` file.
+fn read_agent(path: &std::path::Path) -> Result<Option<compact_sim::AgentScript>, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let value: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| format!("{}: not JSON: {e}", path.display()))?;
+    compact_sim::agent_script(&value).map_err(|e| format!("{}: {e}", path.display()))
 }
