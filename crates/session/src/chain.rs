@@ -1,15 +1,21 @@
 //! The hash chain over the items a session received: the hash of item `i` is
-//! `H(hash of item i-1, canonical bytes of item i)` (the first item chains from [`ChainHash::GENESIS`]),
+//! `H(hash of item i-1, chain bytes of item i)` (the first item chains from [`ChainHash::GENESIS`]),
 //! so one hash names an item *and* the whole history before it. Two requests share a prefix of `k`
 //! items exactly when their first `k` chain hashes are equal; a history edited or forked at item `k`
 //! gets new hashes from `k` on.
+//!
+//! The chain bytes ([`crate::codec::chain_bytes`]) are the item's canonical bytes without its
+//! per-call annotations ([`crate::annotation`]: Anthropic's `cache_control`, which clients move to
+//! the newest message on every call): a moved marker changes nothing the model reads, so it is
+//! not an edit of the history. An item is logged once per link, as first received (with the
+//! annotations it had then); the request sent carries the client's current ones.
 //!
 //! `H` is 128-bit FNV-1a: fixed by its specification (stored hashes must not change between builds,
 //! platforms or versions of the standard library), dependency-free, and wide enough that an
 //! accidental collision between two histories of one session is not a practical concern. It is not
 //! a defence against a host crafting collisions on purpose: the host owns the history anyway.
 
-use crate::codec::canonical_bytes;
+use crate::codec::chain_bytes;
 use compact_core::model::Item;
 use std::fmt;
 
@@ -36,9 +42,9 @@ impl ChainHash {
         ChainHash(h)
     }
 
-    /// The link after `self` for `item`.
+    /// The link after `self` for `item` (its annotations left out).
     pub fn next_item(self, item: &Item) -> ChainHash {
-        self.next(&canonical_bytes(item))
+        self.next(&chain_bytes(item))
     }
 
     /// Reads the 32-hex-digit form written by `Display`.
@@ -74,5 +80,37 @@ mod tests {
         assert_eq!(ab, ChainHash::GENESIS.next_item(&a).next_item(&b));
         assert_eq!(ChainHash::parse(&ab.to_string()), Some(ab));
         assert_eq!(ChainHash::parse("xyz"), None);
+    }
+
+    #[test]
+    fn a_link_leaves_out_cache_control_and_nothing_else() {
+        use compact_core::model::{Extra, ItemBody, Message, Part};
+        let text = |t: &str, marked: bool| {
+            let mut extra = Extra::new();
+            if marked {
+                extra.insert(
+                    "cache_control".into(),
+                    serde_json::json!({"type": "ephemeral"}),
+                );
+            }
+            Item::new(ItemBody::Message(Message {
+                role: Role::User,
+                parts: vec![Part {
+                    kind: compact_core::model::PartKind::Text(t.into()),
+                    extra,
+                }],
+            }))
+        };
+        let g = ChainHash::GENESIS;
+        assert_eq!(
+            g.next_item(&text("a", true)),
+            g.next_item(&text("a", false))
+        );
+        assert_ne!(g.next_item(&text("a", true)), g.next_item(&text("b", true)));
+        // An item without annotations links over its canonical bytes, as before they were left out.
+        assert_eq!(
+            g.next_item(&text("a", false)),
+            g.next(&crate::codec::canonical_bytes(&text("a", false)))
+        );
     }
 }

@@ -3,8 +3,8 @@
 //!
 //! The document holds everything [`Item`]'s equality looks at except the turn index (derived from
 //! position) and the token memo (a cache): so `decode(encode(item)) == item`, and two items that
-//! are equal encode to the same bytes. Those bytes are the *canonical item bytes* the hash chain
-//! ([`crate::chain`]) is computed over. Object keys keep their insertion order (the workspace
+//! are equal encode to the same bytes. Those bytes are the *canonical item bytes*; the hash chain
+//! ([`crate::chain`]) is computed over them less the per-call annotations ([`chain_bytes`]). Object keys keep their insertion order (the workspace
 //! builds `serde_json` with `preserve_order`), so an encoding is a pure function of the item.
 //!
 //! Version 1 (this one) is the only version; [`ITEM_FORMAT_VERSION`] is stored with every record
@@ -57,6 +57,17 @@ pub fn encode_item(item: &Item) -> Value {
 pub fn canonical_bytes(item: &Item) -> Vec<u8> {
     // Serialising a `Value` cannot fail (its map keys are strings).
     serde_json::to_vec(&encode_item(item)).unwrap_or_default()
+}
+
+/// The bytes the hash chain ([`crate::chain`]) is computed over: the canonical bytes of the item
+/// without its per-call annotations (`cache_control`: see [`crate::annotation`]), so a marker a
+/// client moved is not a new item. For an item without annotations (every item of an OpenAI
+/// request, most of an Anthropic one) they are its canonical bytes, so the links logged before
+/// annotations were left out stay what this computes; a link logged for an annotated item then
+/// differs, and matching still recognises such an item by value apart from its annotations
+/// (`SessionState::match_prefix`). The stored item itself keeps its annotations.
+pub fn chain_bytes(item: &Item) -> Vec<u8> {
+    canonical_bytes(&crate::annotation::without_annotations(item))
 }
 
 fn encode_envelope(env: &Envelope) -> Value {

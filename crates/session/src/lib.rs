@@ -68,6 +68,7 @@
 //! append to a log that moved on ([`StoreError::Conflict`]), so two managers on one session never
 //! interleave or lose records.
 
+pub mod annotation;
 pub mod archive;
 pub mod calibration;
 pub mod chain;

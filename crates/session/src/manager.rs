@@ -7,11 +7,14 @@
 //! items are exactly those items (compared by value; the chain decides for anything else) is an
 //! *extension*: its new items are appended to the view sent last time, so what goes out starts with
 //! exactly the items sent last time (the provider's prompt cache keeps hitting) and only the new
-//! items are counted. Compaction runs only when the view plus the new items reaches the trigger,
+//! items are counted. Per-call annotations (`cache_control`, which clients move to the newest
+//! message on every call) are not history: a moved one is still an extension, and the items sent
+//! again take the request's current annotations and lose the old ones ([`crate::annotation`]). Compaction runs only when the view plus the new items reaches the trigger,
 //! and it compacts that view (folding its checkpoint), so nothing is summarised twice. A request
 //! that does not extend the last one (history edited, forked, rolled back) is a *branch*: it is
 //! logged as such and compacted from scratch, never mixed with the previous view.
 
+use crate::annotation::{follow, follow_items, same_tools};
 use crate::archive::Archive;
 use crate::chain::ChainHash;
 use crate::config::SessionConfig;
@@ -553,7 +556,7 @@ impl CompactManager {
 
         // 1. Where the request leaves the chain of the last one.
         let held = state.received.len();
-        let matched = state.match_prefix(&request.items);
+        let (matched, reannotated) = state.match_prefix(&request.items);
         let branched = matched < held;
         if branched {
             events.push(Event::new(
@@ -672,12 +675,14 @@ impl CompactManager {
             .and_then(|i| manual_request(&request.items[i], &self.config.trigger_phrases));
         let manual = manual_note.is_some();
 
-        // 3. Count: the new items on top of what was sent (fast), or everything (slow).
+        // 3. Count: the new items on top of what was sent (fast), or everything (slow). Tools whose
+        // annotations moved count the same.
+        let tools_equal = request.tools == state.view.tools;
         let fast = !branched
             && !state.fresh
             && state.prepared
             && (state.repaired.is_none() || state.repair_hides_only)
-            && request.tools == state.view.tools
+            && (tools_equal || same_tools(&request.tools, &state.view.tools))
             && request.format == state.view.format
             && !memory_moved
             && appends_cleanly(&state.call_ids, new_items, rules);
@@ -706,6 +711,9 @@ impl CompactManager {
             candidate.items.extend_from_slice(base);
             if !branched {
                 candidate.items.extend_from_slice(new_items);
+                // The view's items carry the annotations of the request they were last sent
+                // for (or were logged with, after a reload): they take this request's.
+                follow(&mut candidate.items, &request.items);
             }
             if memory_config.is_some() {
                 crate::memory::inject(&mut candidate, memory_block.as_deref());
@@ -865,7 +873,10 @@ impl CompactManager {
         };
         let mut view_seq_archived = None;
         let next = if let Some(done) = &compaction {
-            let view = done.conversation.clone();
+            let mut view = done.conversation.clone();
+            // What the compaction kept of the request carries the request's annotations, and
+            // what it wrote carries none.
+            follow(&mut view.items, &request.items);
             let record = view_record(&view, &request.items, &chain, trigger_name(manual));
             let view_seq = state.version + records.len() as u64 + 1;
             view_seq_archived = Some(view_seq);
@@ -963,9 +974,16 @@ impl CompactManager {
             state.memory_refresh = false;
         }
         let new_items = &request.items[matched..];
+        let reannotated_items = || reannotated.iter().map(|&i| &request.items[i]);
         match next {
             NextView::Extend { tokens } => {
                 let view = Arc::make_mut(&mut state.view);
+                // The items whose annotations the client changed take the new ones (the view
+                // followed the last request's already).
+                follow_items(&mut view.items, reannotated_items());
+                if !tools_equal {
+                    view.tools.clone_from(&request.tools);
+                }
                 reserve_headroom(&mut view.items, new_items.len());
                 let start = view.items.len();
                 view.items.extend_from_slice(new_items);
@@ -975,6 +993,10 @@ impl CompactManager {
                 // the new items go after it the same way.
                 if let Some(repaired) = state.repaired.as_mut() {
                     let repaired = Arc::make_mut(repaired);
+                    follow_items(&mut repaired.items, reannotated_items());
+                    if !tools_equal {
+                        repaired.tools.clone_from(&request.tools);
+                    }
                     reserve_headroom(&mut repaired.items, new_items.len());
                     let start = repaired.items.len();
                     repaired.items.extend_from_slice(new_items);
@@ -1006,8 +1028,13 @@ impl CompactManager {
                 state.sent_tokens = tokens;
             }
         }
-        // The items already held equal the request's first `matched` ones: keep them, add the rest.
+        // The items already held equal the request's first `matched` ones: keep them (those equal
+        // only apart from their annotations become the new copies, so that the next call finds
+        // them equal by fingerprint), add the rest.
         state.received.truncate(matched);
+        for &i in &reannotated {
+            state.received[i] = request.items[i].clone();
+        }
         reserve_headroom(&mut state.received, new_items.len());
         state.received.extend_from_slice(new_items);
         state.model = model;

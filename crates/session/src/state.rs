@@ -7,6 +7,7 @@
 //! the log ([`SessionState::load`]); it changes only after the records describing the change were
 //! appended to the store.
 
+use crate::annotation::without_annotations;
 use crate::calibration::Calibration;
 use crate::chain::ChainHash;
 use crate::codec::share_envelopes;
@@ -117,15 +118,21 @@ impl SessionState {
         self.repaired.as_ref().unwrap_or(&self.view)
     }
 
-    /// Number of leading items of `items` that are the items last received.
+    /// Number of leading items of `items` that are the items last received, and which of those
+    /// are so only apart from what the chain leaves out (their per-call annotations, see
+    /// [`crate::annotation`]; a redaction, after a reload): the caller replaces the held copies of
+    /// those with the new ones, and the view's copies take their annotations.
     ///
     /// An item is recognised by its wire fingerprint when both copies have one (the same wire JSON
     /// at the same place: see [`compact_core::model::WireDigest`]) and their metadata agree, else by
-    /// value, else by chain link (for items whose values differ only in what the canonical form
-    /// leaves out). A held item recognised by value adopts the new copy's fingerprint, so after a
-    /// restart (items read back from the log have none) only the first call compares values.
-    pub fn match_prefix(&mut self, items: &[Item]) -> usize {
+    /// value, else by chain link (for items whose values differ only in what the chain bytes
+    /// leave out), else by value apart from annotations (a link logged before annotations were
+    /// left out of the chain covers them). A held item recognised by value adopts the new copy's
+    /// fingerprint, so after a restart (items read back from the log have none) only the first
+    /// call compares values.
+    pub fn match_prefix(&mut self, items: &[Item]) -> (usize, Vec<usize>) {
         let mut tip = ChainHash::GENESIS;
+        let mut differing = Vec::new();
         for (i, (held, new)) in self.received.iter_mut().zip(items).enumerate() {
             let same_wire = held.wire_digest().is_some()
                 && held.wire_digest() == new.wire_digest()
@@ -135,13 +142,17 @@ impl SessionState {
                     if let Some(d) = new.wire_digest() {
                         held.set_wire_digest(d);
                     }
-                } else if tip.next_item(new) != self.chain[i] {
-                    return i;
+                } else if tip.next_item(new) == self.chain[i]
+                    || without_annotations(held) == without_annotations(new)
+                {
+                    differing.push(i);
+                } else {
+                    return (i, differing);
                 }
             }
             tip = self.chain[i];
         }
-        self.received.len().min(items.len())
+        (self.received.len().min(items.len()), differing)
     }
 
     /// Recomputes the call-id index of the view.

@@ -2,6 +2,7 @@
 //! API only; none depends on timing.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod annotations;
 mod archive;
 mod common;
 mod concurrency;
