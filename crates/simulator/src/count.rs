@@ -251,13 +251,27 @@ fn anthropic_content(
                         media += anthropic_content(acc, b.get("content"), texts, cache)
                     }
                     "image" => media += acc.media(None),
-                    _ => texts.push(b.to_string()),
+                    _ => texts.push(unmarked(b).to_string()),
                 }
             }
         }
         _ => {}
     }
     media
+}
+
+/// A block or tool declaration without its `cache_control` member: the marker says where the
+/// provider writes its cache, it is not prompt text (it is neither counted nor part of the cached
+/// content, so moving it does not change the prefix a later request can read).
+fn unmarked(v: &Value) -> std::borrow::Cow<'_, Value> {
+    match v {
+        Value::Object(m) if m.contains_key("cache_control") => {
+            let mut m = m.clone();
+            m.remove("cache_control");
+            std::borrow::Cow::Owned(Value::Object(m))
+        }
+        _ => std::borrow::Cow::Borrowed(v),
+    }
 }
 
 /// Counts an Anthropic Messages (or count_tokens) request.
@@ -268,7 +282,7 @@ pub fn count_messages(body: &Value, encoding: Encoding) -> Counted {
         if tool.get("cache_control").is_some() {
             cache = true;
         }
-        acc.tool(&tool.to_string());
+        acc.tool(&unmarked(tool).to_string());
     }
     if body.get("system").is_some() {
         let mut texts = Vec::new();
@@ -324,5 +338,43 @@ mod tests {
             Encoding::O200kBase.count("hello ") as u64
         );
         assert_eq!(common_prefix_tokens("", "abc", Encoding::O200kBase), 0);
+    }
+
+    #[test]
+    fn a_moved_cache_control_marker_changes_neither_the_rendering_nor_the_count() {
+        let marked = |tool: usize, message: usize| {
+            let mut body = json!({"model": "c", "max_tokens": 9,
+                "system": [{"type": "text", "text": "rules"}],
+                "tools": [{"name": "Read", "input_schema": {"type": "object"}},
+                          {"name": "Bash", "input_schema": {"type": "object"}}],
+                "messages": [
+                    {"role": "user", "content": [{"type": "text", "text": "go"},
+                        {"type": "document", "source": {"type": "url", "url": "https://x"}}]},
+                    {"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "Bash",
+                        "input": {"command": "ls"}}]},
+                    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t",
+                        "content": "a.rs"}]}]});
+            body["tools"][tool]["cache_control"] = json!({"type": "ephemeral"});
+            let last = body["messages"][message]["content"]
+                .as_array()
+                .map_or(0, |b| b.len() - 1);
+            body["messages"][message]["content"][last]["cache_control"] =
+                json!({"type": "ephemeral"});
+            count_messages(&body, Encoding::O200kBase)
+        };
+        let a = marked(0, 0);
+        for (tool, message) in [(1, 0), (0, 1), (1, 2)] {
+            let b = marked(tool, message);
+            assert_eq!(a.rendering, b.rendering, "tool {tool}, message {message}");
+            assert_eq!(
+                a.input_tokens, b.input_tokens,
+                "tool {tool}, message {message}"
+            );
+            assert_eq!(
+                common_prefix_tokens(&a.rendering, &b.rendering, Encoding::O200kBase),
+                Encoding::O200kBase.count(&b.rendering) as u64
+            );
+        }
+        assert!(!a.rendering.contains("cache_control"));
     }
 }
