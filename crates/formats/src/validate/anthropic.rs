@@ -1,5 +1,9 @@
 //! Anthropic Messages rules: turns as the API sees them (consecutive messages of one role merged), then
 //! tool_use / tool_result pairing between each assistant turn and the user turn after it.
+//!
+//! A `system` message among the messages (Claude Code sends one after the first user message) is
+//! transparent to turns: the messages around it are merged and paired as if it were not there. It
+//! must not open the request, must not be empty, and holds no tool or thinking blocks.
 
 use super::{id_field, type_name, Found, Rule};
 use serde_json::{Map, Value};
@@ -70,8 +74,8 @@ pub(super) fn check(request: &Value, found: &mut Found) {
         return;
     };
     let scope = super::compaction::anthropic(request, messages, found);
-    let turns = turns(messages, scope, found);
-    if let Some(first) = turns.first() {
+    let (turns, opened_by_system) = turns(messages, scope, found);
+    if let (Some(first), false) = (turns.first(), opened_by_system) {
         // A compaction block may open the request (on-demand mode: it must).
         let opens_with_compaction = first.blocks.first().map(|b| b.kind) == Some(Kind::Compaction);
         if first.speaker != Speaker::User && !opens_with_compaction {
@@ -96,13 +100,15 @@ pub(super) fn check(request: &Value, found: &mut Found) {
 }
 
 /// Reads the messages from `scope` on into merged turns, reporting what cannot be read and empty
-/// content.
+/// content; checks `system` messages on the way (they are no turn). True when a system message
+/// comes before any turn (reported as [`Rule::FirstTurnNotUser`]).
 fn turns<'a>(
     messages: &'a [Value],
     scope: super::compaction::Scope,
     found: &mut Found,
-) -> Vec<Turn<'a>> {
+) -> (Vec<Turn<'a>>, bool) {
     let mut turns: Vec<Turn<'a>> = Vec::new();
+    let mut opened_by_system = false;
     for (i, message) in messages.iter().enumerate().skip(scope.message) {
         let path = format!("/messages/{i}");
         let Some(message) = super::object_at(message, &path, "a message", found) else {
@@ -111,11 +117,23 @@ fn turns<'a>(
         let speaker = match message.get("role") {
             Some(Value::String(r)) if r == "user" => Speaker::User,
             Some(Value::String(r)) if r == "assistant" => Speaker::Assistant,
+            Some(Value::String(r)) if r == "system" => {
+                if turns.is_empty() && !opened_by_system {
+                    opened_by_system = true;
+                    found.push(
+                        &path,
+                        Rule::FirstTurnNotUser,
+                        "a system message opens the request: the first turn must be a user turn",
+                    );
+                }
+                system_message(message, &path, found);
+                continue;
+            }
             Some(Value::String(r)) => {
                 found.push(
                     format!("{path}/role"),
                     Rule::InvalidRole,
-                    format!("role `{r}` is not `user` or `assistant`"),
+                    format!("role `{r}` is not `user`, `assistant` or `system`"),
                 );
                 continue;
             }
@@ -147,7 +165,26 @@ fn turns<'a>(
             }),
         }
     }
-    turns
+    (turns, opened_by_system)
+}
+
+/// A `system` message holds content (text): no tool calls, results, thinking or compaction.
+fn system_message(message: &Map<String, Value>, path: &str, found: &mut Found) {
+    for block in content_blocks(message, path, false, found) {
+        let what = match block.kind {
+            Kind::Call(_) => "a tool_use block",
+            Kind::ServerCall(_) => "a server tool call",
+            Kind::Result(_) => "a tool_result block",
+            Kind::Thinking => "a thinking block",
+            Kind::Compaction => "a compaction block",
+            Kind::Other => continue,
+        };
+        found.push(
+            &block.path,
+            Rule::BlockInWrongRole,
+            format!("{what} cannot appear in a system message"),
+        );
+    }
 }
 
 /// The blocks of one message (a string content is one text block).

@@ -39,7 +39,7 @@
 //!
 //! | format | rules |
 //! |---|---|
-//! | Anthropic Messages | `messages` is a non-empty array; roles are `user` / `assistant`; the first turn is a user turn; every `tool_use` is answered by a `tool_result` with its id in the next (merged) user turn, and `tool_result` blocks come before any other block of that turn; every `tool_result` answers a `tool_use` of the turn right before it, once; `tool_use` / `server_tool_use` / `mcp_tool_use` ids are unique (server calls are answered inside the assistant turn and need no `tool_result`); `tool_use` and thinking blocks only in assistant turns, `tool_result` only in user turns; no empty content (an empty string, an empty block list, or a text block with no visible text), except in a final assistant message; `thinking` blocks carry a non-empty `signature`, `redacted_thinking` blocks non-empty `data`. |
+//! | Anthropic Messages | `messages` is a non-empty array; roles are `user` / `assistant` / `system`; a `system` message (Claude Code sends one after the first user message) is transparent to turns, does not open the request, and holds no tool, thinking or compaction block; the first turn is a user turn; every `tool_use` is answered by a `tool_result` with its id in the next (merged) user turn, and `tool_result` blocks come before any other block of that turn; every `tool_result` answers a `tool_use` of the turn right before it, once; `tool_use` / `server_tool_use` / `mcp_tool_use` ids are unique (server calls are answered inside the assistant turn and need no `tool_result`); `tool_use` and thinking blocks only in assistant turns, `tool_result` only in user turns; no empty content (an empty string, an empty block list, or a text block with no visible text), except in a final assistant message; `thinking` blocks carry a non-empty `signature`, `redacted_thinking` blocks non-empty `data`. |
 //! | OpenAI Chat Completions | `messages` is a non-empty array; roles are `system`, `developer`, `user`, `assistant`, `tool` or legacy `function`; every assistant `tool_calls[].id` is answered by a `tool` message with that `tool_call_id` before the next message that is not a `tool` message; every `tool` message answers, once, a call of the assistant message that opens its run of `tool` messages; call ids are unique; an assistant message has content or tool calls. |
 //! | OpenAI Responses | `input` is a string (always valid) or an array of items; message roles are `user`, `assistant`, `system`, `developer`; every `function_call`, `custom_tool_call` and `local_shell_call` has exactly one output of the matching kind (`*_output`, by `call_id`) after it, every output follows its call, and call ids are unique. Other items (`reasoning`, `compaction`, unknown types) are opaque and valid. |
 //!
@@ -88,12 +88,12 @@ pub enum Rule {
     NoMessages,
     /// A role the format does not know.
     InvalidRole,
-    /// Anthropic: the first turn is not a user turn.
+    /// Anthropic: the first turn is not a user turn (or a `system` message opens the request).
     FirstTurnNotUser,
     /// Content that must not be empty is empty (or, for text blocks, only whitespace).
     EmptyContent,
     /// A block in a turn of the wrong role (`tool_use` or thinking from the user, `tool_result` from
-    /// the assistant).
+    /// the assistant, any of them in an Anthropic `system` message).
     BlockInWrongRole,
     /// A tool call id used more than once.
     DuplicateCallId,

@@ -183,7 +183,7 @@ fn anthropic_roles_first_turn_and_empty_messages() {
     );
     let request = anthropic(json!([
         {"role": "assistant", "content": "I start."},
-        {"role": "system", "content": "no system role in messages"},
+        {"role": "developer", "content": "no developer role in messages"},
         {"role": "user", "content": "ok"}
     ]));
     assert_eq!(
@@ -191,6 +191,85 @@ fn anthropic_roles_first_turn_and_empty_messages() {
         vec![
             ("/messages/0".to_owned(), Rule::FirstTurnNotUser),
             ("/messages/1/role".to_owned(), Rule::InvalidRole),
+        ]
+    );
+}
+
+/// Claude Code sends a `system` message after the first user message: the API takes it, and the
+/// messages around it are turns as if it were not there.
+#[test]
+fn anthropic_system_messages_are_transparent_to_turns() {
+    let request = anthropic(json!([
+        {"role": "user", "content": [text("<system-reminder>\nctx\n</system-reminder>"), text("fix it")]},
+        {"role": "system", "content": [
+            {"type": "text", "text": "# Environment\n - Platform: linux", "cache_control": {"type": "ephemeral"}}
+        ]},
+        {"role": "assistant", "content": [
+            {"type": "thinking", "thinking": "run it", "signature": "c2ln"}, tool_use("a")
+        ]},
+        {"role": "system", "content": "a note between a call and its result"},
+        {"role": "user", "content": [tool_result("a")]},
+        {"role": "assistant", "content": "Done."},
+        {"role": "system", "content": "and one between two user messages"},
+        {"role": "user", "content": "thanks"},
+        {"role": "system", "content": "then"},
+        {"role": "user", "content": "bye"}
+    ]));
+    assert_eq!(found(&request, Format::Anthropic), vec![]);
+    // What the API rejects is still found through them: a result after other content of its (merged)
+    // turn, a call left unanswered.
+    let request = anthropic(json!([
+        {"role": "user", "content": "go"},
+        {"role": "system", "content": "env"},
+        {"role": "assistant", "content": [tool_use("a"), tool_use("b")]},
+        {"role": "user", "content": "wait"},
+        {"role": "system", "content": "env"},
+        {"role": "user", "content": [tool_result("a")]}
+    ]));
+    assert_eq!(
+        found(&request, Format::Anthropic),
+        vec![
+            ("/messages/2/content/1".to_owned(), Rule::UnansweredCall),
+            ("/messages/5/content/0".to_owned(), Rule::ResultAfterContent),
+        ]
+    );
+}
+
+#[test]
+fn anthropic_system_messages_do_not_open_the_request_nor_hold_tool_blocks() {
+    let request = anthropic(json!([
+        {"role": "system", "content": "env"},
+        {"role": "assistant", "content": "I start."}
+    ]));
+    assert_eq!(
+        found(&request, Format::Anthropic),
+        one("/messages/0", Rule::FirstTurnNotUser)
+    );
+    let request = anthropic(json!([
+        {"role": "system", "content": "env"},
+        {"role": "user", "content": "hi"}
+    ]));
+    assert_eq!(
+        found(&request, Format::Anthropic),
+        one("/messages/0", Rule::FirstTurnNotUser)
+    );
+    let request = anthropic(json!([
+        {"role": "user", "content": "hi"},
+        {"role": "system", "content": [text("env"), tool_use("s"), tool_result("s"),
+            {"type": "thinking", "thinking": "hm", "signature": "c2ln"}]},
+        {"role": "system", "content": ""},
+        {"role": "system", "content": []},
+        {"role": "tool", "content": "x"}
+    ]));
+    assert_eq!(
+        found(&request, Format::Anthropic),
+        vec![
+            ("/messages/1/content/1".to_owned(), Rule::BlockInWrongRole),
+            ("/messages/1/content/2".to_owned(), Rule::BlockInWrongRole),
+            ("/messages/1/content/3".to_owned(), Rule::BlockInWrongRole),
+            ("/messages/2/content".to_owned(), Rule::EmptyContent),
+            ("/messages/3/content".to_owned(), Rule::EmptyContent),
+            ("/messages/4/role".to_owned(), Rule::InvalidRole),
         ]
     );
 }
