@@ -41,6 +41,7 @@ fn conversions_match_their_snapshots() {
     );
     for (from, stem) in [
         (Format::Anthropic, "anthropic_agent"),
+        (Format::Anthropic, "anthropic_claude_code"),
         (Format::OpenAiChat, "chat_agent"),
         (Format::OpenAiResponses, "responses_agent"),
     ] {
@@ -97,6 +98,7 @@ fn transcript_items_keep_their_fields_in_their_wire_format() {
 fn every_fixture_converts_to_a_decodable_request_that_keeps_its_tool_pairs() {
     for (from, name) in [
         (Format::Anthropic, "anthropic_agent.json"),
+        (Format::Anthropic, "anthropic_claude_code.json"),
         (Format::OpenAiChat, "chat_agent.json"),
         (Format::OpenAiResponses, "responses_agent.json"),
         (Format::OpenAiResponses, "responses_string_input.json"),
@@ -126,6 +128,36 @@ fn every_fixture_converts_to_a_decodable_request_that_keeps_its_tool_pairs() {
             let items: Vec<usize> = out.losses.iter().filter_map(|l| l.item).collect();
             assert!(items.windows(2).all(|w| w[0] <= w[1]) && items.iter().all(|i| *i < src.len()));
         }
+    }
+}
+
+/// Claude Code's system message among the messages stays a system message at its place in Chat and
+/// Responses (both have one); its `cache_control` is reported dropped as any block's is.
+#[test]
+fn claude_code_system_message_stays_a_system_message_in_openai_formats() {
+    let v = fixture("anthropic_claude_code.json");
+    for (to, list) in [
+        (Format::OpenAiChat, "messages"),
+        (Format::OpenAiResponses, "input"),
+    ] {
+        let out = convert(Format::Anthropic, to, &v);
+        let messages = out.value[list].as_array().unwrap();
+        let roles: Vec<&str> = messages.iter().filter_map(|m| m["role"].as_str()).collect();
+        assert_eq!(&roles[..3], ["system", "user", "system"], "{to}");
+        let env = &messages[2];
+        let text = env["content"]
+            .as_str()
+            .or_else(|| env["content"][0]["text"].as_str())
+            .unwrap();
+        assert!(text.starts_with("# Environment\n"), "{to}: {env}");
+        // Item 2 is the system message.
+        assert!(
+            out.losses
+                .iter()
+                .any(|l| l.item == Some(2) && l.kind == LossKind::FieldsDropped),
+            "{to}: {:?}",
+            out.losses
+        );
     }
 }
 
@@ -300,6 +332,15 @@ fn anthropic_requests_open_with_a_user_turn() {
     let out = encode(&conv, Format::Anthropic).unwrap();
     assert_eq!(out.value["messages"][0], placeholder);
     assert_eq!(out.value["messages"].as_array().unwrap().len(), 3);
+    assert_eq!(validate(&out.value, Format::Anthropic), vec![]);
+    // Claude Code's: its system message follows the opening user message, which is no longer sent.
+    let v = fixture("anthropic_claude_code.json");
+    let mut conv = decode(Format::Anthropic, &v).unwrap();
+    conv.items[1].meta.visibility.model = false;
+    let out = encode(&conv, Format::Anthropic).unwrap();
+    assert_eq!(out.value["messages"][0], placeholder);
+    assert_eq!(out.value["messages"][1], v["messages"][1]);
+    assert_eq!(losses(&out), vec![(None, LossKind::PlaceholderAdded)]);
     assert_eq!(validate(&out.value, Format::Anthropic), vec![]);
     // A request that already opened with the assistant is written back as it was (exact round trip).
     let mut odd = req.clone();

@@ -130,7 +130,8 @@ fn a_message() -> impl Strategy<Value = Value> {
         prop::collection::vec(a_block(), 0..5).prop_map(Value::Array)
     ];
     (
-        prop_oneof![Just("user"), Just("assistant")],
+        // `system`: Claude Code sends one among the messages.
+        prop_oneof![3 => Just("user"), 3 => Just("assistant"), 1 => Just("system")],
         content,
         unknown(),
     )

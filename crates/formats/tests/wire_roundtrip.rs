@@ -197,3 +197,65 @@ fn edited_items_re_encode_in_place() {
         "It started after the UTF-8 change."
     );
 }
+
+/// Claude Code (2.1.328, claude-opus-5-5) sends a `role: "system"` message among the messages, right
+/// after the first user message: it decodes as a system item at its place, is written back as it
+/// was (its bytes included), and the request passes the provider-rules validator.
+#[test]
+fn claude_code_system_message_round_trips() {
+    let v = fixture("anthropic_claude_code.json");
+    let conv = round_trip(Format::Anthropic, &v);
+    let kinds: Vec<ItemKind> = conv.items.iter().map(|i| i.kind()).collect();
+    assert_eq!(
+        kinds,
+        [
+            ItemKind::System,
+            ItemKind::User,
+            ItemKind::System,
+            ItemKind::Reasoning,
+            ItemKind::Assistant,
+            ItemKind::ToolCall,
+            ItemKind::ToolResult,
+        ]
+    );
+    let env = conv.items[2].meta.envelope.as_ref().unwrap();
+    assert_eq!((env.message, env.slot), (1, None));
+    assert_eq!(conv.items[2].role(), Role::System);
+    assert!(conv.items[2].plain_text().starts_with("# Environment\n"));
+    assert_eq!(conv.pairing().pairs.len(), 1);
+    let out = encode(&conv, Format::Anthropic).unwrap().value;
+    let bytes = |v: &Value| serde_json::to_string(v).unwrap();
+    assert_eq!(bytes(&out["messages"]), bytes(&v["messages"]));
+    assert_eq!(
+        compact_formats::validate::validate(&v, Format::Anthropic),
+        vec![]
+    );
+}
+
+/// A system message with string content, message-level fields and a block the decoder does not
+/// model comes back as it was; one opening the request too (written back as received).
+#[test]
+fn anthropic_system_messages_of_every_shape_round_trip() {
+    let v = serde_json::json!({"model": "m", "max_tokens": 5, "messages": [
+        {"role": "user", "content": "hi"},
+        {"role": "system", "content": "Today is Saturday.", "x_tag": 1},
+        {"role": "system", "content": [
+            {"type": "text", "text": "a"},
+            {"type": "x_block", "data": [1]},
+            {"type": "text", "text": "b", "cache_control": {"type": "ephemeral"}}
+        ]},
+        {"role": "assistant", "content": "hello"},
+        {"role": "system", "content": []}
+    ]});
+    let conv = round_trip(Format::Anthropic, &v);
+    assert_eq!(
+        conv.items
+            .iter()
+            .filter(|i| i.role() == Role::System)
+            .count(),
+        3
+    );
+    let first = serde_json::json!({"messages": [{"role": "system", "content": "env"},
+        {"role": "user", "content": "hi"}]});
+    round_trip(Format::Anthropic, &first);
+}

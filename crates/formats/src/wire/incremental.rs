@@ -257,6 +257,35 @@ mod tests {
         assert_eq!(inc.decoded(), 1);
     }
 
+    /// Claude Code's request shape: a system message right after the first user message.
+    #[test]
+    fn a_system_message_among_the_messages_is_kept_like_any_other() {
+        let mut messages = vec![
+            json!({"role": "user", "content": [{"type": "text", "text": "<system-reminder>r</system-reminder>"},
+                {"type": "text", "text": "fix it"}]}),
+            json!({"role": "system", "content": [{"type": "text", "text": "# Environment",
+                "cache_control": {"type": "ephemeral"}}]}),
+            json!({"role": "assistant", "content": [
+                {"type": "thinking", "thinking": "t", "signature": "s"},
+                {"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "ls"}}]}),
+            json!({"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": "toolu_1", "content": "a.rs"}]}),
+        ];
+        let request = |m: &[Value]| json!({"system": "s", "messages": m});
+        let mut inc = IncrementalDecode::new();
+        same_as_full(&mut inc, Format::Anthropic, &request(&messages[..1]), 0);
+        for k in 1..messages.len() {
+            same_as_full(&mut inc, Format::Anthropic, &request(&messages[..=k]), k);
+            assert_eq!(inc.decoded(), 1);
+        }
+        messages.push(json!({"role": "system", "content": "later"}));
+        same_as_full(&mut inc, Format::Anthropic, &request(&messages), 4);
+        assert_eq!(inc.decoded(), 1);
+        let roles: Vec<_> = inc.conversation().items.iter().map(|i| i.role()).collect();
+        assert_eq!(roles[2], compact_core::model::Role::System);
+        assert_eq!(roles.last(), Some(&compact_core::model::Role::System));
+    }
+
     #[test]
     fn an_error_drops_the_state() {
         let mut inc = IncrementalDecode::new();

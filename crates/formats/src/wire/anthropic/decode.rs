@@ -80,6 +80,10 @@ fn decode_system(system: &Value, path: &str) -> Result<Item, DecodeError> {
 
 /// Decodes one Anthropic `{role, content}` message (the `index`-th of its request, found at `path`)
 /// into items appended to `out`, all sharing one envelope.
+///
+/// The role is `user`, `assistant` or `system`: Claude Code puts a `system` message among the
+/// messages (right after the first user message, with its environment), which becomes a system
+/// message item at its place.
 pub fn decode_message(
     msg: &Value,
     index: u32,
@@ -90,10 +94,11 @@ pub fn decode_message(
     let role = match f.tag("role")?.as_str() {
         "user" => Role::User,
         "assistant" => Role::Assistant,
+        "system" => Role::System,
         other => {
             return Err(DecodeError::new(
                 f.at("role"),
-                format!("expected `user` or `assistant`, got `{other}`"),
+                format!("expected `user`, `assistant` or `system`, got `{other}`"),
             ))
         }
     };
@@ -141,6 +146,7 @@ pub fn decode_message(
 pub(crate) fn implied_role(body: &ItemBody) -> Role {
     match body {
         ItemBody::Message(m) if m.role == Role::Assistant => Role::Assistant,
+        ItemBody::Message(m) if m.role == Role::System => Role::System,
         ItemBody::Message(_) | ItemBody::Checkpoint(_) => Role::User,
         ItemBody::ToolResult(r) if r.kind != compact_core::model::ToolCallKind::Server => {
             Role::User

@@ -67,6 +67,7 @@ pub(crate) fn encode_request(conv: &Conversation, losses: &mut Vec<Loss>) -> Val
                 let role = match env.extra.get("role").and_then(Value::as_str) {
                     Some("user") => "user",
                     Some("assistant") => "assistant",
+                    Some("system") => "system",
                     _ => items.first().map_or("user", |(_, i)| wire_role(i)),
                 };
                 let mut blocks = Vec::new();
@@ -147,6 +148,7 @@ pub(crate) fn encode_request(conv: &Conversation, losses: &mut Vec<Loss>) -> Val
 fn wire_role(item: &Item) -> &'static str {
     match implied_role(item.body()) {
         Role::User => "user",
+        Role::System => "system",
         _ => "assistant",
     }
 }
@@ -179,9 +181,11 @@ fn merge_roles(msgs: Vec<Msg>) -> Vec<Msg> {
     out
 }
 
-/// Puts a placeholder user message first when the request would open with an assistant turn that
-/// was not already the first message of its source request (a source that broke the rule is written
-/// back as it was, so that same-format encoding stays exact), or would have no message at all.
+/// Puts a placeholder user message first when the request would open with an assistant or system
+/// message that was not already the first message of its source request (a source that broke the
+/// rule is written back as it was, so that same-format encoding stays exact), or would have no
+/// message at all. (Claude Code's system message follows the first user message: when compaction
+/// removed that one, the placeholder takes its place.)
 fn lead_with_user(msgs: &mut Vec<Msg>, losses: &mut Vec<Loss>) {
     match msgs.first() {
         // Nothing but system text is left (compaction dropped every message): the API requires a
@@ -190,7 +194,7 @@ fn lead_with_user(msgs: &mut Vec<Msg>, losses: &mut Vec<Loss>) {
             LossKind::PlaceholderAdded,
             "a user message is the only message: Anthropic requires at least one",
         )),
-        Some(first) if first.role != "assistant" || first.opens_source => return,
+        Some(first) if first.role == "user" || first.opens_source => return,
         // A provider compaction block must be the first content of the request (on-demand mode);
         // in threshold mode the provider ignores whatever would come before it.
         Some(first) if first.blocks.first().is_some_and(is_compaction_block) => return,

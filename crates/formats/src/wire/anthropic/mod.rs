@@ -3,7 +3,8 @@
 //! One wire message becomes one item per run of its content: consecutive text / image / document
 //! blocks form a [`Message`](compact_core::model::Message) item; each `tool_use`, `tool_result`,
 //! `thinking`, server tool block and checkpoint text becomes its own item; all share the message's
-//! envelope. `system` becomes a system item whose envelope slot is `"system"`.
+//! envelope. `system` becomes a system item whose envelope slot is `"system"`; a message with role
+//! `system` (Claude Code sends one after the first user message) becomes a system item at its place.
 
 mod blocks;
 mod decode;
