@@ -23,6 +23,13 @@ pub const MIN_BOUNDARY_TOKENS: usize = 32;
 /// one turn, so recency counts the last two per turn rather than the whole turn.
 pub const ASSISTANT_MESSAGES_PER_RECENT_TURN: usize = 2;
 
+/// The opening user message (with the items of its wire message) is pinned while it takes at most
+/// this share of the window (`max_context_tokens / OPENING_PIN_SHARE`): agents put their own
+/// instructions there (Claude Code's `<system-reminder>` blocks: agent types, deferred tools, skills,
+/// memory files; the Codex CLI's environment context), and the task as first given is what every
+/// later turn serves. A larger opening is treated as any user message.
+pub const OPENING_PIN_SHARE: usize = 8;
+
 /// Why an item is pinned.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PinReason {
@@ -38,6 +45,9 @@ pub enum PinReason {
     Hidden,
     /// A provider's own compaction (or trigger): opaque, checked byte for byte by the provider.
     ProviderCompaction,
+    /// The conversation's opening user message: what an agent puts first (its reminders, memory
+    /// files, environment) and the task as first given ([`OPENING_PIN_SHARE`]).
+    Opening,
 }
 
 /// The class of one item.
@@ -192,6 +202,7 @@ impl Survey {
                 }
             })
             .collect();
+        pin_opening(items, &units, &tokens, policy, &mut pins);
         let mut tool_units: Vec<Vec<usize>> = Vec::new();
         // Only the latest call of each protected tool is pinned: a newer todo list supersedes the older
         // ones, which would otherwise accumulate without bound.
@@ -246,6 +257,33 @@ impl Survey {
     /// Total tokens of the request.
     pub fn total(&self) -> usize {
         self.overhead + self.tokens.iter().sum::<usize>()
+    }
+}
+
+/// Pins the opening user message's unit ([`PinReason::Opening`]) when it is small enough.
+fn pin_opening(
+    items: &[Item],
+    units: &[usize],
+    tokens: &[usize],
+    policy: &Policy,
+    pins: &mut [Option<PinReason>],
+) {
+    let Some(first) = items
+        .iter()
+        .position(|it| it.meta.visibility.model && is_user_message(it))
+    else {
+        return;
+    };
+    let unit = units[first];
+    let members = || (0..items.len()).filter(move |&i| units[i] == unit);
+    let size: usize = members().map(|i| tokens[i]).sum();
+    if size > policy.max_context_tokens / OPENING_PIN_SHARE {
+        return;
+    }
+    for i in members() {
+        if pins[i].is_none() {
+            pins[i] = Some(PinReason::Opening);
+        }
     }
 }
 

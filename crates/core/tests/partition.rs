@@ -67,6 +67,36 @@ fn units_join_a_wire_message_and_each_call_with_its_result() {
     assert_eq!(s.tool_units, [vec![2, 5], vec![3, 4], vec![7, 8]]);
 }
 
+/// A system message anywhere (Claude Code sends its environment as one right after the first user
+/// message) is pinned like the leading system prompt, in a unit of its own, and opens no turn.
+#[test]
+fn a_system_message_anywhere_is_pinned_in_a_unit_of_its_own() {
+    let s = survey(vec![
+        Item::text(Role::System, "You are Claude Code."), // 0
+        Item::text(Role::User, "fix it"),                 // 1
+        Item::text(Role::System, "# Environment"),        // 2
+        call("c1", "Bash"),                               // 3
+        result("c1"),                                     // 4
+        Item::text(Role::System, "later"),                // 5
+        Item::text(Role::User, "next"),                   // 6
+    ]);
+    let system = Some(PinReason::Role(Role::System));
+    assert_eq!(
+        s.pins,
+        [
+            system.clone(),
+            None,
+            system.clone(),
+            None,
+            None,
+            system,
+            None
+        ]
+    );
+    assert_eq!(s.turns, [0, 0, 0, 0, 0, 0, 1]);
+    assert_eq!(s.units, [0, 1, 2, 3, 3, 5, 6]);
+}
+
 #[test]
 fn a_flagged_call_or_result_pins_its_partner_and_protected_tools_pin_even_when_unanswered() {
     let mut flagged = result("a");
@@ -130,4 +160,44 @@ fn recent_turns_keep_two_assistant_messages_each_and_checkpoints_have_their_clas
     assert_eq!(p.classes[2], Class::Checkpoint);
     let recent = p.classes.iter().filter(|c| **c == Class::Recent).count();
     assert_eq!(recent, 6, "{:?}", p.classes);
+}
+
+#[test]
+fn the_opening_user_message_is_pinned_while_it_is_small_beside_the_window() {
+    // An agent's opening: its reminders and the task, in one wire message (two items), then work.
+    let opening = Arc::new(Envelope::default());
+    let with = |mut item: Item| {
+        item.meta.envelope = Some(opening.clone());
+        item
+    };
+    let items = || {
+        vec![
+            Item::text(Role::System, "rules"),
+            with(Item::text(
+                Role::User,
+                "<system-reminder>agent types, deferred tools, skills</system-reminder>",
+            )),
+            with(Item::text(Role::User, "Fix the parser.")),
+            Item::text(Role::Assistant, "Reading it."),
+            Item::text(Role::User, "Also the tests."),
+        ]
+    };
+    let s = survey(items());
+    assert_eq!(s.pins[1], Some(PinReason::Opening));
+    assert_eq!(s.pins[2], Some(PinReason::Opening));
+    assert_eq!(s.pins[4], None, "only the opening");
+    // An opening larger than an eighth of the window is a user message like any other.
+    let mut conv = Conversation::default();
+    let mut big = items();
+    big[2] = with(Item::text(Role::User, "word ".repeat(2_000)));
+    for item in big {
+        conv.push(item);
+    }
+    let s = Survey::of(
+        &conv,
+        &Policy::for_window(8_000),
+        &TokenCounter::new(Encoding::O200kBase),
+    );
+    assert_eq!(s.pins[1], None);
+    assert_eq!(s.pins[2], None);
 }
