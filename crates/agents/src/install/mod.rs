@@ -12,15 +12,18 @@
 //! Files (module [`claude`], [`codex`]):
 //! - Claude Code, project: `DIR/.claude/settings.json` (hooks) and `DIR/.mcp.json` (server);
 //!   user: `~/.claude/settings.json` and `~/.claude.json` (top-level `mcpServers`).
-//! - Codex: `~/.codex/config.toml`: `[mcp_servers.compact]`, and with hooks `[[hooks.SessionStart]]`
-//!   (matcher `compact`) and `[[hooks.PreCompact]]`.
+//! - Codex: `config.toml` in Codex's home (`$CODEX_HOME`, default `~/.codex`):
+//!   `[mcp_servers.compact]`, and with hooks `[[hooks.SessionStart]]` (matcher `compact`) and
+//!   `[[hooks.PreCompact]]`, trusted as Codex records it (`[hooks.state."<key>"]`).
 //!
 //! The caller plans ([`plan_install`], [`plan_uninstall`]), shows the [`Change`]s (`--dry-run`:
 //! [`Change::diff`]) or writes them ([`apply`]: a temporary file renamed over the old one).
 
 pub mod claude;
 pub mod codex;
+pub mod codex_trust;
 mod diff;
+mod sha256;
 
 use crate::error::AgentsError;
 use crate::hook::Agent;
@@ -44,7 +47,8 @@ pub enum Target {
     ClaudeCodeProject(PathBuf),
     /// Claude Code, the user (`HOME`): `~/.claude/settings.json` and `~/.claude.json`.
     ClaudeCodeUser(PathBuf),
-    /// Codex CLI (`HOME`): `~/.codex/config.toml`.
+    /// Codex CLI: its home (`$CODEX_HOME`, default `~/.codex`, [`codex::home_dir`]), holding
+    /// `config.toml`.
     Codex(PathBuf),
 }
 
@@ -70,6 +74,12 @@ pub struct InstallOptions {
     /// Claude Code: the `PreToolUse` hook on `Bash` that wraps commands in `compactctl run` (off by
     /// default). Uninstalling with it set removes that hook alone.
     pub run_hook: bool,
+    /// Codex: record the installed hooks as trusted, as Codex's own review does (Codex runs no
+    /// untrusted hook). Uninstalling always removes that record.
+    pub trust: bool,
+    /// Codex: the `CODEX_HOME` the MCP server is started with, when Codex's home is not the
+    /// default `~/.codex` (Codex passes its MCP servers a few variables only, never this one).
+    pub codex_home_env: Option<String>,
 }
 
 /// One file's planned change.
@@ -112,7 +122,7 @@ pub fn plan_install(target: &Target, options: &InstallOptions) -> Result<Vec<Cha
         Target::ClaudeCodeProject(_) | Target::ClaudeCodeUser(_) => {
             claude::plan(target, options, claude::Mode::Install)
         }
-        Target::Codex(home) => codex::plan(home, options, codex::Mode::Install),
+        Target::Codex(codex_home) => codex::plan(codex_home, options, codex::Mode::Install),
     }
 }
 
@@ -125,7 +135,7 @@ pub fn plan_uninstall(
         Target::ClaudeCodeProject(_) | Target::ClaudeCodeUser(_) => {
             claude::plan(target, options, claude::Mode::Uninstall)
         }
-        Target::Codex(home) => codex::plan(home, options, codex::Mode::Uninstall),
+        Target::Codex(codex_home) => codex::plan(codex_home, options, codex::Mode::Uninstall),
     }
 }
 

@@ -29,7 +29,8 @@ pub enum Source {
     Latest {
         /// The agent.
         agent: Agent,
-        /// The user's home directory.
+        /// Where the agent keeps its sessions: Claude Code, the user's home (`.claude/projects`
+        /// under it); Codex, Codex's home (`$CODEX_HOME`, default `~/.codex`; `sessions` under it).
         home: PathBuf,
         /// The directory the agent runs in.
         cwd: PathBuf,
@@ -165,7 +166,8 @@ const MAX_CWD_LINES: usize = 64;
 /// The agent's most recently written transcript for `cwd`, unambiguously.
 ///
 /// The candidates are Claude Code's transcripts in the project directory named after `cwd`, or
-/// the Codex rollouts under `~/.codex/sessions`. Of these, the ones recording `cwd` as their
+/// the Codex rollouts under `sessions` of Codex's home (`home`: `$CODEX_HOME`, default
+/// `~/.codex`). Of these, the ones recording `cwd` as their
 /// directory are preferred (Claude Code's project directory names are lossy: `/a/b-c` and
 /// `/a/b/c` share one); Claude Code transcripts recording no directory come next; a Codex rollout
 /// must record it. Among the preferred, the newest wins, unless another was written within
@@ -246,7 +248,7 @@ fn candidates(
             (dir, files)
         }
         Agent::Codex => {
-            let dir = home.join(".codex").join("sessions");
+            let dir = home.join("sessions");
             let mut files = Vec::new();
             collect_rollouts(&dir, 0, &mut files);
             (dir, files)

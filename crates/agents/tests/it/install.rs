@@ -15,6 +15,8 @@ fn options() -> InstallOptions {
         hooks: true,
         mcp: true,
         run_hook: false,
+        trust: true,
+        codex_home_env: None,
     }
 }
 
@@ -210,7 +212,7 @@ fn codex_config_keeps_comments_and_is_restored_exactly() {
     let home = scratch("codex");
     let config = home.join(".codex/config.toml");
     copy("codex-config.toml", &config);
-    let target = Target::Codex(home.clone());
+    let target = Target::Codex(home.join(".codex"));
     install(&target);
     let text = std::fs::read_to_string(&config).unwrap();
     assert!(
@@ -248,7 +250,7 @@ fn codex_config_keeps_comments_and_is_restored_exactly() {
 #[test]
 fn codex_install_into_a_new_home_creates_and_removes_the_config() {
     let home = scratch("codex_new");
-    let target = Target::Codex(home.clone());
+    let target = Target::Codex(home.join(".codex"));
     let only_mcp = InstallOptions {
         hooks: false,
         ..options()
@@ -267,11 +269,11 @@ fn codex_refuses_invalid_toml_and_foreign_servers() {
     let config = home.join(".codex/config.toml");
     std::fs::create_dir_all(config.parent().unwrap()).unwrap();
     std::fs::write(&config, "model = \"x\"\n[mcp_servers\n").unwrap();
-    let err = plan_install(&Target::Codex(home.clone()), &options()).unwrap_err();
+    let err = plan_install(&Target::Codex(home.join(".codex")), &options()).unwrap_err();
     assert!(err.to_string().contains("invalid TOML"), "{err}");
     assert!(err.to_string().contains("line 2"), "{err}");
     std::fs::write(&config, "[mcp_servers.compact]\ncommand = \"python\"\n").unwrap();
-    let err = plan_install(&Target::Codex(home), &options()).unwrap_err();
+    let err = plan_install(&Target::Codex(home.join(".codex")), &options()).unwrap_err();
     assert!(err.to_string().contains("not overwritten"), "{err}");
 }
 
@@ -316,4 +318,239 @@ fn the_run_hook_is_off_by_default_and_uninstalls_alone() {
         plain,
         "uninstalling the run hook removes exactly it"
     );
+}
+
+/// Codex's trust key and hash of our handler at `group` of `event` in `codex_home`'s config.
+fn codex_trust_of(
+    codex_home: &Path,
+    event: &str,
+    group: usize,
+    matcher: Option<&str>,
+    exe: &str,
+) -> (String, String) {
+    use compact_agents::install::codex_trust::{hash, key, source_path, Handler};
+    let command = format!("{exe} hook codex");
+    let handler = Handler {
+        event,
+        matcher,
+        command: &command,
+        timeout: Some(30),
+        is_async: false,
+        status_message: None,
+    };
+    (
+        key(&source_path(codex_home), event, group, 0),
+        hash(&handler),
+    )
+}
+
+fn trusted_hash(doc: &toml_edit::DocumentMut, key: &str) -> Option<String> {
+    doc.get("hooks")?
+        .get("state")?
+        .get(key)?
+        .get("trusted_hash")?
+        .as_str()
+        .map(str::to_owned)
+}
+
+fn toml(path: &Path) -> toml_edit::DocumentMut {
+    std::fs::read_to_string(path).unwrap().parse().unwrap()
+}
+
+#[test]
+fn codex_hooks_are_trusted_where_codex_home_says_as_codex_records_it() {
+    // A Codex home that is not `~/.codex` (CODEX_HOME), reached through a symlink: Codex names
+    // the file by the resolved path in its keys.
+    let base = scratch("codex_trust");
+    let real = base.join("real-codex-home");
+    std::fs::create_dir_all(&real).unwrap();
+    let codex_home = base.join("codex-home");
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(&real, &codex_home).unwrap();
+    #[cfg(not(unix))]
+    let codex_home = real.clone();
+    copy("codex-config.toml", &codex_home.join("config.toml"));
+    let target = Target::Codex(codex_home.clone());
+    install(&target);
+    let config = codex_home.join("config.toml");
+    let doc = toml(&config);
+    // The fixture's own SessionStart group comes first: ours is group 1 there, group 0 of PreCompact.
+    let (start_key, start_hash) =
+        codex_trust_of(&codex_home, "SessionStart", 1, Some("compact"), EXE);
+    let (pre_key, pre_hash) = codex_trust_of(&codex_home, "PreCompact", 0, None, EXE);
+    let canonical = std::fs::canonicalize(&real).unwrap().join("config.toml");
+    assert_eq!(
+        start_key,
+        format!("{}:session_start:1:0", canonical.display())
+    );
+    assert_eq!(trusted_hash(&doc, &start_key), Some(start_hash));
+    assert_eq!(trusted_hash(&doc, &pre_key), Some(pre_hash));
+    assert_eq!(doc["hooks"]["state"].as_table().unwrap().len(), 2);
+    assert!(!base.join(".codex").exists());
+
+    // Idempotent: nothing changes the second time.
+    assert!(plan_install(&target, &options())
+        .unwrap()
+        .iter()
+        .all(|c| !c.changes()));
+
+    // A moved executable: the command and its trust are updated in place, nothing added.
+    let moved = InstallOptions {
+        exe: "/usr/local/bin/compactctl".to_owned(),
+        ..options()
+    };
+    apply(&plan_install(&target, &moved).unwrap()).unwrap();
+    let doc = toml(&config);
+    let (key, hash) = codex_trust_of(
+        &codex_home,
+        "SessionStart",
+        1,
+        Some("compact"),
+        "/usr/local/bin/compactctl",
+    );
+    assert_eq!(key, start_key);
+    assert_eq!(trusted_hash(&doc, &key), Some(hash));
+    assert_eq!(doc["hooks"]["state"].as_table().unwrap().len(), 2);
+    assert_eq!(
+        doc["hooks"]["SessionStart"]
+            .as_array_of_tables()
+            .unwrap()
+            .len(),
+        2
+    );
+
+    // Uninstall removes the hooks and their trust: the file is the fixture again.
+    apply(&plan_uninstall(&target, &moved).unwrap()).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(&config).unwrap(),
+        std::fs::read_to_string(fixture("codex-config.toml")).unwrap()
+    );
+}
+
+#[test]
+fn codex_uninstall_moves_the_trust_of_the_hooks_after_ours() {
+    let codex_home = scratch("codex_trust_moves").join("codex");
+    let config = codex_home.join("config.toml");
+    copy("codex-config.toml", &config);
+    let target = Target::Codex(codex_home.clone());
+    install(&target);
+    // The user then adds and trusts a hook after ours, and trusts their own first one.
+    let source = compact_agents::install::codex_trust::source_path(&codex_home);
+    let key = |g: usize| format!("{}:session_start:{g}:0", source.display());
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str(&format!(
+        "\n[[hooks.SessionStart]]\nmatcher = \"resume\"\n\n[[hooks.SessionStart.hooks]]\n\
+         type = \"command\"\ncommand = \"echo resumed\"\n\n\
+         [hooks.state.\"{}\"]\ntrusted_hash = \"sha256:theirs-after\"\n\n\
+         [hooks.state.\"{}\"]\ntrusted_hash = \"sha256:theirs-first\"\nenabled = true\n",
+        key(2),
+        key(0)
+    ));
+    std::fs::write(&config, &text).unwrap();
+    uninstall(&target);
+    let doc = toml(&config);
+    let starts = doc["hooks"]["SessionStart"].as_array_of_tables().unwrap();
+    assert_eq!(starts.len(), 2);
+    assert_eq!(starts.get(1).unwrap()["matcher"].as_str(), Some("resume"));
+    let state = doc["hooks"]["state"].as_table().unwrap();
+    assert_eq!(state.len(), 2, "{}", doc);
+    assert_eq!(
+        trusted_hash(&doc, &key(1)).as_deref(),
+        Some("sha256:theirs-after")
+    );
+    assert_eq!(
+        trusted_hash(&doc, &key(0)).as_deref(),
+        Some("sha256:theirs-first")
+    );
+    assert_eq!(
+        doc["hooks"]["state"][&key(0)]["enabled"].as_bool(),
+        Some(true)
+    );
+    assert!(doc.get("mcp_servers").unwrap().get("compact").is_none());
+    assert!(doc["hooks"].get("PreCompact").is_none());
+}
+
+#[test]
+fn codex_hooks_can_be_left_untrusted_and_uninstall_still_cleans_up() {
+    let codex_home = scratch("codex_untrusted").join("codex");
+    let target = Target::Codex(codex_home.clone());
+    let untrusted = InstallOptions {
+        trust: false,
+        ..options()
+    };
+    apply(&plan_install(&target, &untrusted).unwrap()).unwrap();
+    let doc = toml(&codex_home.join("config.toml"));
+    assert!(doc["hooks"].get("state").is_none(), "{doc}");
+    assert!(doc["hooks"]["PreCompact"].is_array_of_tables());
+    // Trusting later adds only the trust.
+    let planned = plan_install(&target, &options()).unwrap();
+    let diff = planned[0].diff();
+    assert!(diff.contains("+trusted_hash = \"sha256:"), "{diff}");
+    assert!(!diff.contains("+command"), "{diff}");
+    // A dry run writes nothing.
+    assert!(trusted_hash(
+        &toml(&codex_home.join("config.toml")),
+        &codex_trust_of(&codex_home, "PreCompact", 0, None, EXE).0
+    )
+    .is_none());
+    apply(&planned).unwrap();
+    uninstall(&target);
+    assert!(!codex_home.join("config.toml").exists());
+}
+
+#[test]
+fn codex_mcp_server_is_told_a_codex_home_that_is_not_the_default() {
+    use compact_agents::install::codex::{home_dir, hooks_enabled};
+    use std::ffi::OsStr;
+    assert_eq!(
+        home_dir(Some(OsStr::new("/srv/codex")), Some(Path::new("/home/u"))),
+        Some("/srv/codex".into())
+    );
+    assert_eq!(
+        home_dir(Some(OsStr::new("")), Some(Path::new("/home/u"))),
+        Some("/home/u/.codex".into())
+    );
+    assert_eq!(home_dir(None, None), None);
+
+    let codex_home = scratch("codex_home_env").join("codex");
+    let dir = codex_home.to_string_lossy().into_owned();
+    let target = Target::Codex(codex_home.clone());
+    let pinned = InstallOptions {
+        codex_home_env: Some(dir.clone()),
+        hooks: false,
+        ..options()
+    };
+    apply(&plan_install(&target, &pinned).unwrap()).unwrap();
+    let doc = toml(&codex_home.join("config.toml"));
+    assert_eq!(
+        doc["mcp_servers"]["compact"]["env"]["CODEX_HOME"].as_str(),
+        Some(dir.as_str())
+    );
+    assert!(plan_install(&target, &pinned)
+        .unwrap()
+        .iter()
+        .all(|c| !c.changes()));
+    // The default home again: the variable goes.
+    let plain = InstallOptions {
+        hooks: false,
+        ..options()
+    };
+    apply(&plan_install(&target, &plain).unwrap()).unwrap();
+    let doc = toml(&codex_home.join("config.toml"));
+    assert!(doc["mcp_servers"]["compact"].get("env").is_none(), "{doc}");
+
+    // Codex 0.169 runs hooks unless `[features] hooks` (or, without it, `codex_hooks`) is false.
+    let config = codex_home.join("config.toml");
+    for (features, on) in [
+        ("", true),
+        ("[features]\nhooks = false\n", false),
+        ("[features]\ncodex_hooks = false\n", false),
+        ("[features]\nhooks = true\ncodex_hooks = false\n", true),
+        ("[features]\ncodex_hooks = true\n", true),
+    ] {
+        std::fs::write(&config, features).unwrap();
+        assert_eq!(hooks_enabled(&codex_home).unwrap(), on, "{features}");
+    }
+    std::fs::remove_file(&config).unwrap();
+    assert!(hooks_enabled(&codex_home).unwrap());
 }

@@ -77,10 +77,15 @@ fn the_latest_session_is_found_per_agent_and_directory() {
     std::fs::create_dir_all(&day).unwrap();
     std::fs::copy(fixture("codex-rollout.jsonl"), day.join("rollout-a.jsonl")).unwrap();
     assert_eq!(
-        latest(Agent::Codex, &home, Path::new("/home/dev/orbit")).unwrap(),
+        latest(
+            Agent::Codex,
+            &home.join(".codex"),
+            Path::new("/home/dev/orbit")
+        )
+        .unwrap(),
         day.join("rollout-a.jsonl")
     );
-    assert!(latest(Agent::Codex, &home, Path::new("/elsewhere")).is_err());
+    assert!(latest(Agent::Codex, &home.join(".codex"), Path::new("/elsewhere")).is_err());
     assert!(latest(Agent::ClaudeCode, &home, Path::new("/elsewhere")).is_err());
 }
 
@@ -198,13 +203,13 @@ fn latest_codex_rollouts_of_one_directory_written_together_are_ambiguous() {
     }
     let cwd = Path::new("/home/dev/orbit");
     assert!(matches!(
-        latest(Agent::Codex, &home, cwd),
+        latest(Agent::Codex, &home.join(".codex"), cwd),
         Err(AgentsError::AmbiguousLatest { ref candidates, .. }) if candidates.len() == 2
     ));
     assert_eq!(
         find_session(
             Agent::Codex,
-            &home,
+            &home.join(".codex"),
             cwd,
             "019b0000-aaaa-7000-8000-000000000001"
         )
@@ -217,7 +222,10 @@ fn latest_codex_rollouts_of_one_directory_written_together_are_ambiguous() {
         .unwrap()
         .set_modified(now - Duration::from_secs(3600))
         .unwrap();
-    assert_eq!(latest(Agent::Codex, &home, cwd).unwrap(), second);
+    assert_eq!(
+        latest(Agent::Codex, &home.join(".codex"), cwd).unwrap(),
+        second
+    );
 }
 
 #[test]

@@ -42,12 +42,17 @@ enum AgentTarget {
         #[arg(long)]
         run_hook: bool,
     },
-    /// Codex CLI: `[mcp_servers.compact]` in `~/.codex/config.toml`, and with `--hooks` the
-    /// `SessionStart` (compact) and `PreCompact` hooks.
+    /// Codex CLI: `[mcp_servers.compact]` in `config.toml` of Codex's home (`$CODEX_HOME`, default
+    /// `~/.codex`), and with `--hooks` the `SessionStart` (compact) and `PreCompact` hooks,
+    /// trusted as Codex's `/hooks` review records it.
     Codex {
-        /// Also the hooks (Codex runs them with `[features] codex_hooks = true`).
+        /// Also the hooks.
         #[arg(long)]
         hooks: bool,
+        /// With `--hooks`: leave them untrusted (Codex then asks to review them at its next
+        /// interactive start, and `codex exec` skips them).
+        #[arg(long, requires = "hooks")]
+        no_trust: bool,
     },
 }
 
@@ -69,6 +74,16 @@ fn home() -> anyhow::Result<PathBuf> {
         })
 }
 
+/// Codex's home: `$CODEX_HOME` when set (made absolute), else `~/.codex`.
+pub fn codex_home() -> anyhow::Result<PathBuf> {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let dir = codex::home_dir(std::env::var_os("CODEX_HOME").as_deref(), home.as_deref())
+        .ok_or_else(|| {
+            BadInput("neither CODEX_HOME nor HOME is set: cannot find Codex's home".to_owned())
+        })?;
+    Ok(std::path::absolute(&dir).unwrap_or(dir))
+}
+
 /// Runs `install` or `uninstall`.
 pub fn run(args: &InstallArgs, action: Action) -> anyhow::Result<ExitCode> {
     let exe = match &args.exe {
@@ -78,7 +93,7 @@ pub fn run(args: &InstallArgs, action: Action) -> anyhow::Result<ExitCode> {
             .to_string_lossy()
             .into_owned(),
     };
-    let (target, hooks, mcp, run_hook) = match &args.agent {
+    let (target, hooks, mcp, run_hook, trust, codex_home_env) = match &args.agent {
         AgentTarget::ClaudeCode {
             project,
             user,
@@ -104,20 +119,32 @@ pub fn run(args: &InstallArgs, action: Action) -> anyhow::Result<ExitCode> {
                 Action::Install => !*no_mcp,
                 Action::Uninstall => !*run_hook,
             };
-            (target, true, mcp, *run_hook)
+            (target, true, mcp, *run_hook, false, None)
         }
-        AgentTarget::Codex { hooks } => (
-            Target::Codex(home()?),
-            *hooks || action == Action::Uninstall,
-            true,
-            false,
-        ),
+        AgentTarget::Codex { hooks, no_trust } => {
+            let dir = codex_home()?;
+            // Not the default home: the MCP server, which Codex starts without CODEX_HOME, is told.
+            let default = std::env::var_os("HOME")
+                .filter(|h| !h.is_empty())
+                .map(|h| PathBuf::from(h).join(".codex"));
+            let env = (default.as_ref() != Some(&dir)).then(|| dir.to_string_lossy().into_owned());
+            (
+                Target::Codex(dir),
+                *hooks || action == Action::Uninstall,
+                true,
+                false,
+                !*no_trust,
+                env,
+            )
+        }
     };
     let options = InstallOptions {
         exe,
         hooks,
         mcp,
         run_hook,
+        trust,
+        codex_home_env,
     };
     let planned = match action {
         Action::Install => install::plan_install(&target, &options),
@@ -128,15 +155,37 @@ pub fn run(args: &InstallArgs, action: Action) -> anyhow::Result<ExitCode> {
     if !args.dry_run {
         install::apply(&planned)?;
     }
-    if let (Action::Install, Target::Codex(home), true) = (action, &target, hooks) {
-        if !codex::hooks_enabled(home).unwrap_or(false) {
-            eprintln!(
-                "compactctl: note: Codex runs hooks only with `[features] codex_hooks = true` in \
-                 ~/.codex/config.toml; it was not set for you"
-            );
-        }
+    if let (Action::Install, Target::Codex(codex_home), true) = (action, &target, hooks) {
+        codex_notes(codex_home, trust, args.dry_run);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// What the user must know after installing Codex's hooks: whether Codex will run them.
+fn codex_notes(codex_home: &std::path::Path, trust: bool, dry_run: bool) {
+    let config = codex::config_file(codex_home);
+    if !codex::hooks_enabled(codex_home).unwrap_or(true) {
+        eprintln!(
+            "compactctl: note: {} turns Codex's hooks off (`[features] hooks = false` or \
+             `codex_hooks = false`); they run once it says `hooks = true`",
+            config.display()
+        );
+    }
+    let will = if dry_run { "would be" } else { "are" };
+    if trust {
+        eprintln!(
+            "compactctl: note: the hooks {will} marked trusted in {} (`[hooks.state]`, as Codex's \
+             /hooks review records it); `compactctl uninstall codex` removes them and that record",
+            config.display()
+        );
+    } else {
+        eprintln!(
+            "compactctl: note: the hooks {will} untrusted, and Codex runs no untrusted hook: run \
+             `codex` once and choose \"Trust all and continue\" (or review them with /hooks); \
+             `codex exec` skips them until then (`--dangerously-bypass-hook-trust` runs them for \
+             one invocation)"
+        );
+    }
 }
 
 fn settings_error(e: AgentsError) -> anyhow::Error {

@@ -7,6 +7,7 @@ use crate::cmd::sessions::open_store;
 use crate::exit::BadInput;
 use anyhow::Context;
 use clap::Args;
+use compact_agents::hook::Agent;
 use compact_agents::mcp::http::{serve_http_with_runs, HttpOptions, DEFAULT_MAX_BODY_BYTES};
 use compact_agents::mcp::server::serve_stdio_with_runs;
 use compact_agents::mcp::source::{find_session, Source};
@@ -21,9 +22,9 @@ pub struct McpArgs {
     #[arg(long, value_name = "PATH", conflicts_with_all = ["latest", "store", "session"])]
     transcript: Option<PathBuf>,
     /// The agent's most recent session for `--cwd` (followed as it changes): claude-code reads
-    /// `~/.claude/projects/<dir>/`, codex `~/.codex/sessions/`; transcripts recording `--cwd` come
-    /// first, and two written within seconds of each other are an error naming both (pass
-    /// `--session ID` or `--transcript PATH`).
+    /// `~/.claude/projects/<dir>/`, codex `$CODEX_HOME/sessions/` (default `~/.codex/sessions/`);
+    /// transcripts recording `--cwd` come first, and two written within seconds of each other are
+    /// an error naming both (pass `--session ID` or `--transcript PATH`).
     #[arg(long, value_name = "AGENT", conflicts_with = "store")]
     latest: Option<AgentName>,
     /// The directory the agent runs in (default: the current directory).
@@ -68,12 +69,12 @@ pub fn run(args: &McpArgs) -> anyhow::Result<ExitCode> {
         }
         Source::Transcript(path.clone())
     } else if let (Some(agent), Some(id)) = (args.latest, &args.session) {
-        let (home, cwd) = home_and_cwd(args)?;
+        let (home, cwd) = home_and_cwd(args, agent.agent())?;
         let path =
             find_session(agent.agent(), &home, &cwd, id).map_err(|e| BadInput(e.to_string()))?;
         Source::Transcript(path)
     } else if let Some(agent) = args.latest {
-        let (home, cwd) = home_and_cwd(args)?;
+        let (home, cwd) = home_and_cwd(args, agent.agent())?;
         Source::Latest {
             agent: agent.agent(),
             home,
@@ -132,12 +133,18 @@ pub fn run(args: &McpArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The user's home (where the agents keep their sessions) and the directory the agent runs in.
-fn home_and_cwd(args: &McpArgs) -> anyhow::Result<(PathBuf, PathBuf)> {
-    let home = std::env::var_os("HOME")
-        .filter(|h| !h.is_empty())
-        .map(PathBuf::from)
-        .ok_or_else(|| BadInput("HOME is not set: cannot find the agent's sessions".to_owned()))?;
+/// Where the agent keeps its sessions (Claude Code: the user's home; Codex: Codex's home,
+/// `$CODEX_HOME` else `~/.codex`) and the directory the agent runs in.
+fn home_and_cwd(args: &McpArgs, agent: Agent) -> anyhow::Result<(PathBuf, PathBuf)> {
+    let home = match agent {
+        Agent::Codex => crate::cmd::install::codex_home()?,
+        Agent::ClaudeCode => std::env::var_os("HOME")
+            .filter(|h| !h.is_empty())
+            .map(PathBuf::from)
+            .ok_or_else(|| {
+                BadInput("HOME is not set: cannot find the agent's sessions".to_owned())
+            })?,
+    };
     let cwd = match &args.cwd {
         Some(dir) => dir.clone(),
         None => std::env::current_dir().context("the current directory")?,

@@ -112,7 +112,8 @@ fn install_dry_run_install_and_uninstall_through_the_command_line() {
     std::fs::create_dir_all(&project).unwrap();
     let p = project.to_str().unwrap();
     let exe = "/opt/compact/bin/compactctl";
-    let env = [("HOME", home_s)];
+    // CODEX_HOME empty: Codex's default home under HOME, whatever the caller's environment says.
+    let env = [("HOME", home_s), ("CODEX_HOME", "")];
     let dry = run_env(
         &[
             "install",
