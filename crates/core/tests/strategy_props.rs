@@ -8,7 +8,7 @@
 mod fixture;
 
 use compact_core::budget::Budget;
-use compact_core::model::{Conversation, ItemBody};
+use compact_core::model::{Conversation, Item, ItemBody, Role};
 use compact_core::normalize::{normalize, ProviderRules};
 use compact_core::policy::{decide, Decision, Policy, StrategyName};
 use compact_core::strategy::{plan, StrategyError};
@@ -30,6 +30,15 @@ fn filler(tokens: usize) -> String {
 
 fn generated(seed: u64, turns: usize, scale: usize, protect: u64) -> Conversation {
     let mut conv = fixture::session(seed, turns, scale);
+    // Every other seed, a system message right after the first user message, where Claude Code
+    // puts its environment: pinned like the leading one.
+    if seed % 2 == 0 {
+        if let Some(at) = conv.items.iter().position(|i| i.role() == Role::User) {
+            let env = Item::text(Role::System, "# Environment\n - Platform: linux\n");
+            conv.items.insert(at + 1, env.with_id("environment"));
+            conv.renumber_turns();
+        }
+    }
     let mut rng = fixture::Rng(seed ^ 0x9e37_79b9);
     for item in conv.items.iter_mut().skip(1) {
         if protect > 0 && rng.below(protect) == 0 && matches!(item.body(), ItemBody::Message(_)) {
