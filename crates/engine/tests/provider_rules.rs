@@ -573,6 +573,106 @@ fn provider_compactions_in_every_allowed_place_pass_the_provider_rules() {
     assert!(violations.is_empty(), "{}", violations.join("\n"));
 }
 
+// ---- Claude Code's system message among the messages -----------------------------------------------
+
+/// A request as Claude Code (2.1.328, claude-opus-5-5) sends it: the first user message (system
+/// reminders, then the prompt), a `system` message with the environment right after it, then
+/// [`TURNS`] turns of signed thinking and a Bash call answered by the user's `tool_result`, the last
+/// one marked for caching.
+fn claude_code_session() -> Value {
+    let mut messages = vec![
+        serde_json::json!({"role": "user", "content": [
+            {"type": "text", "text": "<system-reminder>\nContents of /home/dev/app/CLAUDE.md:\n- Run `cargo test` before committing.\n</system-reminder>\n"},
+            {"type": "text", "text": "<system-reminder>\nThe user opened src/config.rs in the IDE.\n</system-reminder>"},
+            {"type": "text", "text": "Fix the failing config tests."}
+        ]}),
+        serde_json::json!({"role": "system", "content": [
+            {"type": "text", "text": "# Environment\nYou have been invoked in the following environment: \n - Primary working directory: /home/dev/app\n - Is a git repository: true\n - Platform: linux\n", "cache_control": {"type": "ephemeral"}}
+        ]}),
+    ];
+    for t in 0..TURNS {
+        messages.push(serde_json::json!({"role": "assistant", "content": [
+            {"type": "thinking", "thinking": format!("Case {t} next."), "signature": format!("RXFNQ0NrWUlDeGdDS2tE{t}")},
+            {"type": "tool_use", "id": format!("toolu_{t:02}"), "name": "Bash",
+                "input": {"command": format!("cargo test case_{t}"), "description": format!("Run test case {t}")}}
+        ]}));
+        messages.push(serde_json::json!({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": format!("toolu_{t:02}"), "content": filler(t, OUTPUT_WORDS)}
+        ]}));
+    }
+    let last = messages.last_mut().unwrap();
+    last["content"][0]["cache_control"] = serde_json::json!({"type": "ephemeral"});
+    serde_json::json!({
+        "model": "claude-opus-5-5", "max_tokens": 32000,
+        "system": [{"type": "text", "text": "You are Claude Code, Anthropic's official CLI for Claude.", "cache_control": {"type": "ephemeral"}}],
+        "messages": messages,
+        "tools": [{"name": "Bash", "description": "Executes a bash command.", "input_schema": {"type": "object",
+            "properties": {"command": {"type": "string"}, "description": {"type": "string"}}, "required": ["command"]}}],
+        "thinking": {"type": "enabled", "budget_tokens": 31999}, "stream": true
+    })
+}
+
+/// Claude Code's system message is kept like the agent's own instructions: every strategy sends it
+/// unchanged, second after the first user message (or what stands for it), in a request that
+/// passes the provider rules in every format at every window.
+#[test]
+fn claude_code_system_message_survives_every_compaction() {
+    let input = claude_code_session();
+    let env = &input["messages"][1];
+    assert_eq!(
+        compact_formats::validate::validate(&input, Format::Anthropic),
+        vec![]
+    );
+    let conversation = compact_formats::wire::decode(Format::Anthropic, &input).unwrap();
+    let originals = TARGETS
+        .iter()
+        .map(|&t| encode(&conversation, t).unwrap().value)
+        .collect();
+    let source = Source {
+        name: "claude code session".into(),
+        format: Format::Anthropic,
+        conversation,
+        originals,
+    };
+    let mut total = Tally::default();
+    for tally in parallel(StrategyName::ALL, |&strategy| sweep(&source, strategy)) {
+        total.add(tally);
+    }
+    assert!(total.failures.is_empty(), "{}", total.failures.join("\n"));
+    let violations: Vec<String> = total
+        .findings
+        .iter()
+        .map(|f| {
+            format!(
+                "[{} @ {}] -> {}: {}",
+                f.strategy,
+                f.window,
+                f.target.name(),
+                f.violation
+            )
+        })
+        .collect();
+    assert!(violations.is_empty(), "{}", violations.join("\n"));
+    let bytes = |v: &Value| serde_json::to_string(v).unwrap();
+    // Compacted at 8k (it fits the larger windows).
+    let window = WINDOWS[0];
+    for &strategy in StrategyName::ALL {
+        let compactor = compactor(window, strategy);
+        let out = match compact(&compactor, &source.conversation) {
+            Outcome::Compacted(out) => out,
+            Outcome::Refused => continue,
+            _ => panic!("{strategy} @ {window}: not compacted"),
+        };
+        let sent = request(&compactor, &source.conversation, &out, Format::Anthropic);
+        let messages = sent["messages"].as_array().unwrap();
+        let systems = messages.iter().filter(|m| m["role"] == "system").count();
+        assert_eq!(systems, 1, "{strategy}: {sent}");
+        assert_eq!(bytes(&messages[1]), bytes(env), "{strategy}");
+        assert_eq!(sent["system"], input["system"]);
+        assert_ne!(sent, source.originals[0], "{strategy}");
+    }
+}
+
 // ---- The property over generated conversations -----------------------------------------------------
 
 /// One tool call of a generated turn.
