@@ -3,6 +3,7 @@
 
 mod agents;
 mod clients;
+mod codex;
 mod compact;
 mod count;
 mod exit;
