@@ -177,3 +177,58 @@ fn output_nothing_of_which_was_printed_keeps_its_start() {
         cut.rest
     );
 }
+
+/// A Codex CLI tool output (header, then the command's output): an `apt` install whose progress
+/// says `status=ok` and whose package lines name `error` libraries, with two real errors in the
+/// middle. The cut keeps the two errors, and neither the header nor an ok or package line is taken
+/// for an error.
+#[test]
+fn a_codex_output_keeps_its_real_errors_only() {
+    let c = counter();
+    let mut text = String::from(
+        "Chunk ID: 3f2a9c\nWall time: 0.5 seconds\nProcess exited with code 100\n\
+         Original token count: 5210\nOutput:\n",
+    );
+    for i in 0..300 {
+        text.push_str(&format!("step {i}/300 status=ok errors=0 elapsed={i}s\n"));
+        if i % 30 == 7 {
+            text.push_str(&format!(
+                "libgpg-error-dev/stable 1.46-{i} amd64\n\
+                 python3-tblib - traceback serialization library; error handling\n"
+            ));
+        }
+        if i == 150 {
+            text.push_str("E: Unable to locate package python3-nonexistent\n");
+        }
+        if i == 210 {
+            text.push_str("npm ERR! code ELIFECYCLE\n");
+        }
+    }
+    text.push_str("done\n");
+    let errors: Vec<&str> = text.lines().filter(|l| is_error_line(l)).collect();
+    assert_eq!(
+        errors,
+        [
+            "Process exited with code 100",
+            "E: Unable to locate package python3-nonexistent",
+            "npm ERR! code ELIFECYCLE"
+        ]
+    );
+    for printed in [0, streamed_prefix(&text, head_allowance(600), &c)] {
+        let cut = finish_shell_output(&text, printed, 600, &c, &id());
+        let out = format!("{}{}", &text[..printed], cut.rest);
+        assert!(cut.tokens <= 600, "{}", cut.tokens);
+        assert!(out.starts_with("Chunk ID: 3f2a9c\n"), "{out}");
+        assert!(
+            out.contains("\nE: Unable to locate package python3-nonexistent\n"),
+            "{out}"
+        );
+        assert!(out.contains("\nnpm ERR! code ELIFECYCLE\n"), "{out}");
+        // Every error line of the removed middle is kept: none is counted as left out.
+        assert!(
+            !out.contains("not shown") && !out.contains("in it;"),
+            "{out}"
+        );
+        assert!(out.ends_with("done\n"), "{out}");
+    }
+}

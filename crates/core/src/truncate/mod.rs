@@ -23,7 +23,7 @@ pub use shell::{
     filter_shell_output, finish_counted, finish_shell_output, head_allowance, streamed_prefix,
     HeadStreamer, ShellCut, DEFAULT_SHELL_BUDGET, MAX_SHELL_BUDGET, MIN_SHELL_BUDGET,
 };
-pub use signals::{error_message_key, is_error_line};
+pub use signals::{error_message_key, is_error_line, is_harness_header};
 pub use terminal::render_line;
 
 use crate::model::{Item, ItemBody, ItemId, Part, PartKind};
