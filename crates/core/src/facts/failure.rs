@@ -12,7 +12,7 @@
 //! shell profile) is learnt from the span itself and never chosen as a failure's error line.
 
 use super::CommandStatus;
-use crate::truncate::{exit_code, is_error_line};
+use crate::truncate::{exit_code, is_error_line, is_harness_header};
 use std::collections::{HashMap, HashSet};
 
 /// Longest kept error line, in characters (one message, not a stack dump).
@@ -129,7 +129,8 @@ const WRAPPER_TAGS: &[&str] = &[
 const MIN_TELLING_CHARS: usize = 3;
 
 /// Trimmed lines that say something (at least a few letters or digits besides wrapper tags) and are
-/// not a bare status line (`Exit code: 1`). Lines are returned whole, tags included.
+/// neither a bare status line (`Exit code: 1`) nor a harness's header (Codex's `Chunk ID: 3f2a9c`,
+/// `Output:`). Lines are returned whole, tags included.
 fn meaningful(text: &str) -> impl DoubleEndedIterator<Item = &str> {
     text.lines().map(str::trim).filter(|l| {
         let mut t = *l;
@@ -138,7 +139,7 @@ fn meaningful(text: &str) -> impl DoubleEndedIterator<Item = &str> {
             t = t.strip_suffix(tag).unwrap_or(t);
         }
         let telling = t.chars().filter(|c| c.is_alphanumeric()).count() >= MIN_TELLING_CHARS;
-        telling && !is_status_line(t.trim())
+        telling && !is_status_line(t.trim()) && !is_harness_header(t)
     })
 }
 
@@ -365,6 +366,26 @@ mod tests {
             &noise
         ));
         assert_eq!(error_line(&failed, &noise), "error: no such table: users");
+    }
+
+    /// Codex CLI's header (`Chunk ID`, `Wall time`, exit code, token count, `Output:`) is never
+    /// the reason, even when the output under it holds no error line.
+    #[test]
+    fn a_harness_header_is_never_the_reason() {
+        let header = "Chunk ID: 3f2a9c\nWall time: 0.5 seconds\nProcess exited with code 1\nOriginal token count: 1234\nOutput:\n";
+        let warned = format!(
+            "{header}npm WARN deprecated inflight@1.0.6: leaks memory\nnpm WARN deprecated glob@7.2.3: no longer supported"
+        );
+        assert_eq!(
+            error_line(&warned, &no_noise()),
+            "npm WARN deprecated glob@7.2.3: no longer supported"
+        );
+        assert_eq!(error_line(header, &no_noise()), "(no error output)");
+        let failed = format!("{header}Building...\nsrc/app.ts(3,7): error TS2322: bad type\nDone");
+        assert_eq!(
+            error_line(&failed, &no_noise()),
+            "src/app.ts(3,7): error TS2322: bad type"
+        );
     }
 
     #[test]
