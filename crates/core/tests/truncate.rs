@@ -452,6 +452,31 @@ fn error_lines_without_room_are_counted_in_the_marker() {
     assert!(counter().count_text(&out.text) <= 144, "within 120 x 1.2");
 }
 
+/// Issue 45: when only the marker fits, it still says how many error lines it dropped.
+#[test]
+fn a_marker_alone_counts_the_error_lines_it_drops() {
+    let mut lines = vec!["run".to_owned()];
+    for i in 0..300 {
+        lines.push(format!(
+            "case {i}: error: expected {i} but the parser returned something else entirely"
+        ));
+    }
+    lines.push("done".to_owned());
+    let log = lines.join("\n");
+    let out = truncate_output(&log, &TruncationPolicy::tokens(25), &counter(), &id());
+    assert!(
+        out.text.starts_with("[… ") && !out.text.contains('\n'),
+        "{}",
+        out.text
+    );
+    assert!(
+        out.text.contains(", 300 error lines in it;"),
+        "{}",
+        out.text
+    );
+    assert!(counter().count_text(&out.text) <= 30);
+}
+
 #[test]
 fn room_the_error_lines_do_not_use_goes_to_the_head_and_tail() {
     let c = counter();

@@ -98,6 +98,11 @@ pub(super) fn cut(
     } else {
         Vec::new()
     };
+    let distinct_errors = error_idx
+        .iter()
+        .map(|&i| lines[i].trim_end())
+        .collect::<HashSet<&str>>()
+        .len();
     // Reserve room for the widest marker this text could need, but for the count of error lines
     // left out: that clause is rare, and when it is there the measured excess shrinks the room.
     let widest = marker(text_tokens, lines.len(), error_idx.len(), 0, opts.reference);
@@ -118,7 +123,7 @@ pub(super) fn cut(
             avail -= excess;
         }
     }
-    marker_only(text_tokens, lines.len(), opts, counter)
+    marker_only(text_tokens, lines.len(), distinct_errors, opts, counter)
 }
 
 fn plan(
@@ -315,21 +320,27 @@ fn assemble(
     }
 }
 
-/// The marker alone (or a shorter form, or a prefix of it) when nothing else fits.
+/// The marker alone when nothing else fits: with the count of the distinct error lines it drops
+/// (`error_lines`) when that fits, else without it, else a shorter form, else a prefix of that.
 fn marker_only(
     text_tokens: usize,
     total_lines: usize,
+    error_lines: usize,
     opts: &CutOptions<'_>,
     counter: &TokenCounter,
 ) -> Cut {
+    let counted = marker(text_tokens, total_lines, 0, error_lines, opts.reference);
     let full = marker(text_tokens, total_lines, 0, 0, opts.reference);
     let short = format!(
         "{MARKER_OPEN}output truncated; compactctl recall {}]",
         opts.reference
     );
-    let text = if opts.limit.measure(counter, &full) <= opts.limit.max {
+    let fits = |m: &String| opts.limit.measure(counter, m) <= opts.limit.max;
+    let text = if fits(&counted) {
+        counted
+    } else if fits(&full) {
         full
-    } else if opts.limit.measure(counter, &short) <= opts.limit.max {
+    } else if fits(&short) {
         short
     } else {
         prefix_fitting(&short, opts.limit.max, opts, counter).to_owned()
