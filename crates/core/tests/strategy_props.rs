@@ -32,7 +32,7 @@ fn generated(seed: u64, turns: usize, scale: usize, protect: u64) -> Conversatio
     let mut conv = fixture::session(seed, turns, scale);
     // Every other seed, a system message right after the first user message, where Claude Code
     // puts its environment: pinned like the leading one.
-    if seed % 2 == 0 {
+    if seed.is_multiple_of(2) {
         if let Some(at) = conv.items.iter().position(|i| i.role() == Role::User) {
             let env = Item::text(Role::System, "# Environment\n - Platform: linux\n");
             conv.items.insert(at + 1, env.with_id("environment"));
