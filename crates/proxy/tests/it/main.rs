@@ -10,6 +10,7 @@ mod planted;
 
 mod backends;
 mod boundary;
+mod cache_markers;
 mod faults;
 mod idle;
 mod long_session;

@@ -1,0 +1,207 @@
+//! A client that moves its `cache_control` marker to the newest message on every call (Claude
+//! Code does): through the proxy the session extends instead of branching, it is compacted once,
+//! every upstream request carries the client's current markers (never more than Anthropic's 4),
+//! between compactions each upstream request extends the previous one (markers aside), and the
+//! provider's cache reads grow.
+
+use crate::support::{session_config, Harness, Options};
+use compact_core::budget::Budget;
+use compact_core::model::Format;
+use compact_formats::wire::decode;
+use compact_session::event::EventKind;
+use compact_session::record::Record;
+use compact_session::Store;
+use serde_json::{json, Value};
+
+/// Anthropic's limit on `cache_control` markers per request.
+const MAX_MARKERS: usize = 4;
+const CALLS: usize = 12;
+
+fn marker() -> Value {
+    json!({"type": "ephemeral"})
+}
+
+/// The output of the `n`-th tool call: about 1,500 tokens of distinct lines.
+fn output(n: usize) -> String {
+    (0..120)
+        .map(|l| {
+            format!("src/mod_{n}/file_{l}.rs:{l}: warning: unused value `v{n}_{l}` in fn f{l}")
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Call `n` (1-based) as Claude Code sends it: the system prompt and the last tool marked, the
+/// task, `n - 1` tool calls with their results, and the marker on the last block of the newest
+/// message only.
+fn request(n: usize) -> Value {
+    let mut messages = vec![json!({"role": "user", "content": [
+        {"type": "text", "text": "Fix every warning in the workspace, one module at a time."}]})];
+    for k in 1..n {
+        messages.push(json!({"role": "assistant", "content": [
+            {"type": "text", "text": format!("Checking module {k}.")},
+            {"type": "tool_use", "id": format!("toolu_{k:02}"), "name": "Bash",
+             "input": {"command": format!("cargo check -p mod_{k}")}}]}));
+        messages.push(json!({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": format!("toolu_{k:02}"), "content": output(k)}]}));
+    }
+    let last = messages.last_mut().unwrap()["content"]
+        .as_array_mut()
+        .unwrap()
+        .last_mut()
+        .unwrap();
+    last["cache_control"] = marker();
+    json!({
+        "model": "sim-model", "max_tokens": 512,
+        "system": [{"type": "text", "text": "You are a coding agent. Be brief.", "cache_control": marker()}],
+        "tools": [
+            {"name": "Read", "description": "Read a file", "input_schema": {"type": "object"}},
+            {"name": "Bash", "description": "Run a command", "input_schema": {"type": "object"},
+             "cache_control": marker()}],
+        "messages": messages,
+    })
+}
+
+fn markers(v: &Value) -> usize {
+    match v {
+        Value::Object(m) => {
+            usize::from(m.contains_key("cache_control")) + m.values().map(markers).sum::<usize>()
+        }
+        Value::Array(a) => a.iter().map(markers).sum(),
+        _ => 0,
+    }
+}
+
+fn unmarked(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .filter(|(k, _)| k.as_str() != "cache_control")
+                .map(|(k, v)| (k.clone(), unmarked(v)))
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.iter().map(unmarked).collect()),
+        other => other.clone(),
+    }
+}
+
+/// `previous` (markers removed) is `current` (markers removed) up to its last message.
+fn extends(previous: &Value, current: &Value) -> bool {
+    let (mut p, mut c) = (unmarked(previous), unmarked(current));
+    let pm = p.as_object_mut().unwrap().remove("messages").unwrap();
+    let cm = c.as_object_mut().unwrap().remove("messages").unwrap();
+    let (pm, cm) = (pm.as_array().unwrap(), cm.as_array().unwrap());
+    p == c && cm.len() >= pm.len() && cm[..pm.len()] == pm[..]
+}
+
+/// A window whose trigger falls between the 9th and the 10th call.
+fn window() -> usize {
+    let tokens = |n| {
+        session_config(1)
+            .counter
+            .total(&decode(Format::Anthropic, &request(n)).unwrap())
+    };
+    let (at9, at10) = (tokens(9), tokens(10));
+    let trigger = |w| Budget::new(&session_config(w).policy).trigger;
+    let mut window = 8_000;
+    while trigger(window + 100) <= at10 {
+        window += 100;
+    }
+    assert!(trigger(window) > at9 && trigger(window) <= at10);
+    window
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_moved_cache_control_marker_keeps_the_upstream_prefix_and_its_cache() {
+    let window = window();
+    let h = Harness::with(Options {
+        window,
+        sim_window: window as u64,
+        ..Options::default()
+    })
+    .await;
+    let mut compacted = Vec::new();
+    for n in 1..=CALLS {
+        let before = h.proxy.metrics().compactions();
+        let reply = h.post("/v1/messages", &[], &request(n)).await;
+        assert_eq!(reply.status, 200, "call {n}: {}", reply.text());
+        compacted.push(h.proxy.metrics().compactions() > before);
+    }
+    assert_eq!(
+        compacted.iter().filter(|c| **c).count(),
+        1,
+        "compactions at {compacted:?}"
+    );
+    assert!(compacted[9], "the 10th call compacts: {compacted:?}");
+
+    let upstream = h.sim.requests();
+    assert_eq!(upstream.len(), CALLS);
+    for (i, r) in upstream.iter().enumerate() {
+        assert_eq!(r.status, 200, "call {}", i + 1);
+        assert!(
+            markers(&r.body) <= MAX_MARKERS,
+            "call {}: {} markers",
+            i + 1,
+            markers(&r.body)
+        );
+        // The client's markers, where the client put them.
+        let last = r.body["messages"].as_array().unwrap().last().unwrap();
+        let block = last["content"].as_array().unwrap().last().unwrap();
+        assert_eq!(block["cache_control"], marker(), "call {}", i + 1);
+        assert_eq!(
+            r.body["system"][0]["cache_control"],
+            marker(),
+            "call {}",
+            i + 1
+        );
+        if !compacted[i] {
+            // Nothing compacted since the last call: it goes out extended, markers aside.
+            if i > 0 {
+                assert!(
+                    extends(&upstream[i - 1].body, &r.body),
+                    "call {}: the previous request is not a prefix of this one",
+                    i + 1
+                );
+            }
+            if compacted.iter().take(i).all(|c| !c) {
+                assert_eq!(r.body, request(i + 1), "call {}: sent as it came", i + 1);
+            }
+        }
+    }
+    // The provider reads from its cache everything the previous request held, call after call
+    // (the compaction's own call rewrites it once).
+    let cached: Vec<u64> = upstream
+        .iter()
+        .map(|r| r.usage.map_or(0, |u| u.cached))
+        .collect();
+    for i in 2..CALLS {
+        if compacted[i] {
+            continue;
+        }
+        assert!(
+            cached[i] > cached[i - 1] || compacted[i - 1],
+            "call {}: cache reads {cached:?}",
+            i + 1
+        );
+        let previous = upstream[i - 1].input_tokens.unwrap();
+        assert!(
+            cached[i] * 10 >= previous * 9,
+            "call {}: {} of the previous request's {previous} tokens read from the cache ({cached:?})",
+            i + 1,
+            cached[i]
+        );
+    }
+
+    // No call branched the session.
+    let store = h.store.clone();
+    h.stop().await;
+    for id in store.sessions().unwrap() {
+        let branches = store
+            .read(&id, 0)
+            .unwrap()
+            .iter()
+            .filter(|s| matches!(&s.record, Record::Event(e) if e.kind == EventKind::Branch))
+            .count();
+        assert_eq!(branches, 0, "session {id}");
+    }
+}
