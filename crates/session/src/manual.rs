@@ -70,9 +70,11 @@ impl CompactManager {
 }
 
 /// The view a compaction of `current` leaves: its conversation with `current`'s tools, format and
-/// request fields.
+/// request fields, and the annotations of `current`'s items on the items it kept of them (none
+/// on what it wrote: see [`crate::annotation`]).
 pub(crate) fn view_of(done: &Compaction, current: &Conversation) -> Conversation {
     let mut view = done.conversation.clone();
+    crate::annotation::follow(&mut view.items, &current.items);
     view.tools = current.tools.clone();
     view.format = current.format;
     view.extra = current.extra.clone();

@@ -181,6 +181,7 @@ impl CompactManager {
             );
         }
         let mut view = done.conversation.clone();
+        crate::annotation::follow(&mut view.items, &request.items);
         view.tools = request.tools.clone();
         view.format = request.format;
         view.extra = request.extra.clone();
