@@ -33,17 +33,17 @@ pub const STEP_MARKER: &str = "simstep";
 
 /// The shell tool a request offers, by client.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Shell {
+enum ShellTool {
     /// Claude Code's `Bash {command, description}`.
     Bash,
     /// Codex's `exec_command {cmd}`.
     ExecCommand,
     /// The older Codex `shell {command: [argv]}`.
-    Shell,
+    Argv,
 }
 
-impl Shell {
-    fn of(body: &Value) -> Option<Shell> {
+impl ShellTool {
+    fn of(body: &Value) -> Option<ShellTool> {
         let tools = body.get("tools")?.as_array()?;
         let names = || {
             tools
@@ -51,11 +51,11 @@ impl Shell {
                 .filter_map(|t| t.get("name").and_then(Value::as_str))
         };
         if names().any(|n| n == "Bash") {
-            Some(Shell::Bash)
+            Some(ShellTool::Bash)
         } else if names().any(|n| n == "exec_command") {
-            Some(Shell::ExecCommand)
+            Some(ShellTool::ExecCommand)
         } else if names().any(|n| n == "shell") {
-            Some(Shell::Shell)
+            Some(ShellTool::Argv)
         } else {
             None
         }
@@ -63,12 +63,12 @@ impl Shell {
 
     fn call(self, step: usize, command: &str) -> (String, Value) {
         match self {
-            Shell::Bash => (
+            ShellTool::Bash => (
                 "Bash".to_owned(),
                 json!({"command": command, "description": format!("Step {} of the task", step + 1)}),
             ),
-            Shell::ExecCommand => ("exec_command".to_owned(), json!({"cmd": command})),
-            Shell::Shell => (
+            ShellTool::ExecCommand => ("exec_command".to_owned(), json!({"cmd": command})),
+            ShellTool::Argv => (
                 "shell".to_owned(),
                 json!({"command": ["bash", "-lc", command]}),
             ),
@@ -153,7 +153,7 @@ fn wants_thinking(body: &Value) -> bool {
 
 /// The agent's reply to a request, or `None` when the request is not a step of its task.
 pub fn reply(script: &AgentScript, body: &Value) -> Option<(ScriptedReply, Option<usize>)> {
-    let shell = Shell::of(body)?;
+    let shell = ShellTool::of(body)?;
     let step = next_step(script, body)?;
     let thinking = wants_thinking(body);
     let Some(command) = script.steps.get(step) else {
