@@ -213,3 +213,45 @@ fn a_moved_marker_is_not_a_branch_after_a_reload_either() {
     }
     assert_eq!(compactions, 1);
 }
+
+#[test]
+fn markers_moved_among_the_tools_and_the_system_blocks_are_not_a_change_either() {
+    let manager = manager_with(1_000_000, Arc::new(MemoryStore::new()));
+    let mut client = claude_code_request(3);
+    manager
+        .preflight("t", &decode(Format::Anthropic, &client).unwrap())
+        .unwrap();
+    // The next call moves the tools' marker to the first tool.
+    let mut next = claude_code_request(4);
+    next["tools"][1]
+        .as_object_mut()
+        .unwrap()
+        .remove("cache_control");
+    next["tools"][0]["cache_control"] = marker();
+    client = next;
+    let prepared = manager
+        .preflight("t", &decode(Format::Anthropic, &client).unwrap())
+        .unwrap();
+    assert!(!prepared.report.branched);
+    assert!(!prepared.report.counted_whole, "counted incrementally");
+    let sent = encode(&prepared.conversation, Format::Anthropic)
+        .unwrap()
+        .value;
+    assert_eq!(sent, client, "the client's markers, as it placed them");
+    // The call after drops the system block's marker (and puts the tools' back on the last).
+    let mut third = claude_code_request(5);
+    third["system"][0]
+        .as_object_mut()
+        .unwrap()
+        .remove("cache_control");
+    let prepared = manager
+        .preflight("t", &decode(Format::Anthropic, &third).unwrap())
+        .unwrap();
+    assert!(!prepared.report.branched);
+    let sent = encode(&prepared.conversation, Format::Anthropic)
+        .unwrap()
+        .value;
+    assert_eq!(sent["system"][0].get("cache_control"), None);
+    assert_eq!(sent["tools"][1]["cache_control"], marker());
+    assert_eq!(sent, third);
+}
