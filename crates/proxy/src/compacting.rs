@@ -591,6 +591,7 @@ impl Turn<'_> {
     async fn detour(&self, request: Value, turn: &RecallTurn) -> Option<Value> {
         let answered = detour::answer_turn(
             &self.manager,
+            self.shared.config.kept_outputs.as_ref(),
             &self.session,
             turn,
             &request,

@@ -138,6 +138,19 @@ pub struct ProxyConfig {
     /// The window the user set (`--window`, `max_context_tokens`): no model is compacted for a
     /// larger one, whatever its route, upstream or registry entry says.
     pub window_cap: Option<usize>,
+    /// Where `compactctl run` keeps the outputs it cut: `compact_recall` answers their ids too.
+    pub kept_outputs: Option<KeptOutputs>,
+}
+
+/// The outputs `compactctl run` (the agents' `PreToolUse` hook) kept whole: a model that sees one
+/// of its markers in a proxied conversation can recall it through `compact_recall`, whichever
+/// store the proxy's own sessions live in.
+#[derive(Clone)]
+pub struct KeptOutputs {
+    /// A manager over the store that holds them.
+    pub manager: Arc<compact_session::CompactManager>,
+    /// The sessions they are kept in (`compactctl run --session`, `$COMPACT_RUN_SESSION`, `run`).
+    pub sessions: Vec<String>,
 }
 
 /// In-band recall settings (see [`crate::recall`]).
@@ -201,6 +214,7 @@ impl ProxyConfig {
             exports: None,
             recall: RecallConfig::default(),
             window_cap: None,
+            kept_outputs: None,
         }
     }
 

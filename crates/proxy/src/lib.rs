@@ -66,7 +66,7 @@ pub mod stream;
 pub mod upstream;
 pub mod usage;
 
-pub use config::{Backend, ModelRoute, ProxyConfig, RecallConfig, Upstream};
+pub use config::{Backend, KeptOutputs, ModelRoute, ProxyConfig, RecallConfig, Upstream};
 pub use log::{LogSink, MemoryLog, StderrLog};
 pub use metrics::Metrics;
 pub use route::{Family, Route};

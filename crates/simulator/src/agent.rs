@@ -10,6 +10,11 @@
 //! (`toolu_simstep<N>_<seq>`, `call_simstep<N>_<seq>`), so the client's retries, a proxy's
 //! compaction of older turns and concurrent sessions all leave the sequence intact.
 //!
+//! Two steps are not commands: `@recall-stub` and `@recall-run` recall the first id a compaction's
+//! stub (`[compact:ref <id>]`), respectively a `compactctl run` marker (`compactctl recall <id>`),
+//! of the request names: with the proxy's `compact_recall` tool when the request offers it, else
+//! by running `compactctl recall <id>` through the shell tool.
+//!
 //! With `thinking` enabled in an Anthropic request, each reply opens with a `thinking` block whose
 //! `signature` is a keyed hash of its text ([`signature`]); [`check_thinking`] refuses a request
 //! that sends a block back changed, as the API does.
@@ -125,6 +130,32 @@ fn next_step(script: &AgentScript, body: &Value) -> Option<usize> {
     None
 }
 
+/// The step that recalls a stub's id (`@recall-stub`).
+pub const RECALL_STUB_STEP: &str = "@recall-stub";
+/// The step that recalls a `compactctl run` marker's id (`@recall-run`).
+pub const RECALL_RUN_STEP: &str = "@recall-run";
+
+/// For a recall step: the id to recall, and whether the request offers the recall tool.
+fn recall_step(command: &str, body: &Value) -> Option<(String, bool)> {
+    let opening = match command {
+        RECALL_STUB_STEP => "[compact:ref ",
+        RECALL_RUN_STEP => "compactctl recall ",
+        _ => return None,
+    };
+    let text = body.to_string();
+    let start = text.find(opening)? + opening.len();
+    let id: String = text[start..]
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        .collect();
+    let offered = body["tools"].as_array().is_some_and(|tools| {
+        tools
+            .iter()
+            .any(|t| t["name"] == crate::script::RECALL_TOOL)
+    });
+    (!id.is_empty()).then_some((id, offered))
+}
+
 /// The prompt (a string or text parts) holds the trigger.
 fn prompt_starts(script: &AgentScript, content: &Value) -> bool {
     if script.trigger.is_empty() {
@@ -163,7 +194,11 @@ pub fn reply(script: &AgentScript, body: &Value) -> Option<(ScriptedReply, Optio
         }
         return Some((done, None));
     };
-    let (name, arguments) = shell.call(step, command);
+    let (name, arguments) = match recall_step(command, body) {
+        Some((id, true)) => (crate::script::RECALL_TOOL.to_owned(), json!({ "id": id })),
+        Some((id, false)) => shell.call(step, &format!("compactctl recall {id}")),
+        None => shell.call(step, command),
+    };
     let mut reply = ScriptedReply::text(format!("Step {}: `{command}`", step + 1))
         .with_tool_call(name, arguments);
     if thinking {
@@ -289,6 +324,43 @@ mod tests {
             reply(&script(), &compacting).is_none(),
             "no tools: the client's own summary call"
         );
+    }
+
+    #[test]
+    fn a_recall_step_uses_the_recall_tool_when_offered_and_the_cli_otherwise() {
+        let script = AgentScript {
+            trigger: "RUN-TASK".into(),
+            steps: vec![RECALL_RUN_STEP.into(), RECALL_STUB_STEP.into()],
+            done: "done".into(),
+        };
+        let body = |tools: Value| {
+            json!({"tools": tools, "messages": [
+                {"role": "user", "content": "RUN-TASK"},
+                {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_simstep0_1_0", "name": "Bash", "input": {}}]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_simstep0_1_0",
+                    "content": "[… 900 tokens truncated; full output: compactctl recall r1a2b3c4d5]\n[compact:ref i9f8e7d6c5] Output"}]}]})
+        };
+        let first =
+            json!({"tools": bash_tools(), "messages": [{"role": "user", "content": "RUN-TASK"}]});
+        let (plain, _) = reply(&script, &first).unwrap();
+        assert_eq!(
+            plain.tool_calls[0].arguments["command"], RECALL_RUN_STEP,
+            "no marker yet: as a command"
+        );
+        let (cli, step) = reply(&script, &body(bash_tools())).unwrap();
+        assert_eq!(step, Some(1));
+        assert_eq!(
+            cli.tool_calls[0].arguments["command"],
+            "compactctl recall i9f8e7d6c5"
+        );
+        let mut tools = bash_tools();
+        tools
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"name": "compact_recall"}));
+        let (tool, _) = reply(&script, &body(tools)).unwrap();
+        assert_eq!(tool.tool_calls[0].name, "compact_recall");
+        assert_eq!(tool.tool_calls[0].arguments, json!({"id": "i9f8e7d6c5"}));
     }
 
     #[test]

@@ -85,6 +85,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     }
     proxy_config.session = session;
     route_backends(&config, &mut proxy_config)?;
+    proxy_config.kept_outputs = kept_outputs();
     let store = open_store(args.store.as_deref(), &config)?;
     proxy_config.archive = match compact_session::open_archive(&config, &|k| std::env::var(k).ok())
     {
@@ -108,6 +109,34 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
         Ok::<_, anyhow::Error>(())
     })?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The outputs `compactctl run` keeps (its default store, the session `$COMPACT_RUN_SESSION` or
+/// `run`), so that `compact_recall` answers their markers too; `None`, said on standard error,
+/// when that store cannot be opened (recall of the proxy's own sessions is unaffected).
+fn kept_outputs() -> Option<compact_proxy::KeptOutputs> {
+    let session = std::env::var("COMPACT_RUN_SESSION")
+        .ok()
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| super::run::DEFAULT_RUN_SESSION.to_owned());
+    let opened = super::run::open_run_store(None).and_then(|store| {
+        Ok(compact_session::CompactManager::open(
+            super::run::reader_config(),
+            store,
+        )?)
+    });
+    match opened {
+        Ok(manager) => Some(compact_proxy::KeptOutputs {
+            manager: Arc::new(manager),
+            sessions: vec![session],
+        }),
+        Err(e) => {
+            eprintln!(
+                "compactctl serve: outputs kept by `compactctl run` cannot be recalled: {e:#}"
+            );
+            None
+        }
+    }
 }
 
 /// Builds the compaction backend of every model route whose `summarizer` is set. The

@@ -5,6 +5,7 @@
 
 use super::sniff::{Sniffer, Verdict};
 use super::{Answer, Outcome, RecallCall, RecallTurn};
+use crate::config::KeptOutputs;
 use crate::route::Route;
 use bytes::Bytes;
 use compact_session::CompactManager;
@@ -49,6 +50,7 @@ impl Detours {
 /// would not fit is answered with an error result.
 pub async fn answer_turn(
     manager: &Arc<CompactManager>,
+    kept: Option<&KeptOutputs>,
     session: &str,
     turn: &RecallTurn,
     request: &Value,
@@ -64,7 +66,7 @@ pub async fn answer_turn(
     let mut room = limit.saturating_sub(request.to_string().len() + framing);
     let mut answers = Vec::with_capacity(turn.calls.len());
     for call in &turn.calls {
-        answers.push(answer(manager, session, call, &mut room).await);
+        answers.push(answer(manager, kept, session, call, &mut room).await);
     }
     answers
 }
@@ -83,6 +85,7 @@ pub fn append(
 /// Answers one call, taking its text out of `room` (bytes the request may still grow by).
 async fn answer(
     manager: &Arc<CompactManager>,
+    kept: Option<&KeptOutputs>,
     session: &str,
     call: &RecallCall,
     room: &mut usize,
@@ -93,9 +96,25 @@ async fn answer(
     };
     let recalled = {
         let manager = Arc::clone(manager);
+        let kept = kept.cloned();
         let session = session.to_owned();
         let id = id.clone();
-        tokio::task::spawn_blocking(move || manager.recall_for_model(&session, &id)).await
+        tokio::task::spawn_blocking(move || {
+            let mut found = manager.recall_for_model(&session, &id)?;
+            // An id the conversation's log does not know may name an output `compactctl run`
+            // kept.
+            if let (None, Some(kept)) = (&found.item, kept) {
+                found.item = kept
+                    .sessions
+                    .iter()
+                    .find_map(|s| kept.manager.recall(s, &id).ok());
+                if let Some(item) = &found.item {
+                    found.tokens = manager.config().counter.count_text(&item.plain_text());
+                }
+            }
+            Ok::<_, compact_session::SessionError>(found)
+        })
+        .await
     };
     let failed = |outcome, detail: &str| Answer::failed(&call.call_id, Some(&id), outcome, detail);
     match recalled {

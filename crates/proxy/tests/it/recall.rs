@@ -417,3 +417,57 @@ async fn several_calls_in_one_turn_are_answered_in_order() {
     assert_eq!(turn.text, "Both read.");
     assert_eq!(recall_events(&h).len(), 2);
 }
+
+/// An id a `compactctl run` marker names lives in the store `run` keeps outputs in, not in the
+/// conversation's log: `compact_recall` answers it from there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_output_compactctl_run_kept_is_recalled_too() {
+    use compact_core::model::{Item, ItemBody, ToolResult};
+    use compact_session::{CompactManager, MemoryStore};
+    let kept_store = Arc::new(MemoryStore::new());
+    let kept = Arc::new(
+        CompactManager::open(session_config(WINDOW), kept_store.clone() as Arc<dyn Store>).unwrap(),
+    );
+    let mut original = Item::new(ItemBody::ToolResult(ToolResult::text(
+        "run",
+        "the whole output of a command: line one\nline two\nerror: the line that mattered",
+    )));
+    original.meta.id = compact_core::model::ItemId::new("r0a1b2c3d4e");
+    kept.keep_original("run", original, json!({"source": "compactctl run"}))
+        .unwrap();
+    let adjust: Adjust = {
+        let kept = kept.clone();
+        Arc::new(move |config: &mut compact_proxy::ProxyConfig| {
+            config.kept_outputs = Some(compact_proxy::KeptOutputs {
+                manager: kept.clone(),
+                sessions: vec!["run".to_owned()],
+            });
+        })
+    };
+    let h = Harness::with(Options {
+        adjust: Some(adjust),
+        ..Options::default()
+    })
+    .await;
+    let wire = Wire::Anthropic;
+    let first = wire.first_request("sim-model", "Fix the handlers.", false);
+    let request = drive_to_stub(&h, wire, false, first).await;
+    let before = h.sim.requests().len();
+    h.sim.push_reply(
+        ScriptedReply::text("").with_tool_call(RECALL_TOOL, json!({"id": "r0a1b2c3d4e"})),
+    );
+    h.sim
+        .push_reply(ScriptedReply::text("Now I see the error line."));
+    let reply = h.post(wire.path(), &HEADERS, &request).await;
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    let upstream = h.sim.requests()[before..].to_vec();
+    assert_eq!(upstream.len(), 2, "one detour");
+    let answers = results(wire, &upstream[1].body);
+    assert_eq!(answers.len(), 1);
+    assert!(
+        answers[0].1.ends_with("error: the line that mattered"),
+        "{answers:?}"
+    );
+    assert!(!answers[0].2, "not an error result");
+    assert_eq!(h.proxy.metrics().recall_calls(Outcome::Found), 1);
+}
