@@ -7,11 +7,14 @@
 //! Two rules follow for the session runtime:
 //! - **Annotations are not history.** The hash chain leaves them out ([`crate::codec::chain_bytes`]),
 //!   and so does matching a request against the items last received: a marker that moved is not
-//!   a branch, and the item is logged once, as first received.
+//!   a branch, and the item is logged once, as first received. Matching also takes a message
+//!   whose content went from a string to the one text block it stands for, or back, as the same
+//!   ([`equivalent`]): Claude Code sends a string as a block to mark it.
 //! - **The request sent carries the client's current annotations.** The items the view reuses
 //!   (received earlier, possibly compacted since) take the annotations of the request items they
 //!   stand for (by item id) and lose any others ([`follow`], [`follow_items`]), so markers never
-//!   pile up call after call and never point where the client no longer wants them.
+//!   pile up call after call and never point where the client no longer wants them; a message's
+//!   content goes out as a string or as blocks as the client sent it this time.
 //!
 //! Where an item holds them: its wire message's fields ([`Envelope::extra`]), its body's own
 //! fields (a tool call's, tool result's, reasoning's or checkpoint's `extra`, the top level of an
@@ -121,6 +124,31 @@ pub fn without_annotations(item: &Item) -> Cow<'_, Item> {
     Cow::Owned(item)
 }
 
+/// True when `a` and `b` differ at most in their annotations and in whether their wire message's
+/// content was a plain string: Claude Code sends a user message whose content is a string as one
+/// text block while that message carries the marker, and as the string again once the marker has
+/// moved on (the model reads the same either way). What matching accepts as the item last
+/// received; the chain's links still tell the two shapes apart.
+pub fn equivalent(a: &Item, b: &Item) -> bool {
+    let (a, b) = (without_annotations(a), without_annotations(b));
+    if *a == *b {
+        return true;
+    }
+    let string = match (&a.meta.envelope, &b.meta.envelope) {
+        (Some(ea), Some(eb)) if ea.content_was_string != eb.content_was_string => {
+            ea.content_was_string
+        }
+        _ => return false,
+    };
+    let mut b = b.into_owned();
+    if let Some(eb) = &b.meta.envelope {
+        let mut env = Envelope::clone(eb);
+        env.content_was_string = string;
+        b.meta.envelope = Some(Arc::new(env));
+    }
+    *a == b
+}
+
 /// Gives `target` the annotations `source` has at the same places (its wire message, its body,
 /// its parts by position), and none elsewhere; `source` absent: removes them all. The body is
 /// touched only when it changes (which forgets its token memo and wire fingerprint). True when
@@ -205,16 +233,18 @@ fn opaque_annotations(p: &Part) -> Vec<(&String, &Value)> {
     }
 }
 
-/// The wire message's annotations: when they differ, `target` takes `source`'s envelope itself
-/// if the two are otherwise equal (so it shares it with its siblings), else a copy of its own
-/// with `source`'s annotations.
+/// The wire message's annotations (and whether its content is sent as a plain string: see
+/// [`equivalent`]): when they differ, `target` takes `source`'s envelope itself if the two are
+/// otherwise equal (so it shares it with its siblings), else a copy of its own with `source`'s
+/// annotations and string flag.
 fn take_envelope(target: &mut Item, source: Option<&Item>) -> bool {
     let src = source.and_then(|s| s.meta.envelope.as_ref());
     let Some(env) = target.meta.envelope.as_ref() else {
         return false;
     };
     let wanted = src.map(|e| of_map(&e.extra)).unwrap_or_default();
-    if of_map(&env.extra) == wanted {
+    let string = src.map_or(env.content_was_string, |e| e.content_was_string);
+    if of_map(&env.extra) == wanted && env.content_was_string == string {
         return false;
     }
     if let Some(src) = src {
@@ -225,19 +255,17 @@ fn take_envelope(target: &mut Item, source: Option<&Item>) -> bool {
     }
     let mut copy = Envelope::clone(env);
     set_map(&mut copy.extra, src.map(|e| &e.extra));
+    copy.content_was_string = string;
     target.meta.envelope = Some(Arc::new(copy));
     true
 }
 
+/// Equal but for annotations and the string flag.
 fn same_but_annotations(a: &Envelope, b: &Envelope) -> bool {
     fn rest(e: &Envelope) -> Vec<(&String, &Value)> {
         e.extra.iter().filter(|(k, _)| !is_annotation(k)).collect()
     }
-    a.format == b.format
-        && a.message == b.message
-        && a.content_was_string == b.content_was_string
-        && a.slot == b.slot
-        && rest(a) == rest(b)
+    a.format == b.format && a.message == b.message && a.slot == b.slot && rest(a) == rest(b)
 }
 
 /// Makes the items of `view` carry the annotations of the items of `source` they stand for (the

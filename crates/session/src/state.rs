@@ -7,7 +7,7 @@
 //! the log ([`SessionState::load`]); it changes only after the records describing the change were
 //! appended to the store.
 
-use crate::annotation::without_annotations;
+use crate::annotation::equivalent;
 use crate::calibration::Calibration;
 use crate::chain::ChainHash;
 use crate::codec::share_envelopes;
@@ -126,8 +126,9 @@ impl SessionState {
     /// An item is recognised by its wire fingerprint when both copies have one (the same wire JSON
     /// at the same place: see [`compact_core::model::WireDigest`]) and their metadata agree, else by
     /// value, else by chain link (for items whose values differ only in what the chain bytes
-    /// leave out), else by value apart from annotations (a link logged before annotations were
-    /// left out of the chain covers them). A held item recognised by value adopts the new copy's
+    /// leave out), else by value apart from annotations and the string shape of their content
+    /// ([`crate::annotation::equivalent`]: a link logged before annotations were left out of the
+    /// chain covers them; a client may send a marked string as a block). A held item recognised by value adopts the new copy's
     /// fingerprint, so after a restart (items read back from the log have none) only the first
     /// call compares values.
     pub fn match_prefix(&mut self, items: &[Item]) -> (usize, Vec<usize>) {
@@ -142,9 +143,7 @@ impl SessionState {
                     if let Some(d) = new.wire_digest() {
                         held.set_wire_digest(d);
                     }
-                } else if tip.next_item(new) == self.chain[i]
-                    || without_annotations(held) == without_annotations(new)
-                {
+                } else if tip.next_item(new) == self.chain[i] || equivalent(held, new) {
                     differing.push(i);
                 } else {
                     return (i, differing);

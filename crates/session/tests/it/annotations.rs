@@ -33,8 +33,19 @@ fn output(n: usize) -> String {
 /// tool marked, the task, then `n - 1` tool calls with their results; the marker on the last
 /// block of the newest message only.
 pub fn claude_code_request(n: usize) -> Value {
-    let mut messages = vec![json!({"role": "user", "content": [
-        {"type": "text", "text": "Fix every warning in the workspace, one module at a time."}]})];
+    shaped_request(n, false)
+}
+
+/// [`claude_code_request`]; with `string_task`, the task is a string, sent as a marked text block
+/// while it is the newest message (what Claude Code does with a user message whose content is a
+/// string).
+pub fn shaped_request(n: usize, string_task: bool) -> Value {
+    let task = "Fix every warning in the workspace, one module at a time.";
+    let mut messages = vec![if string_task && n > 1 {
+        json!({"role": "user", "content": task})
+    } else {
+        json!({"role": "user", "content": [{"type": "text", "text": task}]})
+    }];
     for k in 1..n {
         messages.push(json!({"role": "assistant", "content": [
             {"type": "text", "text": format!("Checking module {k}.")},
@@ -71,13 +82,19 @@ pub fn markers(v: &Value) -> usize {
     }
 }
 
-/// `v` without its `cache_control` members.
+/// `v` without its `cache_control` members, a message's string content written as the one text
+/// block it stands for.
 pub fn unmarked(v: &Value) -> Value {
     match v {
         Value::Object(m) => Value::Object(
             m.iter()
                 .filter(|(k, _)| k.as_str() != "cache_control")
-                .map(|(k, v)| (k.clone(), unmarked(v)))
+                .map(|(k, v)| match v {
+                    Value::String(text) if k == "content" && m.contains_key("role") => {
+                        (k.clone(), json!([{"type": "text", "text": text}]))
+                    }
+                    _ => (k.clone(), unmarked(v)),
+                })
                 .collect(),
         ),
         Value::Array(a) => Value::Array(a.iter().map(unmarked).collect()),
@@ -114,14 +131,14 @@ fn window() -> usize {
     window
 }
 
-fn moving_marker_extends_the_history(store: Arc<dyn Store>) {
+fn moving_marker_extends_the_history(store: Arc<dyn Store>, string_task: bool) {
     let window = window();
     let trigger = Budget::new(&Policy::for_window(window)).trigger;
     let manager = manager_with(window, store);
     let mut previous: Option<Value> = None;
     let mut compacted_at = Vec::new();
     for n in 1..=12 {
-        let client = claude_code_request(n);
+        let client = shaped_request(n, string_task);
         assert!(markers(&client) <= MAX_MARKERS);
         let prepared = manager
             .preflight("cc", &decode(Format::Anthropic, &client).unwrap())
@@ -179,7 +196,12 @@ fn moving_marker_extends_the_history(store: Arc<dyn Store>) {
 
 #[test]
 fn a_moved_cache_control_marker_is_not_a_branch_and_never_piles_up() {
-    moving_marker_extends_the_history(Arc::new(MemoryStore::new()));
+    moving_marker_extends_the_history(Arc::new(MemoryStore::new()), false);
+}
+
+#[test]
+fn a_string_sent_as_a_marked_block_while_newest_is_not_a_branch() {
+    moving_marker_extends_the_history(Arc::new(MemoryStore::new()), true);
 }
 
 #[test]
