@@ -33,10 +33,15 @@ fn output(n: usize) -> String {
 
 /// Call `n` (1-based) as Claude Code sends it: the system prompt and the last tool marked, the
 /// task, `n - 1` tool calls with their results, and the marker on the last block of the newest
-/// message only.
-fn request(n: usize) -> Value {
-    let mut messages = vec![json!({"role": "user", "content": [
-        {"type": "text", "text": "Fix every warning in the workspace, one module at a time."}]})];
+/// message only. With `string_task` the task is a string, sent as a marked text block while it is
+/// the newest message.
+fn request(n: usize, string_task: bool) -> Value {
+    let task = "Fix every warning in the workspace, one module at a time.";
+    let mut messages = vec![if string_task && n > 1 {
+        json!({"role": "user", "content": task})
+    } else {
+        json!({"role": "user", "content": [{"type": "text", "text": task}]})
+    }];
     for k in 1..n {
         messages.push(json!({"role": "assistant", "content": [
             {"type": "text", "text": format!("Checking module {k}.")},
@@ -72,12 +77,19 @@ fn markers(v: &Value) -> usize {
     }
 }
 
+/// `v` without its `cache_control` members, a message's string content written as the one text
+/// block it stands for.
 fn unmarked(v: &Value) -> Value {
     match v {
         Value::Object(m) => Value::Object(
             m.iter()
                 .filter(|(k, _)| k.as_str() != "cache_control")
-                .map(|(k, v)| (k.clone(), unmarked(v)))
+                .map(|(k, v)| match v {
+                    Value::String(text) if k == "content" && m.contains_key("role") => {
+                        (k.clone(), json!([{"type": "text", "text": text}]))
+                    }
+                    _ => (k.clone(), unmarked(v)),
+                })
                 .collect(),
         ),
         Value::Array(a) => Value::Array(a.iter().map(unmarked).collect()),
@@ -99,7 +111,7 @@ fn window() -> usize {
     let tokens = |n| {
         session_config(1)
             .counter
-            .total(&decode(Format::Anthropic, &request(n)).unwrap())
+            .total(&decode(Format::Anthropic, &request(n, false)).unwrap())
     };
     let (at9, at10) = (tokens(9), tokens(10));
     let trigger = |w| Budget::new(&session_config(w).policy).trigger;
@@ -113,6 +125,15 @@ fn window() -> usize {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_moved_cache_control_marker_keeps_the_upstream_prefix_and_its_cache() {
+    moving_marker(false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_string_task_marked_as_a_block_while_newest_keeps_the_prefix_too() {
+    moving_marker(true).await;
+}
+
+async fn moving_marker(string_task: bool) {
     let window = window();
     let h = Harness::with(Options {
         window,
@@ -123,7 +144,7 @@ async fn a_moved_cache_control_marker_keeps_the_upstream_prefix_and_its_cache() 
     let mut compacted = Vec::new();
     for n in 1..=CALLS {
         let before = h.proxy.metrics().compactions();
-        let reply = h.post("/v1/messages", &[], &request(n)).await;
+        let reply = h.post("/v1/messages", &[], &request(n, string_task)).await;
         assert_eq!(reply.status, 200, "call {n}: {}", reply.text());
         compacted.push(h.proxy.metrics().compactions() > before);
     }
@@ -164,7 +185,12 @@ async fn a_moved_cache_control_marker_keeps_the_upstream_prefix_and_its_cache() 
                 );
             }
             if compacted.iter().take(i).all(|c| !c) {
-                assert_eq!(r.body, request(i + 1), "call {}: sent as it came", i + 1);
+                assert_eq!(
+                    r.body,
+                    request(i + 1, string_task),
+                    "call {}: sent as it came",
+                    i + 1
+                );
             }
         }
     }
