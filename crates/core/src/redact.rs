@@ -1,5 +1,6 @@
 //! Secret redaction: finds credentials in text (API keys and tokens of the common providers, cloud
-//! keys, private key blocks, passwords in URLs and in `key=value` form, bearer headers, JWTs...) and
+//! keys, private key blocks, passwords in URLs and in `key=value` form, bearer headers, JWTs, the
+//! values of secret-named variables in `.env` files, shell exports and config files...) and
 //! replaces each with a placeholder that names its kind and a short fingerprint,
 //! `[REDACTED:aws_access_key:3f9a1c]`.
 //!
@@ -178,12 +179,69 @@ const BUILTINS: &[Builtin] = &[
         group: 1,
     },
     // A literal after a credential-like name: quoted, or unquoted with a digit or a symbol in it
-    // (so that `api_key = config.key` or `password: String` in code is left alone).
+    // (so that `api_key = config.key` or `password: String` in code is left alone); references,
+    // fill-ins and paths are left alone as for secret assignments (`PWD=/home/dev`).
     Builtin {
-        kind: "password_assignment",
+        kind: PASSWORD_ASSIGNMENT,
         pattern: r#"(?i)\b(?:password|passwd|pwd|passphrase|secret|secret[_\-]?key|api[_\-]?key|apikey|access[_\-]?token|auth[_\-]?token|refresh[_\-]?token|client[_\-]?secret|private[_\-]?key)\b["']?\s*[:=]\s*(?:"([^"\s]{6,})"|'([^'\s]{6,})'|([^\s"'`,;{}()\[\]<>]*[0-9!@#$%^&*+/~\-][^\s"'`,;{}()\[\]<>]*))"#,
         group: 1,
     },
+    // The value of a variable or key whose name ends in a secret's name (`DB_PASSWORD=…`, `export
+    // GITHUB_TOKEN=…`, `"clientSecret": "…"`, `stripe_api_key = "…"`, `X-Auth-Token: …`): `.env`
+    // files, shell exports, YAML, JSON, TOML and INI. Only the value is redacted; what is a
+    // reference, a placeholder or code rather than a value is left alone ([`is_assigned_value`]).
+    Builtin {
+        kind: SECRET_ASSIGNMENT,
+        pattern: r#"(?i)(?:^|[^a-z0-9_.\-/])[a-z0-9_.\-]*?(?:passw(?:or)?d|[_.\-]pwd|secret|token|api[_\-]?key|(?:secret|private|access|signing|encryption|master|client|app|auth|session|service|account|license|jwt|hmac)[_\-]?key|credentials?|auth)\\?["']?[ \t]*(?::=|[:=])[ \t]*(?:\\?"([^"\s\\]+)\\?"|'([^'\s]+)'|([^\s"'`,;{}()\[\]<>\\]+))"#,
+        group: 1,
+    },
+];
+
+/// Kinds of the detectors of assignments to a credential's name, whose values are checked
+/// ([`is_assigned_value`]).
+const PASSWORD_ASSIGNMENT: &str = "password_assignment";
+const SECRET_ASSIGNMENT: &str = "secret_assignment";
+
+/// Last words of a value that describes a secret rather than being one (`signed-token`,
+/// `my-secret`).
+const DESCRIBING_WORDS: &[&str] = &[
+    "token",
+    "secret",
+    "password",
+    "passwd",
+    "key",
+    "apikey",
+    "credentials",
+];
+
+/// Values of a secret-named key that stand for a value without being one (a type, a flag, a mode).
+const STAND_IN_VALUES: &[&str] = &[
+    "null",
+    "none",
+    "nil",
+    "undefined",
+    "true",
+    "false",
+    "string",
+    "required",
+    "optional",
+    "unset",
+    "default",
+    "hidden",
+    "masked",
+    "secret",
+    "secrets",
+    "password",
+    "token",
+    "bearer",
+    "basic",
+    "digest",
+    "oauth",
+    "oauth2",
+    "include",
+    "omit",
+    "same-origin",
+    "placeholder",
 ];
 
 /// Custom detectors and hooks could not be added.
@@ -210,6 +268,8 @@ struct Detector {
     kind: String,
     regex: Regex,
     group: usize,
+    /// Whether a match (its range in the text) is a secret, when the pattern alone cannot say.
+    check: Option<fn(&str, &Range<usize>) -> bool>,
 }
 
 /// Finds and replaces secrets. See the [module documentation](self).
@@ -247,6 +307,9 @@ impl Redactor {
                     kind: b.kind.to_owned(),
                     regex,
                     group: b.group,
+                    check: [PASSWORD_ASSIGNMENT, SECRET_ASSIGNMENT]
+                        .contains(&b.kind)
+                        .then_some(is_assigned_value as fn(&str, &Range<usize>) -> bool),
                 })
             })
             .collect();
@@ -273,6 +336,7 @@ impl Redactor {
             kind: name.to_owned(),
             regex,
             group,
+            check: None,
         });
         Ok(Redactor::from_detectors(detectors, self.hooks))
     }
@@ -297,6 +361,7 @@ impl Redactor {
                         kind: kind.clone(),
                         regex,
                         group: 0,
+                        check: None,
                     });
                 }
             }
@@ -343,8 +408,11 @@ impl Redactor {
                 };
                 // Shorter than this, a "secret" is a word of the text, not a credential; and a
                 // variable reference or an already masked value holds no secret.
-                if let Some(m) = m.filter(|m| m.len() >= MIN_SECRET && !is_placeholder(m.as_str()))
-                {
+                if let Some(m) = m.filter(|m| {
+                    m.len() >= MIN_SECRET
+                        && !is_placeholder(m.as_str())
+                        && d.check.is_none_or(|check| check(text, &m.range()))
+                }) {
                     found.push((m.range(), d.kind.as_str()));
                 }
             }
@@ -592,6 +660,91 @@ fn is_placeholder(value: &str) -> bool {
         || value.to_ascii_uppercase().contains("REDACTED")
 }
 
+/// Whether the value at `range` of a secret-named assignment in `text` is a value: not a reference
+/// (`${VAR}`, `%VAR%`, `"OPENAI_API_KEY"` naming a variable), a fill-in (`<your-token>`,
+/// `[PAD]`, `XXXX-XXXX`), a stand-in word (`null`, `false`, `string`, `include`), a number, a file
+/// path (`GOOGLE_APPLICATION_CREDENTIALS=/path/creds.json`), or code: a call (`get_token()`), an
+/// attribute (`process.env.API_KEY`, `os.environ`), or a bare word that names a variable
+/// (`api_key=api_key`, `password: SecretStr`). A bare word counts only in `.env` / shell form: an
+/// upper-case name and `=` with no space around it (`SECRET_KEY=supersecretvalue`).
+fn is_assigned_value(text: &str, range: &Range<usize>) -> bool {
+    let value = &text[range.clone()];
+    let before = &text[..range.start];
+    let quoted = before.ends_with(['"', '\'']);
+    let lower = value.to_ascii_lowercase();
+    let wrapped = |open: char, close: char| value.starts_with(open) && value.ends_with(close);
+    if value.contains("${")
+        || value.contains("{{")
+        || value.contains("$(")
+        || wrapped('<', '>')
+        || wrapped('[', ']')
+        || wrapped('{', '}')
+        || wrapped('%', '%')
+        || STAND_IN_VALUES.contains(&lower.as_str())
+        || value
+            .chars()
+            .all(|c| matches!(c, 'x' | 'X' | '*' | '•' | '.' | '-' | '_' | '#' | '0'))
+        || value.starts_with("~/")
+        || value.starts_with("./")
+        || value.starts_with("../")
+        || (value.starts_with('/')
+            && value
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '/' | '.' | '_' | '-')))
+    {
+        return false;
+    }
+    // A masked value after a kind's prefix (`ghp_xxxxxxxx`, `gho_*****`), a description of the
+    // value (`signed-token`, `my-secret`), a relative path to a file (`logs/app.jsonl`).
+    let (head, last) = value.rsplit_once(['_', '-', '.']).unwrap_or(("", value));
+    let masked = last.len() >= 3 && last.chars().all(|c| matches!(c, 'x' | 'X' | '*' | '•'));
+    let described =
+        !head.is_empty() && DESCRIBING_WORDS.contains(&last.to_ascii_lowercase().as_str());
+    let file = value.contains('/')
+        && value.rsplit_once('.').is_some_and(|(_, ext)| {
+            (2..=5).contains(&ext.len()) && ext.chars().all(|c| c.is_ascii_lowercase())
+        });
+    if masked || described || file {
+        return false;
+    }
+    // An upper-case word without digits names a variable (`"api_key": "OPENAI_API_KEY"`).
+    let names_a_variable =
+        value.chars().all(|c| c.is_ascii_uppercase() || c == '_') && value.len() > 1;
+    if names_a_variable {
+        return false;
+    }
+    if quoted {
+        return true;
+    }
+    let after = &text[range.end..];
+    let is_word = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '$';
+    let attribute = value.contains('.')
+        && value.split('.').all(|p| {
+            p.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') && p.chars().all(is_word)
+        });
+    if after.starts_with('(') || attribute || value.chars().all(|c| c.is_ascii_digit()) {
+        return false;
+    }
+    let bare_word = value.chars().all(is_word);
+    !bare_word || value.chars().any(|c| c.is_ascii_digit()) || env_style(before)
+}
+
+/// True when `before` (the text before an unquoted value) ends in `NAME=` with an upper-case name
+/// and no space around `=`: a `.env` line or a shell assignment.
+fn env_style(before: &str) -> bool {
+    let Some(name_end) = before.strip_suffix('=') else {
+        return false;
+    };
+    let name: String = name_end
+        .chars()
+        .rev()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+        .collect();
+    !name.is_empty()
+        && name.chars().any(|c| c.is_ascii_uppercase())
+        && !name.chars().any(|c| c.is_ascii_lowercase())
+}
+
 /// True when `range` falls inside a placeholder already in `text` (such as its fingerprint).
 fn inside_placeholder(text: &str, range: &Range<usize>) -> bool {
     let before = &text[..range.start];
@@ -669,6 +822,7 @@ mod tests {
             ("database_url", "DATABASE_URL=postgres://app:s3cr3tpass@db.internal:5432/app".to_owned()),
             ("url_password", "git clone https://deploy:hunter2hunter@git.example.com/repo.git".to_owned()),
             ("password_assignment", "password=correct-horse-battery".to_owned()),
+            ("secret_assignment", "DB_PASSWORD=hunter2-prod-9f8e".to_owned()),
         ]
     }
 
@@ -687,6 +841,7 @@ mod tests {
             "database_url" => "s3cr3tpass".to_owned(),
             "url_password" => "hunter2hunter".to_owned(),
             "password_assignment" => "correct-horse-battery".to_owned(),
+            "secret_assignment" => "hunter2-prod-9f8e".to_owned(),
             _ => sample.to_owned(),
         }
     }
@@ -768,6 +923,125 @@ mod tests {
             "api_key = \"your-api-key-here\"",
             "ANTHROPIC_API_KEY=sk-ant-api03-...",
             "hash: sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+        ] {
+            assert_eq!(r.redact("s", text), text);
+        }
+    }
+
+    /// Secret-named variables as agents see them: `.env` files, shell exports, YAML, JSON, TOML and
+    /// INI, HTTP headers. The value is redacted, the name kept.
+    #[test]
+    fn secret_assignments_keep_their_name_and_lose_their_value() {
+        let r = Redactor::new();
+        for (text, secret) in [
+            ("DB_PASSWORD=hunter2-prod-9f8e", "hunter2-prod-9f8e"),
+            ("export DB_PASSWORD=hunter2-prod-9f8e", "hunter2-prod-9f8e"),
+            ("DB_PASSWORD=\"hunter2 prod\"", ""),
+            ("POSTGRES_PASSWORD='Tr0ub4dor&3'", "Tr0ub4dor&3"),
+            ("MYSQL_ROOT_PASSWD=changeme", "changeme"),
+            ("DB_PWD=s3cr3t-value", "s3cr3t-value"),
+            ("SECRET_KEY=supersecretvalue", "supersecretvalue"),
+            ("JWT_SECRET=9f8e7d6c5b4a", "9f8e7d6c5b4a"),
+            (
+                "export GITHUB_TOKEN=gho_short_but_real1",
+                "gho_short_but_real1",
+            ),
+            ("STRIPE_API_KEY=rk_prod_51Hx", "rk_prod_51Hx"),
+            ("AWS_SECRET_ACCESS_KEY=abc/def+ghi123", "abc/def+ghi123"),
+            ("APP_KEY=base64:Zm9vYmFyYmF6cXV4", "base64:Zm9vYmFyYmF6cXV4"),
+            (
+                "GOOGLE_CREDENTIALS=eyJ0eXBlIjoic2Vydmlj",
+                "eyJ0eXBlIjoic2Vydmlj",
+            ),
+            ("NPM_AUTH=dXNlcjpwYXNzd29yZA", "dXNlcjpwYXNzd29yZA"),
+            ("  db_password: hunter2-prod-9f8e", "hunter2-prod-9f8e"),
+            ("    POSTGRES_PASSWORD: \"example-pw\"", "example-pw"),
+            (
+                "{\"clientSecret\": \"cs_9f8e7d6c5b4a\", \"id\": 3}",
+                "cs_9f8e7d6c5b4a",
+            ),
+            (
+                "{\\\"DB_PASSWORD\\\": \\\"hunter2-prod-9f8e\\\"}",
+                "hunter2-prod-9f8e",
+            ),
+            ("stripe_api_key = \"rk_prod_51Hx\"", "rk_prod_51Hx"),
+            ("accessToken: 'at-9f8e7d6c5b4a'", "at-9f8e7d6c5b4a"),
+            ("smtp_password = hunter2-prod", "hunter2-prod"),
+            ("X-Auth-Token: 9f8e7d6c5b4a3f2e", "9f8e7d6c5b4a3f2e"),
+            ("token := \"tok_9f8e7d6c5b4a\"", "tok_9f8e7d6c5b4a"),
+        ] {
+            let out = r.redact("s", text);
+            if secret.is_empty() {
+                // A quoted value with a space is not taken (descriptions, prose).
+                continue;
+            }
+            assert!(!out.contains(secret), "{text} -> {out}");
+            assert!(out.contains("[REDACTED:"), "{text} -> {out}");
+            let name_end = text.find(['=', ':']).unwrap();
+            assert!(out.starts_with(&text[..name_end]), "{text} -> {out}");
+        }
+        // The same secret has the same placeholder whatever the file's syntax, per salt.
+        let env = r.redact("s1", "DB_PASSWORD=hunter2-prod-9f8e").into_owned();
+        let json = r
+            .redact("s1", "{\"DB_PASSWORD\": \"hunter2-prod-9f8e\"}")
+            .into_owned();
+        let p = placeholder("s1", "secret_assignment", "hunter2-prod-9f8e");
+        assert_eq!(env, format!("DB_PASSWORD={p}"));
+        assert_eq!(json, format!("{{\"DB_PASSWORD\": \"{p}\"}}"));
+        assert_ne!(r.redact("s2", "DB_PASSWORD=hunter2-prod-9f8e"), env);
+    }
+
+    /// What looks like a secret assignment but holds no secret: empty values, references,
+    /// fill-ins, stand-in words, numbers, paths, and code.
+    #[test]
+    fn references_placeholders_and_code_are_not_secret_assignments() {
+        let r = Redactor::new();
+        for text in [
+            "DB_PASSWORD=",
+            "DB_PASSWORD=\"\"",
+            "DB_PASSWORD=${DB_PASSWORD}",
+            "export API_TOKEN=$API_TOKEN_FROM_VAULT",
+            "GITHUB_TOKEN: ${{ secrets.GITHUB_TOKEN }}",
+            "set DB_PASSWORD=%DB_PASSWORD%",
+            "api_token = \"<your-token>\"",
+            "OPENAI_API_KEY=<your-key-here>",
+            "SECRET_KEY=xxxxxxxxxxxx",
+            "DB_PASSWORD=********",
+            "LICENSE_KEY=XXXX-XXXX-XXXX",
+            "\"api_key\": null",
+            "\"api_key\": \"OPENAI_API_KEY\"",
+            "\"password\": \"string\"",
+            "auth_token: None",
+            "VERIFY_TOKEN=true",
+            "credentials: 'include'",
+            "  pad_token: \"[PAD]\"",
+            "eos_token = \"<|endoftext|>\"",
+            "API_KEY = os.environ[\"API_KEY\"]",
+            "api_key = os.environ.get(\"API_KEY\")",
+            "const apiKey = process.env.OPENAI_API_KEY;",
+            "secret = secrets.token_hex(32)",
+            "token = get_token()",
+            "token = tokenizer2(text)",
+            "client = OpenAI(api_key=api_key)",
+            "  db_password: SecretStr",
+            "password_len = 12",
+            "token_count = 0",
+            "max_tokens=4096",
+            "TOKENIZERS_PARALLELISM=false",
+            "KEY_LENGTH=32",
+            "max_token = 100000",
+            "GOOGLE_APPLICATION_CREDENTIALS=/home/dev/.config/gcloud/creds.json",
+            "SSH_PRIVATE_KEY=~/.ssh/id_ed25519",
+            "PWD=/home/dev/project",
+            "PWD=/workspace",
+            "OLDPWD=/home/dev",
+            "if password == \"\": return",
+            "export GITHUB_TOKEN=ghp_xxxxxxxxxxxx",
+            "  - Token: gho_************************************",
+            "{\"user\": {\"id\": \"u-1\"}, \"token\": \"signed-token\"}",
+            "Initial HEAD on feature/auth: d5a174d",
+            "logs.txt:398 twilio-api-key: CHAT_LOGS/c7d2069e-c561.jsonl",
+            "\"   GH_TOKEN=ghp_xxx\\n   CODEX_ENV=prod\\n\"",
         ] {
             assert_eq!(r.redact("s", text), text);
         }
