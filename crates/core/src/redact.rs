@@ -192,7 +192,7 @@ const BUILTINS: &[Builtin] = &[
     // reference, a placeholder or code rather than a value is left alone ([`is_assigned_value`]).
     Builtin {
         kind: SECRET_ASSIGNMENT,
-        pattern: r#"(?i)(?:^|[^a-z0-9_.\-/])[a-z0-9_.\-]*?(?:passw(?:or)?d|[_.\-]pwd|secret|token|api[_\-]?key|(?:secret|private|access|signing|encryption|master|client|app|auth|session|service|account|license|jwt|hmac)[_\-]?key|credentials?|auth)\\?["']?[ \t]*(?::=|[:=])[ \t]*(?:\\?"([^"\s\\]+)\\?"|'([^'\s]+)'|([^\s"'`,;{}()\[\]<>\\]+))"#,
+        pattern: r#"(?i)(?:^|[^a-z0-9_.\-/])[a-z0-9_.\-]*?(?:passw(?:or)?d|[_.\-]pwd|secret|token|api[_\-]?key|(?:secret|private|access|encryption|master|client|app|auth|session|service|account|license|jwt|hmac)[_\-]?key|signing[_\-]key|credentials?|auth)\\?["']?[ \t]*(?::=|[:=])[ \t]*(?:\\?"([^"\s\\]+)\\?"|'([^'\s]+)'|([^\s"'`,;{}()\[\]<>\\]+))"#,
         group: 1,
     },
 ];
@@ -942,6 +942,7 @@ mod tests {
             ("DB_PWD=s3cr3t-value", "s3cr3t-value"),
             ("SECRET_KEY=supersecretvalue", "supersecretvalue"),
             ("JWT_SECRET=9f8e7d6c5b4a", "9f8e7d6c5b4a"),
+            ("JWT_SIGNING_KEY=9f8e7d6c5b4a", "9f8e7d6c5b4a"),
             (
                 "export GITHUB_TOKEN=gho_short_but_real1",
                 "gho_short_but_real1",
@@ -1040,6 +1041,7 @@ mod tests {
             "  - Token: gho_************************************",
             "{\"user\": {\"id\": \"u-1\"}, \"token\": \"signed-token\"}",
             "Initial HEAD on feature/auth: d5a174d",
+            "user.signingkey=8E1F899571345D06",
             "logs.txt:398 twilio-api-key: CHAT_LOGS/c7d2069e-c561.jsonl",
             "\"   GH_TOKEN=ghp_xxx\\n   CODEX_ENV=prod\\n\"",
         ] {
