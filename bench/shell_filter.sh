@@ -9,6 +9,8 @@
 #
 #   bench/shell_filter.sh
 #   CORPUS=/path/to/corpus BUDGETS=1000 bench/shell_filter.sh
+#   SHELL_FILTER_ERRORS=1 bench/shell_filter.sh 2>errors.tsv   # every error line of every output, to
+#                                                              # compare two versions of is_error_line
 set -eu
 cd "$(dirname "$0")/.."
 CORPUS=${CORPUS:-../shared/corpus}

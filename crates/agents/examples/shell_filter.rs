@@ -6,7 +6,9 @@
 //!
 //!   cargo run -p compact-agents --example shell_filter -- [--budgets 500,1000,2000] FILE...
 //!
-//! With `SHELL_FILTER_MISSES=1` it also lists, on stderr, each cut output that lost error lines.
+//! With `SHELL_FILTER_MISSES=1` it also lists, on stderr, each cut output that lost error lines;
+//! with `SHELL_FILTER_ERRORS=1`, every error line (`is_error_line`) of every shell output, once per
+//! output, to compare two versions of the rule.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use compact_core::model::{Conversation, Item, ItemBody, Part};
@@ -109,6 +111,7 @@ fn main() {
     }
     // SHELL_FILTER_MISSES=1 lists, on stderr, every cut output whose error lines were not all kept.
     let show_misses = std::env::var_os("SHELL_FILTER_MISSES").is_some();
+    let show_errors = std::env::var_os("SHELL_FILTER_ERRORS").is_some();
     let counter = TokenCounter::new(Encoding::O200kBase);
     let mut tallies: Vec<Tally> = budgets.iter().map(|_| Tally::default()).collect();
     let mut skipped = 0;
@@ -142,6 +145,17 @@ fn main() {
         for (i, item) in conv.items.iter().enumerate() {
             if !shell_set.contains(&i) {
                 found_other.extend(probes.find_in_item(item));
+            }
+        }
+        if show_errors {
+            for &i in &shell {
+                let Some(text) = text_of(&conv.items[i]) else {
+                    continue;
+                };
+                let errors: HashSet<&str> = text.lines().filter(|l| is_error_line(l)).collect();
+                for line in errors {
+                    eprintln!("{}\t{}", conv.items[i].meta.id, line.trim_end());
+                }
             }
         }
         for (b, &budget) in budgets.iter().enumerate() {
