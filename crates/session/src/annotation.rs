@@ -5,11 +5,12 @@
 //! provider refuses a request with more than four of them.
 //!
 //! Two rules follow for the session runtime:
-//! - **Annotations are not history.** The hash chain leaves them out ([`crate::codec::chain_bytes`]),
-//!   and so does matching a request against the items last received: a marker that moved is not
-//!   a branch, and the item is logged once, as first received. Matching also takes a message
-//!   whose content went from a string to the one text block it stands for, or back, as the same
-//!   ([`equivalent`]): Claude Code sends a string as a block to mark it.
+//! - **Annotations are not history.** The hash chain leaves them out
+//!   ([`crate::codec::chain_bytes`]), and so does matching a request against the items last
+//!   received: a marker that moved is not a branch, and the item is logged once, as first
+//!   received. Matching also takes a message whose content went from a string to the one text
+//!   block it stands for, or back, as the same ([`equivalent`]): Claude Code sends a string as a
+//!   block to mark it.
 //! - **The request sent carries the client's current annotations.** The items the view reuses
 //!   (received earlier, possibly compacted since) take the annotations of the request items they
 //!   stand for (by item id) and lose any others ([`follow`], [`follow_items`]), so markers never

@@ -1,8 +1,8 @@
 //! The hash chain over the items a session received: the hash of item `i` is
-//! `H(hash of item i-1, chain bytes of item i)` (the first item chains from [`ChainHash::GENESIS`]),
-//! so one hash names an item *and* the whole history before it. Two requests share a prefix of `k`
-//! items exactly when their first `k` chain hashes are equal; a history edited or forked at item `k`
-//! gets new hashes from `k` on.
+//! `H(hash of item i-1, chain bytes of item i)` (the first item chains from
+//! [`ChainHash::GENESIS`]), so one hash names an item *and* the whole history before it. Two
+//! requests share a prefix of `k` items exactly when their first `k` chain hashes are equal; a
+//! history edited or forked at item `k` gets new hashes from `k` on.
 //!
 //! The chain bytes ([`crate::codec::chain_bytes`]) are the item's canonical bytes without its
 //! per-call annotations ([`crate::annotation`]: Anthropic's `cache_control`, which clients move to

@@ -4,8 +4,9 @@
 //! The document holds everything [`Item`]'s equality looks at except the turn index (derived from
 //! position) and the token memo (a cache): so `decode(encode(item)) == item`, and two items that
 //! are equal encode to the same bytes. Those bytes are the *canonical item bytes*; the hash chain
-//! ([`crate::chain`]) is computed over them less the per-call annotations ([`chain_bytes`]). Object keys keep their insertion order (the workspace
-//! builds `serde_json` with `preserve_order`), so an encoding is a pure function of the item.
+//! ([`crate::chain`]) is computed over them less the per-call annotations ([`chain_bytes`]).
+//! Object keys keep their insertion order (the workspace builds `serde_json` with
+//! `preserve_order`), so an encoding is a pure function of the item.
 //!
 //! Version 1 (this one) is the only version; [`ITEM_FORMAT_VERSION`] is stored with every record
 //! so a later version can read older logs.

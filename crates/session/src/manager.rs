@@ -9,10 +9,11 @@
 //! exactly the items sent last time (the provider's prompt cache keeps hitting) and only the new
 //! items are counted. Per-call annotations (`cache_control`, which clients move to the newest
 //! message on every call) are not history: a moved one is still an extension, and the items sent
-//! again take the request's current annotations and lose the old ones ([`crate::annotation`]). Compaction runs only when the view plus the new items reaches the trigger,
-//! and it compacts that view (folding its checkpoint), so nothing is summarised twice. A request
-//! that does not extend the last one (history edited, forked, rolled back) is a *branch*: it is
-//! logged as such and compacted from scratch, never mixed with the previous view.
+//! again take the request's current annotations and lose the old ones ([`crate::annotation`]).
+//! Compaction runs only when the view plus the new items reaches the trigger, and it compacts that
+//! view (folding its checkpoint), so nothing is summarised twice. A request that does not extend
+//! the last one (history edited, forked, rolled back) is a *branch*: it is logged as such and
+//! compacted from scratch, never mixed with the previous view.
 
 use crate::annotation::{follow, follow_items, same_tools};
 use crate::archive::Archive;

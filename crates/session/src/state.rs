@@ -128,9 +128,9 @@ impl SessionState {
     /// value, else by chain link (for items whose values differ only in what the chain bytes
     /// leave out), else by value apart from annotations and the string shape of their content
     /// ([`crate::annotation::equivalent`]: a link logged before annotations were left out of the
-    /// chain covers them; a client may send a marked string as a block). A held item recognised by value adopts the new copy's
-    /// fingerprint, so after a restart (items read back from the log have none) only the first
-    /// call compares values.
+    /// chain covers them; a client may send a marked string as a block). A held item recognised
+    /// by value adopts the new copy's fingerprint, so after a restart (items read back from the
+    /// log have none) only the first call compares values.
     pub fn match_prefix(&mut self, items: &[Item]) -> (usize, Vec<usize>) {
         let mut tip = ChainHash::GENESIS;
         let mut differing = Vec::new();
