@@ -23,7 +23,7 @@ use crate::recall::{self, RecallTurn};
 use crate::reply::{error_response, full, stream_error_event, ErrorKind, ProxyBody};
 use crate::route::{Family, Route};
 use crate::server::Shared;
-use crate::session_id::{parent_id, session_id};
+use crate::session_id::{client_session, parent_id, session_id};
 use crate::sse::SseSplitter;
 use crate::stream::{StreamBody, StreamEnd, UsageTap};
 use crate::usage::usage_in;
@@ -175,17 +175,16 @@ pub(crate) async fn handle(
         "compacted": report.compaction.is_some(),
         "tokens_before": report.compaction.as_ref().map(|c| c.tokens_before),
         "recoveries": 0});
-    let offer = offers_recall(shared, route, &session, &value, &prepared.conversation);
+    // The tool comes with what Compact changed: a request sent as the client made it goes out as
+    // it came, even when it names references (a `compactctl run` marker in a tool output: the
+    // agent's shell recalls those), so that the tools, and the prompt cache behind them, change
+    // only where the conversation does.
+    let offer =
+        !unchanged && offers_recall(shared, route, &session, &value, &prepared.conversation);
     // With the tool offered, the request is written out once, with it (the bytes without it are
     // made only if a detour needs them).
     let outgoing = match (unchanged, offer) {
-        (true, false) => Outgoing::Bytes(body),
-        // The client's own request with the tool added (rare: a request that already holds
-        // references sent as it came); the decoder keeps a copy for the next comparison.
-        (true, true) => Outgoing::Offered {
-            request: value.clone(),
-            bytes: Some(body),
-        },
+        (true, _) => Outgoing::Bytes(body),
         (false, _) => match encode(&prepared.conversation, format) {
             Ok(encoded) if offer => Outgoing::Offered {
                 request: encoded.value,
@@ -206,6 +205,7 @@ pub(crate) async fn handle(
         headers: headers::upstream_request(&parts.headers, true),
         manager,
         session,
+        client_session: client_session(&parts.headers).map(|(_, id)| id.to_owned()),
     };
     shared.metrics.added_latency(started.elapsed());
     let (response, recoveries, detours) = turn.run(prepared.conversation, outgoing).await;
@@ -384,6 +384,9 @@ struct Turn<'a> {
     headers: hyper::HeaderMap,
     manager: Arc<CompactManager>,
     session: String,
+    /// The client's own session id (Claude Code's, Codex's): the session its hooks keep
+    /// `compactctl run` outputs under.
+    client_session: Option<String>,
 }
 
 /// What one upstream call gave.
@@ -591,7 +594,11 @@ impl Turn<'_> {
     async fn detour(&self, request: Value, turn: &RecallTurn) -> Option<Value> {
         let answered = detour::answer_turn(
             &self.manager,
-            self.shared.config.kept_outputs.as_ref(),
+            self.shared
+                .config
+                .kept_outputs
+                .as_ref()
+                .map(|k| (k, self.client_session.as_deref())),
             &self.session,
             turn,
             &request,

@@ -86,7 +86,7 @@ pub fn session_id(
 }
 
 /// The client's own session id, with the prefix of its client ([`CLIENT_SESSION_HEADERS`]).
-fn client_session(headers: &HeaderMap) -> Option<(&'static str, &str)> {
+pub(crate) fn client_session(headers: &HeaderMap) -> Option<(&'static str, &str)> {
     CLIENT_SESSION_HEADERS.iter().find_map(|(name, prefix)| {
         let id = headers.get(*name)?.to_str().ok()?.trim();
         let usable = !id.is_empty()

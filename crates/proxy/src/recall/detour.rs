@@ -45,17 +45,25 @@ impl Detours {
 }
 
 /// Answers every call of `turn` (asked by the model on top of `request`) from the session's log,
+/// else from the outputs `compactctl run` kept (`kept`: where, and the client's own session id),
 /// in order: each answer, its outcome, and the error text when the log could not be read. The
-/// originals returned take at most what keeps the detour request within `limit` bytes; one that
-/// would not fit is answered with an error result.
+/// originals returned take at most what keeps the detour request within `limit` bytes and within
+/// the session's usable budget (by the provider's count of the turn); one that would not fit is
+/// answered with an error result.
 pub async fn answer_turn(
     manager: &Arc<CompactManager>,
-    kept: Option<&KeptOutputs>,
+    kept: Option<(&KeptOutputs, Option<&str>)>,
     session: &str,
     turn: &RecallTurn,
     request: &Value,
     limit: usize,
 ) -> Vec<(Answer, Outcome, Option<String>)> {
+    // The tokens the window still has room for: what the session's budget may use, less what the
+    // provider counted of the request and its reply (unknown when the reply reported no usage).
+    let usable = compact_core::budget::Budget::new(&manager.config().policy).usable;
+    let mut tokens = turn
+        .usage
+        .map(|(input, output)| usable.saturating_sub((input + output) as usize));
     // What the turn and the results' framing take besides the originals themselves.
     let framing: usize = turn
         .history
@@ -66,7 +74,7 @@ pub async fn answer_turn(
     let mut room = limit.saturating_sub(request.to_string().len() + framing);
     let mut answers = Vec::with_capacity(turn.calls.len());
     for call in &turn.calls {
-        answers.push(answer(manager, kept, session, call, &mut room).await);
+        answers.push(answer(manager, kept, session, call, &mut room, &mut tokens).await);
     }
     answers
 }
@@ -85,10 +93,11 @@ pub fn append(
 /// Answers one call, taking its text out of `room` (bytes the request may still grow by).
 async fn answer(
     manager: &Arc<CompactManager>,
-    kept: Option<&KeptOutputs>,
+    kept: Option<(&KeptOutputs, Option<&str>)>,
     session: &str,
     call: &RecallCall,
     room: &mut usize,
+    tokens: &mut Option<usize>,
 ) -> (Answer, Outcome, Option<String>) {
     let Some(id) = call.id.clone() else {
         let answer = Answer::failed(&call.call_id, None, Outcome::Invalid, "");
@@ -96,18 +105,24 @@ async fn answer(
     };
     let recalled = {
         let manager = Arc::clone(manager);
-        let kept = kept.cloned();
+        // Where `compactctl run` may have kept it: the client's own session (the hooks keep each
+        // output under the agent's session id), then the configured ones.
+        let kept = kept.map(|(k, client)| {
+            let sessions: Vec<String> = client
+                .map(str::to_owned)
+                .into_iter()
+                .chain(k.sessions.iter().cloned())
+                .collect();
+            (Arc::clone(&k.manager), sessions)
+        });
         let session = session.to_owned();
         let id = id.clone();
         tokio::task::spawn_blocking(move || {
             let mut found = manager.recall_for_model(&session, &id)?;
             // An id the conversation's log does not know may name an output `compactctl run`
             // kept.
-            if let (None, Some(kept)) = (&found.item, kept) {
-                found.item = kept
-                    .sessions
-                    .iter()
-                    .find_map(|s| kept.manager.recall(s, &id).ok());
+            if let (None, Some((kept, sessions))) = (&found.item, kept) {
+                found.item = sessions.iter().find_map(|s| kept.recall(s, &id).ok());
                 if let Some(item) = &found.item {
                     found.tokens = manager.config().counter.count_text(&item.plain_text());
                 }
@@ -126,6 +141,16 @@ async fn answer(
                 if size > *room {
                     let detail = format!("{} bytes, {} tokens", text.len(), found.tokens);
                     return (failed(Outcome::TooLarge, &detail), Outcome::TooLarge, None);
+                }
+                if let Some(left) = tokens.as_mut() {
+                    if found.tokens > *left {
+                        let detail = format!(
+                            "{} tokens, and the context window has room for {left} more",
+                            found.tokens
+                        );
+                        return (failed(Outcome::TooLarge, &detail), Outcome::TooLarge, None);
+                    }
+                    *left -= found.tokens;
                 }
                 *room -= size;
                 (Answer::found(&call.call_id, text), Outcome::Found, None)

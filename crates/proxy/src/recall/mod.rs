@@ -6,9 +6,12 @@
 //! a detour the client never sees.
 //!
 //! Invariants:
-//! - the tool is added only to a request that holds a reference, at most once, never when the
-//!   client has a tool of the same name, and the client's own tools and `tool_choice` are left as
-//!   they are;
+//! - the tool is added only to a request that Compact changed (compacted, or cut at write time)
+//!   and that holds a reference, at most once, never when the client has a tool of the same name,
+//!   and the client's own tools and `tool_choice` are left as they are (a request sent as the
+//!   client made it goes out byte for byte, whatever markers its tool outputs hold);
+//! - it answers the ids of the session's log and of the outputs `compactctl run` kept
+//!   ([`crate::KeptOutputs`]: the client's own session id, then the configured sessions);
 //! - a reply with text or any other tool call is the client's: it is forwarded as it came, even
 //!   when it also calls `compact_recall`;
 //! - detours are bounded ([`crate::RecallConfig::max_detours`]); past the bound the request goes

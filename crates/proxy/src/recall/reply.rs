@@ -50,12 +50,18 @@ fn id_argument(arguments: &Value) -> Option<String> {
         .map(str::to_owned)
 }
 
-/// (input, output) tokens of a `usage` object in any of the three shapes.
+/// (input, output) tokens of a `usage` object in any of the three shapes; Anthropic's input is
+/// what it read from its cache and wrote to it as well as the rest (its `input_tokens` alone
+/// leaves those out).
 pub fn usage_tokens(usage: &Value) -> Option<(u64, u64)> {
     let get = |keys: [&str; 2]| keys.iter().find_map(|k| usage.get(*k)?.as_u64());
     let input = get(["input_tokens", "prompt_tokens"]);
     let output = get(["output_tokens", "completion_tokens"]);
-    (input.is_some() || output.is_some()).then(|| (input.unwrap_or(0), output.unwrap_or(0)))
+    let cache: u64 = ["cache_read_input_tokens", "cache_creation_input_tokens"]
+        .iter()
+        .filter_map(|k| usage.get(*k)?.as_u64())
+        .sum();
+    (input.is_some() || output.is_some()).then(|| (input.unwrap_or(0) + cache, output.unwrap_or(0)))
 }
 
 /// The recall-only turn in `reply` (a whole reply body on `route`), or `None` when the reply is

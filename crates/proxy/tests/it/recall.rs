@@ -435,6 +435,18 @@ async fn an_output_compactctl_run_kept_is_recalled_too() {
     original.meta.id = compact_core::model::ItemId::new("r0a1b2c3d4e");
     kept.keep_original("run", original, json!({"source": "compactctl run"}))
         .unwrap();
+    // An output larger than the whole window: recalling it would send a request the model cannot
+    // read.
+    let lines: Vec<String> = (0..4_000)
+        .map(|n| format!("row {n}: value {}", n * 7))
+        .collect();
+    let mut huge = Item::new(ItemBody::ToolResult(ToolResult::text(
+        "run2",
+        lines.join("\n"),
+    )));
+    huge.meta.id = compact_core::model::ItemId::new("r9huge00000");
+    kept.keep_original("run", huge, json!({"source": "compactctl run"}))
+        .unwrap();
     let adjust: Adjust = {
         let kept = kept.clone();
         Arc::new(move |config: &mut compact_proxy::ProxyConfig| {
@@ -470,4 +482,21 @@ async fn an_output_compactctl_run_kept_is_recalled_too() {
     );
     assert!(!answers[0].2, "not an error result");
     assert_eq!(h.proxy.metrics().recall_calls(Outcome::Found), 1);
+
+    // The huge one is refused with a reason, and the request stays within the window.
+    let before = h.sim.requests().len();
+    h.sim.push_reply(
+        ScriptedReply::text("").with_tool_call(RECALL_TOOL, json!({"id": "r9huge00000"})),
+    );
+    h.sim
+        .push_reply(ScriptedReply::text("Too large; I will look at less."));
+    let reply = h.post(wire.path(), &HEADERS, &request).await;
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    let upstream = h.sim.requests()[before..].to_vec();
+    assert_eq!(upstream.len(), 2, "one detour");
+    let answers = results(wire, &upstream[1].body);
+    assert!(answers[0].2, "an error result: {answers:?}");
+    assert!(answers[0].1.contains("context window"), "{answers:?}");
+    assert!(upstream[1].input_tokens.unwrap() <= WINDOW as u64);
+    assert_eq!(h.proxy.metrics().recall_calls(Outcome::TooLarge), 1);
 }
