@@ -805,7 +805,7 @@ impl CompactManager {
             let policy_for_run = if manual {
                 manual_policy(&self.calibrated_policy(ratio), count)
             } else {
-                self.calibrated_policy(ratio)
+                room_for_growth(self.calibrated_policy(ratio), state.growth.expected())
             };
             let outcome = self
                 .compactor(session, policy_for_run)
@@ -1330,6 +1330,32 @@ pub(crate) fn window_for_usable(policy: &Policy, usable_max: usize) -> usize {
     window.max(MIN_WINDOW)
 }
 
+/// Calls of room a compaction leaves below the trigger at the session's recent growth
+/// ([`crate::state::Growth`]): each compaction rewrites the prompt the provider caches, so
+/// compactions a handful of calls apart cost more in cache writes than the tokens they save. An
+/// agent that adds 3,000 tokens a call to a 36k window gets a compaction every fourth call
+/// instead of every second.
+pub const ROOM_CALLS: usize = 4;
+
+/// `policy` with its target lowered, when needed, to leave [`ROOM_CALLS`] calls of `growth`
+/// below the trigger (the budget keeps the target above its floor share of the usable budget; the
+/// least gain a compaction must make is unchanged, so a compaction that cannot reach the lower
+/// target still counts when it frees that much).
+fn room_for_growth(mut policy: Policy, growth: Option<usize>) -> Policy {
+    let Some(growth) = growth.filter(|g| *g > 0) else {
+        return policy;
+    };
+    let budget = Budget::new(&policy);
+    let wanted = budget
+        .trigger
+        .saturating_sub(ROOM_CALLS.saturating_mul(growth));
+    if wanted < budget.target && budget.usable > 0 {
+        policy.target_pct =
+            (wanted as f64 / budget.usable as f64).max(compact_core::budget::MIN_TARGET_SHARE);
+    }
+    policy
+}
+
 /// The policy of a manual compaction of a request of `count` tokens: a window whose usable budget
 /// is the request, a target of half of it and no minimum gain, so the user's request is honoured
 /// even when the request is far from the trigger.
@@ -1391,4 +1417,38 @@ fn check_request(request: &Conversation) -> Result<(), SessionError> {
         )));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_compaction_leaves_room_for_the_calls_to_come() {
+        let policy = Policy::for_window(36_000);
+        let before = Budget::new(&policy);
+        // An agent adding 3,000 tokens a call: the target moves down to leave four calls of room.
+        let lowered = Budget::new(&room_for_growth(policy.clone(), Some(3_000)));
+        assert!(lowered.target < before.target, "{lowered:?}");
+        assert!(
+            lowered.trigger - lowered.target >= ROOM_CALLS * 3_000,
+            "{lowered:?}"
+        );
+        assert_eq!(
+            lowered.min_gain, before.min_gain,
+            "the least gain is unchanged"
+        );
+        // Slow growth, or none known: the policy's own target.
+        for growth in [None, Some(0), Some(100)] {
+            let same = Budget::new(&room_for_growth(policy.clone(), growth));
+            assert_eq!(same.target, before.target, "{growth:?}");
+        }
+        // Growth too large to leave that room: the target stops at its floor, and is valid.
+        let floor = room_for_growth(policy.clone(), Some(30_000));
+        assert!(floor.validate().is_ok());
+        assert_eq!(
+            Budget::new(&floor).target,
+            (Budget::new(&floor).usable as f64 * compact_core::budget::MIN_TARGET_SHARE) as usize
+        );
+    }
 }
