@@ -10,7 +10,8 @@
 //! or substitution) that a `Bash(...)` allow rule of the user's settings covers and no deny or ask
 //! rule names. Every other command passes through unchanged (the hook prints nothing).
 //!
-//! Never wrapped either: commands already under `compactctl run`, background commands, interactive
+//! Never wrapped either: commands already under `compactctl run`, recalls of kept outputs
+//! (`compactctl recall`: the whole original is what is asked for), background commands, interactive
 //! programs (editors, pagers, REPLs, `git rebase -i`), commands that change the shell's own state
 //! (`cd`, `export`, `source`, ...: they must run in Claude Code's shell, not in a child), commands
 //! whose output is small by nature (`mkdir`, `mv`, `pwd`, ... or a pipeline ending in `head`,
@@ -306,6 +307,10 @@ pub fn never_wrapped(command: &str, exclude: &[String]) -> Option<&'static str> 
     if trimmed.contains("compactctl run") {
         return Some("already wrapped");
     }
+    // A recalled original is asked for whole: cutting it again would hand back another marker.
+    if trimmed.contains("compactctl recall ") {
+        return Some("a recall of a kept output");
+    }
     if exclude
         .iter()
         .any(|p| !p.is_empty() && trimmed.contains(p.as_str()))
@@ -519,6 +524,10 @@ mod tests {
         assert_eq!(
             never_wrapped("compactctl run -- ls", &none),
             Some("already wrapped")
+        );
+        assert_eq!(
+            never_wrapped("/opt/bin/compactctl recall r0a1b2c3d4", &none),
+            Some("a recall of a kept output")
         );
         assert_eq!(
             never_wrapped("git rebase -i HEAD~3", &none),
