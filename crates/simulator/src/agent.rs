@@ -10,6 +10,11 @@
 //! (`toolu_simstep<N>_<seq>`, `call_simstep<N>_<seq>`), so the client's retries, a proxy's
 //! compaction of older turns and concurrent sessions all leave the sequence intact.
 //!
+//! A client that compacts on its own (Codex, Claude Code's `/compact`) asks the simulator for a
+//! summary: the ordinary reply it gets carries a progress note ([`progress_note`]: the last step
+//! whose call the request shows), and a turn whose latest user message holds that note (the
+//! client's hand-off after its compaction) goes on with the step after it.
+//!
 //! Two steps are not commands: `@recall-stub` and `@recall-run` recall the first id a compaction's
 //! stub (`[compact:ref <id>]`), respectively a `compactctl run` marker (`compactctl recall <id>`),
 //! of the request names: with the proxy's `compact_recall` tool when the request offers it, else
@@ -111,7 +116,8 @@ fn next_step(script: &AgentScript, body: &Value) -> Option<usize> {
         if let Some(step) = answered {
             return Some(step + 1);
         }
-        return prompt_starts(script, &last["content"]).then_some(0);
+        return resumed(&last["content"])
+            .or_else(|| prompt_starts(script, &last["content"]).then_some(0));
     }
     let input = body.get("input")?.as_array()?;
     // The newest output answering a call of ours, unless a user prompt came after it.
@@ -122,7 +128,8 @@ fn next_step(script: &AgentScript, body: &Value) -> Option<usize> {
                 return step_of_call_id(id).map(|s| s + 1);
             }
             Some("message") | None if item.get("role").and_then(Value::as_str) == Some("user") => {
-                return prompt_starts(script, &item["content"]).then_some(0);
+                return resumed(&item["content"])
+                    .or_else(|| prompt_starts(script, &item["content"]).then_some(0));
             }
             _ => {}
         }
@@ -154,6 +161,36 @@ fn recall_step(command: &str, body: &Value) -> Option<(String, bool)> {
             .any(|t| t["name"] == crate::script::RECALL_TOOL)
     });
     (!id.is_empty()).then_some((id, offered))
+}
+
+/// Opens the progress note of an ordinary reply while a task is under way.
+pub const PROGRESS_OPEN: &str = "[scripted task: last step done ";
+
+/// The progress note for a request that shows calls of the task: the highest step whose call id it
+/// holds (in a call, a result or a note of an earlier summary).
+pub fn progress_note(body: &Value) -> Option<String> {
+    let text = body.to_string();
+    let mut highest: Option<usize> = None;
+    for (at, _) in text.match_indices(STEP_MARKER) {
+        let digits: String = text[at + STEP_MARKER.len()..]
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        if let Ok(step) = digits.parse::<usize>() {
+            highest = Some(highest.map_or(step, |h| h.max(step)));
+        }
+    }
+    highest.map(|step| format!("{PROGRESS_OPEN}{STEP_MARKER}{step}]"))
+}
+
+/// The step after the one a progress note in `content` names.
+fn resumed(content: &Value) -> Option<usize> {
+    let text = match content {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    let at = text.rfind(PROGRESS_OPEN)? + PROGRESS_OPEN.len();
+    step_of_call_id(&text[at..]).map(|s| s + 1)
 }
 
 /// The prompt (a string or text parts) holds the trigger.
@@ -194,13 +231,19 @@ pub fn reply(script: &AgentScript, body: &Value) -> Option<(ScriptedReply, Optio
         }
         return Some((done, None));
     };
-    let (name, arguments) = match recall_step(command, body) {
+    let recall = recall_step(command, body);
+    let (name, arguments) = match &recall {
         Some((id, true)) => (crate::script::RECALL_TOOL.to_owned(), json!({ "id": id })),
         Some((id, false)) => shell.call(step, &format!("compactctl recall {id}")),
         None => shell.call(step, command),
     };
-    let mut reply = ScriptedReply::text(format!("Step {}: `{command}`", step + 1))
-        .with_tool_call(name, arguments);
+    // A model that calls the recall tool says nothing to the user meanwhile: the proxy answers
+    // such a turn itself.
+    let text = match recall {
+        Some((_, true)) => String::new(),
+        _ => format!("Step {}: `{command}`", step + 1),
+    };
+    let mut reply = ScriptedReply::text(text).with_tool_call(name, arguments);
     if thinking {
         reply.thinking = Some(format!(
             "Step {} of {}: the next command is `{command}`.",
@@ -361,6 +404,25 @@ mod tests {
         let (tool, _) = reply(&script, &body(tools)).unwrap();
         assert_eq!(tool.tool_calls[0].name, "compact_recall");
         assert_eq!(tool.tool_calls[0].arguments, json!({"id": "i9f8e7d6c5"}));
+        assert!(tool.text.is_empty(), "a recall-only turn");
+    }
+
+    #[test]
+    fn a_task_goes_on_after_the_clients_own_compaction() {
+        let tools = json!([{"type": "function", "name": "exec_command"}]);
+        let before = json!({"tools": [], "input": [
+            {"type": "message", "role": "user", "content": "RUN-TASK"},
+            {"type": "function_call", "call_id": "call_simstep0_3_0", "name": "exec_command", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "call_simstep0_3_0", "output": "one"},
+            {"type": "message", "role": "user", "content": "Summarise the conversation."}]});
+        let note = progress_note(&before).unwrap();
+        assert_eq!(note, "[scripted task: last step done simstep0]");
+        let handoff = json!({"tools": tools, "input": [
+            {"type": "message", "role": "user", "content": format!("A summary of the work so far: ... {note}")}]});
+        let (next, step) = reply(&script(), &handoff).unwrap();
+        assert_eq!(step, Some(1));
+        assert_eq!(next.tool_calls[0].arguments, json!({"cmd": "echo two"}));
+        assert_eq!(progress_note(&json!({"input": []})), None);
     }
 
     #[test]

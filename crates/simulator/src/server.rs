@@ -260,7 +260,19 @@ pub(crate) async fn handle(
             reply.step = step;
             Some(reply)
         })
-        .unwrap_or_else(|| default_reply(counted.input_tokens, &counted.last_user))
+        .unwrap_or_else(|| {
+            let mut reply = default_reply(counted.input_tokens, &counted.last_user);
+            // A summary the client asks for in the middle of the scripted task says how far it
+            // got, so that the task goes on after the client's own compaction.
+            if let Some(note) = config
+                .agent
+                .as_ref()
+                .and_then(|_| crate::agent::progress_note(&body))
+            {
+                reply.text = format!("{} {note}", reply.text);
+            }
+            reply
+        })
         .resolve_stub(&String::from_utf8_lossy(&bytes));
     let encoding = if is_anthropic(api) {
         config.anthropic_encoding
