@@ -138,7 +138,7 @@ pub fn is_error_line(line: &str) -> bool {
     {
         return true;
     }
-    if says_ok(t) && !HARD_MARKERS.iter().any(|m| line.contains(m)) {
+    if says_ok(t) && !opens_with_error(t) && !HARD_MARKERS.iter().any(|m| line.contains(m)) {
         return false;
     }
     if ERROR_MARKERS.iter().any(|m| line.contains(m)) || has_failing_exit_code(line) {
@@ -165,6 +165,16 @@ fn says_ok(t: &str) -> bool {
                     && OK_VALUES.contains(&value.to_ascii_lowercase().as_str())
             })
         })
+}
+
+/// True for a line that opens with an error word and a colon (`Error: expected status=ok`): an
+/// error message, whatever it quotes.
+fn opens_with_error(t: &str) -> bool {
+    let word_end = t
+        .find(|c: char| !c.is_ascii_alphanumeric() && c != '_')
+        .unwrap_or(t.len());
+    t[word_end..].starts_with(':')
+        && ERROR_WORDS.contains(&t[..word_end].to_ascii_lowercase().as_str())
 }
 
 /// True for a package's one-line description: `name - text` (apt-cache search, with a lower-case
@@ -232,7 +242,22 @@ fn counts_nothing(after: &str) -> bool {
         .unwrap_or("");
     let token = token.trim_end_matches('.');
     let metric = token.contains('.') && token.bytes().all(|b| b.is_ascii_digit() || b == b'.');
-    metric || NOTHING_VALUES.contains(&token.to_ascii_lowercase().as_str())
+    (metric || NOTHING_VALUES.contains(&token.to_ascii_lowercase().as_str()))
+        && ends_field(&value[token.len()..])
+}
+
+/// True when `rest` (the text after a field's value) starts no sentence: nothing, a separator, or
+/// another `key=value` / `key: value` field (`errors=0 warnings=2`, but not `error: none of the
+/// selected packages`).
+fn ends_field(rest: &str) -> bool {
+    let r = rest.trim_start_matches('.').trim_start();
+    if r.is_empty() || r.starts_with([',', ';', ')', ']', '}', '|']) {
+        return true;
+    }
+    let word_end = r
+        .find(|c: char| !c.is_ascii_alphanumeric() && c != '_')
+        .unwrap_or(r.len());
+    word_end > 0 && r[word_end..].starts_with(['=', ':'])
 }
 
 /// The byte spans of the words of `line` (runs of ASCII letters, digits and `_`).
@@ -331,6 +356,9 @@ mod tests {
             "myapp - ERROR - database connection failed",
             "Tests: 1 failed, 4 passed, 5 total",
             "errors: 3",
+            "error: none of the selected packages contains these features: tls",
+            "error: 0 is not a valid port",
+            "Error: expected status=ok, got status=fail",
             "Segmentation fault (core dumped): segfault at 0",
         ] {
             assert!(is_error_line(line), "{line}");
