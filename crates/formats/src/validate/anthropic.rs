@@ -168,9 +168,13 @@ fn turns<'a>(
     (turns, opened_by_system)
 }
 
-/// A `system` message holds content (text): no tool calls, results, thinking or compaction.
+/// A `system` message holds content (text): no tool calls, results, thinking or compaction. One
+/// that carries per-turn controls besides (Claude Code 2.1.328 after a resumed compaction sends
+/// `{"role": "system", "content": [], "output_config": {"effort": "medium"}}`, the
+/// per-turn-control beta) may hold none.
 fn system_message(message: &Map<String, Value>, path: &str, found: &mut Found) {
-    for block in content_blocks(message, path, false, found) {
+    let controls = message.keys().any(|k| k != "role" && k != "content");
+    for block in content_blocks(message, path, controls, found) {
         let what = match block.kind {
             Kind::Call(_) => "a tool_use block",
             Kind::ServerCall(_) => "a server tool call",

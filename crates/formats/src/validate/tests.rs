@@ -259,7 +259,9 @@ fn anthropic_system_messages_do_not_open_the_request_nor_hold_tool_blocks() {
             {"type": "thinking", "thinking": "hm", "signature": "c2ln"}]},
         {"role": "system", "content": ""},
         {"role": "system", "content": []},
-        {"role": "tool", "content": "x"}
+        {"role": "tool", "content": "x"},
+        // Per-turn controls (Claude Code after a resumed compaction): empty, and valid.
+        {"role": "system", "content": [], "output_config": {"effort": "medium"}}
     ]));
     assert_eq!(
         found(&request, Format::Anthropic),
