@@ -15,9 +15,10 @@
 //! whose call the request shows), and a turn whose latest user message holds that note (the
 //! client's hand-off after its compaction) goes on with the step after it.
 //!
-//! Two steps are not commands: `@recall-stub` and `@recall-run` recall the first id a compaction's
-//! stub (`[compact:ref <id>]`), respectively a `compactctl run` marker (`compactctl recall <id>`),
-//! of the request names: with the proxy's `compact_recall` tool when the request offers it, else
+//! Three steps are not commands: `@recall-stub`, `@recall-run` and `@recall-cited` recall the
+//! first id a compaction's stub (`[compact:ref <id>]`), a `compactctl run` marker (`compactctl
+//! recall <id>`), respectively a compaction's checkpoint (`[i0123456789]`; without one, a stub or
+//! a reversible marker) of the request names: with the proxy's `compact_recall` tool when the request offers it, else
 //! by running `compactctl recall <id>` through the shell tool.
 //!
 //! With `thinking` enabled in an Anthropic request, each reply opens with a `thinking` block whose
@@ -141,16 +142,29 @@ fn next_step(script: &AgentScript, body: &Value) -> Option<usize> {
 pub const RECALL_STUB_STEP: &str = "@recall-stub";
 /// The step that recalls a `compactctl run` marker's id (`@recall-run`).
 pub const RECALL_RUN_STEP: &str = "@recall-run";
+/// The step that recalls the first id a compaction's checkpoint cites (`@recall-cited`).
+pub const RECALL_CITED_STEP: &str = "@recall-cited";
 
 /// For a recall step: the id to recall, and whether the request offers the recall tool.
 fn recall_step(command: &str, body: &Value) -> Option<(String, bool)> {
-    let opening = match command {
-        RECALL_STUB_STEP => "[compact:ref ",
-        RECALL_RUN_STEP => "compactctl recall ",
+    // The conversation only: the recall tool's own description names the markers too.
+    let list = body.get("messages").or_else(|| body.get("input"));
+    let text = list.map(Value::to_string).unwrap_or_default();
+    let start = match command {
+        RECALL_STUB_STEP => text.find("[compact:ref ")? + "[compact:ref ".len(),
+        RECALL_RUN_STEP => text.find("compactctl recall ")? + "compactctl recall ".len(),
+        // A checkpoint cites items by id in brackets (`[i0123456789]`, `[i01…, i02…]`); a
+        // compaction that wrote none names ids in its stubs and markers (``recall `<id>` ``).
+        RECALL_CITED_STEP => text
+            .find("<compact-checkpoint")
+            .and_then(|record| text[record..].find("[i").map(|at| record + at + 1))
+            .or_else(|| {
+                text.find("[compact:ref ")
+                    .map(|at| at + "[compact:ref ".len())
+            })
+            .or_else(|| text.find("recall `").map(|at| at + "recall `".len()))?,
         _ => return None,
     };
-    let text = body.to_string();
-    let start = text.find(opening)? + opening.len();
     let id: String = text[start..]
         .chars()
         .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
@@ -381,7 +395,7 @@ mod tests {
                 {"role": "user", "content": "RUN-TASK"},
                 {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_simstep0_1_0", "name": "Bash", "input": {}}]},
                 {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_simstep0_1_0",
-                    "content": "[… 900 tokens truncated; full output: compactctl recall r1a2b3c4d5]\n[compact:ref i9f8e7d6c5] Output"}]}]})
+                    "content": "[… 900 tokens truncated; full output: compactctl recall r1a2b3c4d5]\n[compact:ref i9f8e7d6c5] Output\n<compact-checkpoint generation=\"1\">\n- Ran the tests [i1234abcd00, i5678]"}]}]})
         };
         let first =
             json!({"tools": bash_tools(), "messages": [{"role": "user", "content": "RUN-TASK"}]});
@@ -405,6 +419,15 @@ mod tests {
         assert_eq!(tool.tool_calls[0].name, "compact_recall");
         assert_eq!(tool.tool_calls[0].arguments, json!({"id": "i9f8e7d6c5"}));
         assert!(tool.text.is_empty(), "a recall-only turn");
+        let cited = AgentScript {
+            steps: vec![RECALL_CITED_STEP.into(), RECALL_CITED_STEP.into()],
+            ..script.clone()
+        };
+        let (cite, _) = reply(&cited, &body(bash_tools())).unwrap();
+        assert_eq!(
+            cite.tool_calls[0].arguments["command"],
+            "compactctl recall i1234abcd00"
+        );
     }
 
     #[test]

@@ -7,17 +7,18 @@ use crate::route::Route;
 use serde_json::{json, Value};
 
 /// What the model reads about the tool: what stubs are, when to call it, what it returns.
-pub const DESCRIPTION: &str = "Returns the original output of an earlier tool call that was \
-moved out of this conversation to save context. Such an output was replaced by a short stub that \
-starts with `[compact:ref <id>]` (naming the tool, its arguments and the output's size), or cut \
-around a marker that says `recall <id>`. Call this with that id when you need the exact content \
-of that output and it is not elsewhere in the conversation: it is cheaper and safer than running \
-the tool again, whose result may have changed since. The result is the original output, \
-unchanged and whole.";
+pub const DESCRIPTION: &str = "Returns the original of an earlier item that was moved out of \
+this conversation to save context: a tool output replaced by a short stub that starts with \
+`[compact:ref <id>]` (naming the tool, its arguments and the output's size), an output cut around \
+a marker that says `recall <id>` or `compactctl recall <id>`, or an item that a \
+`<compact-checkpoint>` record cites by its id in brackets. Call this with that id, in place of \
+running `compactctl recall`, when you need the exact content and it is not elsewhere in the \
+conversation: it is cheaper and safer than running the tool again, whose result may have changed \
+since. The result is the original, unchanged and whole.";
 
 /// What the `id` argument is.
-const ID_DESCRIPTION: &str =
-    "The id shown in the stub or marker, e.g. `i0123456789` for `[compact:ref i0123456789]`.";
+const ID_DESCRIPTION: &str = "The id shown in the stub, marker or citation, e.g. `i0123456789` \
+for `[compact:ref i0123456789]`.";
 
 fn schema() -> Value {
     json!({
