@@ -107,17 +107,25 @@ struct Sim {
 
 impl Sim {
     fn start() -> Sim {
+        Sim::with_steps(steps())
+    }
+
+    fn with_steps(steps: Vec<String>) -> Sim {
+        Sim::with(steps, 1_000_000)
+    }
+
+    /// The scripted agent with `steps` behind a model whose window is `window`.
+    fn with(steps: Vec<String>, window: u64) -> Sim {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
             .build()
             .unwrap();
         let config = SimConfig {
-            // The models' real windows are far larger than what the proxy is told.
-            window: 1_000_000,
+            window,
             agent: Some(AgentScript {
                 trigger: TRIGGER.to_owned(),
-                steps: steps(),
+                steps,
                 done: DONE.to_owned(),
             }),
             validate: true,
@@ -139,15 +147,19 @@ struct Proxy {
 }
 
 impl Proxy {
-    fn start(sim: &Sim, store: &Path) -> Proxy {
+    /// The proxy for `window`, its sessions in `dir`, which is also its state directory (where
+    /// `compactctl run` keeps outputs for the hooks that run in the clients).
+    fn start(sim: &Sim, dir: &Path, window: usize) -> Proxy {
         let base = sim.handle.base_url();
         let mut child = Command::new(env!("CARGO_BIN_EXE_compactctl"))
             .args(["serve", "--listen", "127.0.0.1:0"])
             .args(["--openai-base-url", &base, "--anthropic-base-url", &base])
-            .args(["--window", &PROXY_WINDOW.to_string()])
+            .args(["--window", &window.to_string()])
             .arg("--store")
-            .arg(format!("sqlite:{}", store.display()))
+            .arg(format!("sqlite:{}", dir.join("sessions.db").display()))
+            .env("XDG_STATE_HOME", dir)
             .env_remove("COMPACT_CONFIG")
+            .env_remove("COMPACT_RUN_SESSION")
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
@@ -301,13 +313,31 @@ fn loop_requests(client: Client, sim: &Sim) -> Vec<RecordedRequest> {
         .collect()
 }
 
-/// A JSON value with every `cache_control` key removed.
+/// A JSON value with every `cache_control` key removed, and a message content of one text block
+/// written as the string it stands for (Claude Code sends a message as the one marked block while
+/// it is the newest, as a string after): what the provider caches, the prompt as the model reads
+/// it, is the same.
 fn without_markers(v: &Value) -> Value {
     match v {
         Value::Object(map) => Value::Object(
             map.iter()
                 .filter(|(k, _)| *k != "cache_control")
-                .map(|(k, v)| (k.clone(), without_markers(v)))
+                .map(|(k, v)| {
+                    let v = without_markers(v);
+                    let v = match (k.as_str(), &v) {
+                        ("content", Value::Array(blocks)) => match blocks.as_slice() {
+                            [only]
+                                if only["type"] == "text"
+                                    && only.as_object().is_some_and(|o| o.len() == 2) =>
+                            {
+                                only["text"].clone()
+                            }
+                            _ => v,
+                        },
+                        _ => v,
+                    };
+                    (k.clone(), v)
+                })
                 .collect(),
         ),
         Value::Array(items) => Value::Array(items.iter().map(without_markers).collect()),
@@ -345,6 +375,10 @@ struct Run {
 
 impl Run {
     fn of(client: Client, sim: &Sim) -> Run {
+        Run::of_steps(client, sim, steps().len())
+    }
+
+    fn of_steps(client: Client, sim: &Sim, steps: usize) -> Run {
         let requests = loop_requests(client, sim);
         let mut run = Run {
             requests: requests.len(),
@@ -386,7 +420,7 @@ impl Run {
             .iter()
             .map(|r| String::from_utf8_lossy(&r.raw).into_owned())
             .collect();
-        run.steps_answered = (0..steps().len())
+        run.steps_answered = (0..steps)
             .filter(|s| {
                 let id = format!("{}{s}_", compact_sim::agent::STEP_MARKER);
                 texts.iter().any(|t| t.contains(&id))
@@ -424,13 +458,126 @@ impl Run {
     }
 }
 
+/// The tokens of every request a run sent the provider (the clients' own summary calls
+/// included) that it answered, and their price.
+#[derive(Debug, Default)]
+struct Bill {
+    requests: usize,
+    input: u64,
+    cached: u64,
+    cache_creation: u64,
+    output: u64,
+}
+
+impl Bill {
+    fn of(client: Client, sim: &Sim) -> Bill {
+        let mut bill = Bill::default();
+        for r in sim.handle.requests() {
+            let Some(u) = r.usage.filter(|_| r.api == client.api()) else {
+                continue;
+            };
+            bill.requests += 1;
+            bill.input += u.input;
+            bill.cached += u.cached;
+            bill.cache_creation += u.cache_creation;
+            bill.output += u.output;
+        }
+        bill
+    }
+
+    /// As [`Run::cost`].
+    fn cost(&self) -> f64 {
+        Run {
+            input: self.input,
+            cached: self.cached,
+            cache_creation: self.cache_creation,
+            output: self.output,
+            ..Run::default()
+        }
+        .cost()
+    }
+
+    fn line(&self, label: &str) -> String {
+        format!(
+            "{label}: {} requests, input {} (cached {}, written {}), output {}, cost ${:.4}",
+            self.requests,
+            self.input,
+            self.cached,
+            self.cache_creation,
+            self.output,
+            self.cost()
+        )
+    }
+}
+
+/// A session that needs compaction: the model's window is [`PROXY_WINDOW`]. The client runs the
+/// task straight at it (compacting, or clearing, on its own as it does), then through the proxy
+/// told that window; both must finish the task, and the proxy's run must cost less.
+fn cost_when_compaction_is_needed(
+    client: Client,
+    direct: impl Fn(&Scratch, &str) -> Command,
+    proxied: impl Fn(&Scratch, &str) -> Command,
+    label: &str,
+) {
+    let mut bills = Vec::new();
+    for through_proxy in [false, true] {
+        let sim = Sim::with(steps(), PROXY_WINDOW as u64);
+        let scratch = Scratch::new("window");
+        let proxy = through_proxy.then(|| Proxy::start(&sim, &scratch.path("state"), PROXY_WINDOW));
+        let command = match &proxy {
+            Some(p) => proxied(&scratch, &p.url()),
+            None => direct(&scratch, &sim.handle.base_url()),
+        };
+        let (code, stdout, stderr) = run_client(command);
+        let log = proxy.map(Proxy::stop).unwrap_or_default();
+        let bill = Bill::of(client, &sim);
+        let how = if through_proxy {
+            "through the proxy"
+        } else {
+            "direct"
+        };
+        eprintln!(
+            "{}",
+            bill.line(&format!("{label}, window {PROXY_WINDOW}, {how}"))
+        );
+        assert_eq!(
+            code,
+            0,
+            "{label} {how}\nstdout:\n{}\nstderr:\n{}\nproxy:\n{}",
+            tail(&stdout),
+            tail(&stderr),
+            tail(&log)
+        );
+        assert!(stdout.contains(DONE), "{label} {how}: {}", tail(&stdout));
+        bills.push(bill);
+    }
+    assert!(
+        bills[1].cost() < bills[0].cost(),
+        "{label}: through the proxy ${:.4} >= direct ${:.4}",
+        bills[1].cost(),
+        bills[0].cost()
+    );
+}
+
+/// `PATH` with the built `compactctl` first: the markers a model sees name `compactctl recall`,
+/// which a user has on `PATH`.
+fn path_with_compactctl() -> std::ffi::OsString {
+    let exe = Path::new(env!("CARGO_BIN_EXE_compactctl"));
+    let mut dirs = vec![exe.parent().unwrap().to_path_buf()];
+    dirs.extend(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    ));
+    std::env::join_paths(dirs).unwrap()
+}
+
 /// Claude Code headless, pointed at `base_url`, in `project` with its own home.
 fn claude(bin: &Path, scratch: &Scratch, base_url: &str, model: Option<&str>) -> Command {
     let mut cmd = Command::new(bin);
     cmd.current_dir(scratch.path("project"))
         .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("PATH", path_with_compactctl())
         .env("HOME", scratch.path("home"))
+        .env("XDG_STATE_HOME", scratch.path("state"))
         .env("ANTHROPIC_BASE_URL", base_url)
         .env("ANTHROPIC_API_KEY", "sk-ant-test-clients")
         .env("IS_SANDBOX", "1")
@@ -447,11 +594,22 @@ fn claude(bin: &Path, scratch: &Scratch, base_url: &str, model: Option<&str>) ->
 
 /// The Codex CLI headless (`codex exec`), its provider `base_url`, with its own `CODEX_HOME`.
 fn codex(bin: &Path, scratch: &Scratch, base_url: &str) -> Command {
+    codex_with(bin, scratch, base_url, None)
+}
+
+/// [`codex`], told the model's window when given (it then compacts on its own before it).
+fn codex_with(bin: &Path, scratch: &Scratch, base_url: &str, window: Option<usize>) -> Command {
     let home = scratch.path("codex-home");
+    let limits = window.map_or(String::new(), |w| {
+        format!(
+            "model_context_window = {w}\nmodel_auto_compact_token_limit = {}\n",
+            w * 9 / 10
+        )
+    });
     std::fs::write(
         home.join("config.toml"),
         format!(
-            "model = \"gpt-5.5\"\nmodel_provider = \"sim\"\n\n[model_providers.sim]\nname = \"sim\"\n\
+            "model = \"gpt-5.5\"\nmodel_provider = \"sim\"\n{limits}\n[model_providers.sim]\nname = \"sim\"\n\
              base_url = \"{base_url}/v1\"\nenv_key = \"COMPACT_TEST_KEY\"\nwire_api = \"responses\"\n"
         ),
     )
@@ -476,9 +634,19 @@ fn through_the_proxy(
     command: impl Fn(&Scratch, &str) -> Command,
     label: &str,
 ) -> Run {
+    through_the_proxy_at(client, command, label, PROXY_WINDOW)
+}
+
+/// [`through_the_proxy`] with another window.
+fn through_the_proxy_at(
+    client: Client,
+    command: impl Fn(&Scratch, &str) -> Command,
+    label: &str,
+    window: usize,
+) -> Run {
     let sim = Sim::start();
     let scratch = Scratch::new("proxy");
-    let proxy = Proxy::start(&sim, &scratch.0.join("sessions.db"));
+    let proxy = Proxy::start(&sim, &scratch.path("state"), window);
     let (code, stdout, stderr) = run_client(command(&scratch, &proxy.url()));
     let compactions = proxy.metric("compact_proxy_compactions_total", "");
     let passthrough = proxy.metric("compact_passthrough_total", "");
@@ -508,7 +676,7 @@ fn through_the_proxy(
     );
     assert!(compactions >= 1, "no compaction\n{}", tail(&log));
     assert!(
-        run.max_input <= PROXY_WINDOW as u64,
+        run.max_input <= window as u64,
         "a request of {} tokens went over the window",
         run.max_input
     );
@@ -574,6 +742,12 @@ fn claude_code_on_its_default_model_is_compacted_and_keeps_its_cache() {
         proxied.input,
         direct_run.input
     );
+    cost_when_compaction_is_needed(
+        Client::ClaudeCode,
+        |scratch, url| claude(&bin, scratch, url, None),
+        |scratch, url| claude(&bin, scratch, url, None),
+        "claude code (default model)",
+    );
 }
 
 #[test]
@@ -581,10 +755,18 @@ fn claude_code_on_an_older_model_is_compacted_and_keeps_its_cache() {
     let Some(bin) = client_bin("COMPACT_CLAUDE_BIN") else {
         return;
     };
-    through_the_proxy(
+    // This model's fixed prompt (system, tools) is about 18k tokens: a window twice that leaves
+    // compaction room to work in.
+    let run = through_the_proxy_at(
         Client::ClaudeCode,
         |scratch, url| claude(&bin, scratch, url, Some("claude-sonnet-4-5")),
         "claude code (claude-sonnet-4-5)",
+        48_000,
+    );
+    assert!(
+        run.prefix_changes <= 4,
+        "{} prefix changes",
+        run.prefix_changes
     );
 }
 
@@ -609,4 +791,199 @@ fn codex_is_compacted_and_keeps_its_cache() {
         proxied.input,
         direct_run.input
     );
+    cost_when_compaction_is_needed(
+        Client::Codex,
+        |scratch, url| codex_with(&bin, scratch, url, Some(PROXY_WINDOW)),
+        |scratch, url| codex(&bin, scratch, url),
+        "codex",
+    );
+}
+
+/// The steps of the hooks test: an output `compactctl run` cuts, its recall through the shell
+/// before any compaction, outputs that fill the window, then an item the checkpoint cites and a run
+/// output recalled
+/// through the proxy's `compact_recall`.
+fn hook_steps() -> Vec<String> {
+    let mut steps = vec![
+        "seq 1 900".to_owned(),
+        compact_sim::agent::RECALL_RUN_STEP.to_owned(),
+    ];
+    steps.extend((0..16).map(|i| format!("seq {} {}", i * 10_000, i * 10_000 + 700)));
+    steps.extend((16..22).map(|i| format!("seq {} {}", i * 10_000, i * 10_000 + 700)));
+    steps.push("seq 300000 300900".to_owned());
+    steps.push(compact_sim::agent::RECALL_CITED_STEP.to_owned());
+    steps.push(compact_sim::agent::RECALL_RUN_STEP.to_owned());
+    steps
+}
+
+/// The text of the tool result answering the scripted agent's step `step` in the first request
+/// the simulator received with it (the proxy's detours included): as the model first read it,
+/// before any compaction.
+fn step_result(sim: &Sim, step: usize) -> Option<String> {
+    let marker = format!("{}{step}_", compact_sim::agent::STEP_MARKER);
+    sim.handle.requests().iter().find_map(|r| {
+        let messages = r.body["messages"].as_array()?;
+        messages.iter().find_map(|m| {
+            m["content"].as_array()?.iter().find_map(|b| {
+                let id = b["tool_use_id"].as_str()?;
+                if b["type"] != "tool_result" || !id.contains(&marker) {
+                    return None;
+                }
+                Some(match &b["content"] {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                })
+            })
+        })
+    })
+}
+
+#[test]
+fn claude_code_runs_compacts_hooks_and_recalls_from_every_marker() {
+    let Some(bin) = client_bin("COMPACT_CLAUDE_BIN") else {
+        return;
+    };
+    let scratch = Scratch::new("hooks");
+    let (home, state) = (scratch.path("home"), scratch.path("state"));
+    let installed = Command::new(env!("CARGO_BIN_EXE_compactctl"))
+        .args(["install", "claude-code", "--user", "--run-hook"])
+        .env("HOME", &home)
+        .env("XDG_STATE_HOME", &state)
+        .output()
+        .unwrap();
+    assert!(
+        installed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&installed.stderr)
+    );
+    let steps = hook_steps();
+    let sim = Sim::with_steps(steps.clone());
+    let window = 30_000;
+    let proxy = Proxy::start(&sim, &state, window);
+
+    // The task, through the proxy, with the PreToolUse hook wrapping Bash.
+    let (code, stdout, stderr) = run_client(claude(&bin, &scratch, &proxy.url(), None));
+    assert_eq!(code, 0, "stdout:\n{stdout}\nstderr:\n{}", tail(&stderr));
+    assert!(stdout.contains(DONE), "{}", tail(&stdout));
+    let session = serde_json::from_str::<Value>(&stdout).unwrap()["session_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let run = Run::of_steps(Client::ClaudeCode, &sim, steps.len());
+    run.print("claude code with the hooks");
+    assert_eq!(run.refused, 0);
+    assert_eq!(run.steps_answered, steps.len());
+    assert!(
+        run.max_input <= window as u64,
+        "{} tokens\n{}",
+        run.max_input,
+        tail(&http_get(&proxy.addr, "/metrics"))
+    );
+    // The first output went through `compactctl run`: cut, with a marker naming its id...
+    let cut = step_result(&sim, 0).expect("the first step's output");
+    assert!(
+        cut.contains("compactctl recall "),
+        "not wrapped: {}",
+        tail(&cut)
+    );
+    assert!(cut.len() < 10_000, "{} bytes", cut.len());
+    // ...which the shell gave back whole before any compaction...
+    let through_cli = step_result(&sim, 1).expect("the recall through the shell");
+    assert!(
+        through_cli.contains("\n1\n2\n3\n") || through_cli.starts_with("1\n2\n3\n"),
+        "{}",
+        tail(&through_cli)
+    );
+    assert!(through_cli.contains("\n900"), "{}", tail(&through_cli));
+    // ...and the proxy's tool after it: a compaction's stub, then the run output again.
+    let compactions = proxy.metric("compact_proxy_compactions_total", "");
+    assert!(compactions >= 1);
+    assert!(
+        proxy.metric("compact_recall_calls_total", "found") >= 2,
+        "{:?}\n{:?}\n{}",
+        step_result(&sim, steps.len() - 2).map(|t| tail(&t)),
+        step_result(&sim, steps.len() - 1).map(|t| tail(&t)),
+        tail(&http_get(&proxy.addr, "/metrics"))
+    );
+    assert_eq!(proxy.metric("compact_recall_calls_total", "not_found"), 0);
+    for step in [steps.len() - 2, steps.len() - 1] {
+        let through_tool = step_result(&sim, step).expect("the recalls through the tool");
+        assert!(
+            !through_tool.contains("compact:ref") && through_tool.lines().count() > 100,
+            "{}",
+            tail(&through_tool)
+        );
+    }
+
+    // Claude Code's own compaction of the resumed session: the PreCompact and SessionStart hooks
+    // run, and the next request carries Compact's checkpoint of what it dropped.
+    let mut compact = claude(&bin, &scratch, &proxy.url(), None);
+    compact.args(["--resume", &session]);
+    let args: Vec<String> = compact
+        .get_args()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let mut compact = Command::new(&bin);
+    compact
+        .current_dir(scratch.path("project"))
+        .env_clear()
+        .envs(
+            claude(&bin, &scratch, &proxy.url(), None)
+                .get_envs()
+                .filter_map(|(k, v)| Some((k, v?))),
+        )
+        .args(["-p", "/compact", "--resume", &session])
+        .args(["--dangerously-skip-permissions", "--output-format", "json"]);
+    let _ = args;
+    let (code, stdout, stderr) = run_client(compact);
+    if code != 0 {
+        for r in sim.handle.requests().iter().filter(|r| r.status == 400) {
+            let msgs = r.body["messages"].as_array().cloned().unwrap_or_default();
+            for (i, m) in msgs.iter().enumerate().take(4) {
+                eprintln!(
+                    "REFUSED {i}: {}",
+                    m.to_string().chars().take(300).collect::<String>()
+                );
+            }
+        }
+    }
+    assert_eq!(code, 0, "stdout:\n{stdout}\nstderr:\n{}", tail(&stderr));
+    let before = sim.handle.requests().len();
+    let mut next = Command::new(&bin);
+    next.current_dir(scratch.path("project"))
+        .env_clear()
+        .envs(
+            claude(&bin, &scratch, &proxy.url(), None)
+                .get_envs()
+                .filter_map(|(k, v)| Some((k, v?))),
+        )
+        .args(["-p", "What did the task find?", "--resume", &session])
+        .args(["--dangerously-skip-permissions", "--output-format", "json"]);
+    let (code, stdout, stderr) = run_client(next);
+    if code != 0 {
+        for r in sim.handle.requests().iter().filter(|r| r.status == 400) {
+            let msgs = r.body["messages"].as_array().cloned().unwrap_or_default();
+            for (i, m) in msgs.iter().enumerate().take(4) {
+                eprintln!(
+                    "REFUSED {i}: {}",
+                    m.to_string().chars().take(400).collect::<String>()
+                );
+            }
+        }
+    }
+    assert_eq!(code, 0, "stdout:\n{stdout}\nstderr:\n{}", tail(&stderr));
+    let after: Vec<_> = sim.handle.requests()[before..]
+        .iter()
+        .filter(|r| r.api == Api::Messages)
+        .map(|r| String::from_utf8_lossy(&r.raw).into_owned())
+        .collect();
+    assert!(
+        after
+            .iter()
+            .any(|t| t.contains("Compact: details the compaction summary may have left out")),
+        "no checkpoint from the SessionStart hook in {} requests",
+        after.len()
+    );
+    let log = proxy.stop();
+    assert!(!log.contains("\"level\":\"warn\""), "{}", tail(&log));
 }
