@@ -501,12 +501,25 @@ impl CompactManager {
         (Arc::clone(state.sent()), state.sent_tokens)
     }
 
-    /// The policy compaction runs with under calibration `ratio`: when the provider counts more
-    /// than we do, the window is shrunk by the ratio so that the compacted request fits the
-    /// provider's count (a ratio below 1 is not used to grow the window: the reserved output and
-    /// buffer are real tokens).
-    pub(crate) fn calibrated_policy(&self, ratio: f64) -> Policy {
-        let mut policy = self.config.policy.clone();
+    /// The session's policy: the configured one, its window lowered to what a provider's overflow
+    /// error stated ([`SessionState::provider_window`]) once one did, so that the overflow does not
+    /// happen again.
+    pub(crate) fn policy_for(&self, state: &SessionState) -> Cow<'_, Policy> {
+        match state.provider_window {
+            Some(window) if window < self.config.policy.max_context_tokens => {
+                let mut policy = self.config.policy.clone();
+                policy.max_context_tokens = window;
+                Cow::Owned(policy)
+            }
+            _ => Cow::Borrowed(&self.config.policy),
+        }
+    }
+
+    /// The policy compaction runs with under calibration `ratio` (`policy`: the session's, from
+    /// [`CompactManager::policy_for`]): when the provider counts more than we do, the window is
+    /// shrunk by the ratio so that the compacted request fits the provider's count (a ratio below 1
+    /// is not used to grow the window: the reserved output and buffer are real tokens).
+    pub(crate) fn calibrated(&self, mut policy: Policy, ratio: f64) -> Policy {
         if ratio > 1.0 {
             policy.max_context_tokens = (policy.max_context_tokens as f64 / ratio).floor() as usize;
         }
@@ -546,7 +559,8 @@ impl CompactManager {
         request: &Conversation,
     ) -> Result<Prepared, SessionError> {
         let counter = self.config.counter;
-        let policy = &self.config.policy;
+        let learned = self.policy_for(state);
+        let policy: &Policy = &learned;
         let budget = Budget::new(policy);
         let rules = ProviderRules::for_format(request.format.unwrap_or(Format::OpenAiChat));
         let model = self.model_key(request);
@@ -803,9 +817,12 @@ impl CompactManager {
             );
             let candidate_ref: &Conversation = &to_compact;
             let policy_for_run = if manual {
-                manual_policy(&self.calibrated_policy(ratio), count)
+                manual_policy(&self.calibrated(policy.clone(), ratio), count)
             } else {
-                room_for_growth(self.calibrated_policy(ratio), state.growth.expected())
+                room_for_growth(
+                    self.calibrated(policy.clone(), ratio),
+                    state.growth.expected(),
+                )
             };
             let outcome = self
                 .compactor(session, policy_for_run)
@@ -1337,10 +1354,15 @@ pub(crate) fn window_for_usable(policy: &Policy, usable_max: usize) -> usize {
 /// instead of every second.
 pub const ROOM_CALLS: usize = 4;
 
+/// The lowest share of the usable budget [`room_for_growth`] lowers the target to: in a window
+/// small beside what each call adds, compactions come often whatever the target, and keeping half
+/// the context is worth more than the cache writes a deeper one would save.
+pub const ROOM_TARGET_FLOOR_SHARE: f64 = 0.5;
+
 /// `policy` with its target lowered, when needed, to leave [`ROOM_CALLS`] calls of `growth`
-/// below the trigger (the budget keeps the target above its floor share of the usable budget; the
-/// least gain a compaction must make is unchanged, so a compaction that cannot reach the lower
-/// target still counts when it frees that much).
+/// below the trigger, never below [`ROOM_TARGET_FLOOR_SHARE`] of the usable budget (the least gain
+/// a compaction must make is unchanged, so a compaction that cannot reach the lower target still
+/// counts when it frees that much).
 fn room_for_growth(mut policy: Policy, growth: Option<usize>) -> Policy {
     let Some(growth) = growth.filter(|g| *g > 0) else {
         return policy;
@@ -1350,8 +1372,7 @@ fn room_for_growth(mut policy: Policy, growth: Option<usize>) -> Policy {
         .trigger
         .saturating_sub(ROOM_CALLS.saturating_mul(growth));
     if wanted < budget.target && budget.usable > 0 {
-        policy.target_pct =
-            (wanted as f64 / budget.usable as f64).max(compact_core::budget::MIN_TARGET_SHARE);
+        policy.target_pct = (wanted as f64 / budget.usable as f64).max(ROOM_TARGET_FLOOR_SHARE);
     }
     policy
 }
@@ -1427,11 +1448,11 @@ mod tests {
     fn a_compaction_leaves_room_for_the_calls_to_come() {
         let policy = Policy::for_window(36_000);
         let before = Budget::new(&policy);
-        // An agent adding 3,000 tokens a call: the target moves down to leave four calls of room.
-        let lowered = Budget::new(&room_for_growth(policy.clone(), Some(3_000)));
+        // An agent adding 2,500 tokens a call: the target moves down to leave four calls of room.
+        let lowered = Budget::new(&room_for_growth(policy.clone(), Some(2_500)));
         assert!(lowered.target < before.target, "{lowered:?}");
         assert!(
-            lowered.trigger - lowered.target >= ROOM_CALLS * 3_000,
+            lowered.trigger - lowered.target >= ROOM_CALLS * 2_500,
             "{lowered:?}"
         );
         assert_eq!(
@@ -1443,12 +1464,12 @@ mod tests {
             let same = Budget::new(&room_for_growth(policy.clone(), growth));
             assert_eq!(same.target, before.target, "{growth:?}");
         }
-        // Growth too large to leave that room: the target stops at its floor, and is valid.
+        // Growth too large to leave that room: the target stops at half the usable budget.
         let floor = room_for_growth(policy.clone(), Some(30_000));
         assert!(floor.validate().is_ok());
         assert_eq!(
             Budget::new(&floor).target,
-            (Budget::new(&floor).usable as f64 * compact_core::budget::MIN_TARGET_SHARE) as usize
+            (Budget::new(&floor).usable as f64 * ROOM_TARGET_FLOOR_SHARE) as usize
         );
     }
 }
