@@ -104,7 +104,7 @@ impl CompactManager {
             if !state.prepared || state.stale || state.fresh {
                 return Ok(IdleOutcome::NotHeld);
             }
-            let budget = Budget::new(&self.config().policy);
+            let budget = Budget::new(&self.policy_for(state));
             let tokens = state.calibration.effective(&state.model, state.sent_tokens);
             let expected_growth = state.growth.expected();
             // Only where the next call would compact by itself: `auto` mode, and the two-strike
@@ -125,7 +125,7 @@ impl CompactManager {
             // expected of that call, so that compactions come no more often than without idle
             // time; and free what reaching that target frees (the policy's minimum gain assumes a
             // count at the trigger).
-            let mut policy = self.calibrated_policy(ratio);
+            let mut policy = self.calibrated(self.policy_for(state).into_owned(), ratio);
             let ahead = Budget::new(&policy);
             let g = expected_growth.unwrap_or(0);
             let target = ahead

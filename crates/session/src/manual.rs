@@ -44,7 +44,10 @@ impl CompactManager {
         }
         let (current, sent_tokens) = self.current_with_block(state);
         let ratio = state.calibration.ratio(&state.model);
-        let policy = manual_policy(&self.calibrated_policy(ratio), sent_tokens);
+        let policy = manual_policy(
+            &self.calibrated(self.policy_for(state).into_owned(), ratio),
+            sent_tokens,
+        );
         let done = self
             .compactor(session, policy)
             .and_then(|c| block_on(c.compact(&current)))?;

@@ -128,8 +128,12 @@ impl CompactManager {
                        "source": "overflow"}),
             )));
         }
+        // The provider said its window: every later call is prepared for it.
+        if let Some(limit) = overflow.limit.and_then(|l| usize::try_from(l).ok()) {
+            state.learn_window(limit);
+        }
         let ratio = state.calibration.ratio(&model);
-        let base = self.calibrated_policy(ratio);
+        let base = self.calibrated(self.policy_for(state).into_owned(), ratio);
         let provider_usable = overflow
             .limit
             .and_then(|l| usize::try_from(l).ok())

@@ -86,6 +86,17 @@ pub(crate) struct SessionState {
     /// What the provider holds of the session: its last compaction (replayed from the latest
     /// `compact.provider_state` event).
     pub provider: Option<ProviderHeld>,
+    /// The context window a provider's overflow error stated (in its own tokens), when smaller
+    /// than the policy's: every later call is prepared for it (replayed from `compact.recovery`
+    /// events).
+    pub provider_window: Option<usize>,
+}
+
+impl SessionState {
+    /// Learns the window a provider's overflow error stated (the smallest one seen).
+    pub fn learn_window(&mut self, limit: usize) {
+        self.provider_window = Some(self.provider_window.map_or(limit, |w| w.min(limit)));
+    }
 }
 
 /// The growth in tokens of the last [`Growth::CALLS`] extending calls.
@@ -186,6 +197,15 @@ impl SessionState {
                     }
                     if let Some(held) = ProviderHeld::from_event(e) {
                         state.provider = held;
+                    }
+                    if e.kind == EventKind::Recovery {
+                        if let Some(limit) = e
+                            .get("limit")
+                            .and_then(serde_json::Value::as_u64)
+                            .and_then(|l| usize::try_from(l).ok())
+                        {
+                            state.learn_window(limit);
+                        }
                     }
                     if e.kind == EventKind::Calibration {
                         let model = e.get("model").and_then(|v| v.as_str());

@@ -186,3 +186,38 @@ fn manual_compaction_by_phrase_and_by_call() {
         manual.conversation.items[..]
     );
 }
+
+/// A window the user did not know: the session is configured for 64k, the provider's error says
+/// 16k. After the recovery every later call is prepared for 16k, also from a reloaded log, so the
+/// overflow does not happen again.
+#[test]
+fn an_overflow_teaches_the_session_the_window_the_provider_stated() {
+    let store: std::sync::Arc<dyn compact_session::Store> =
+        std::sync::Arc::new(compact_session::MemoryStore::new());
+    let manager = crate::common::manager_with(64_000, store.clone());
+    let mut agent = Agent::new(7, Format::OpenAiChat);
+    while counter().total(&agent.history) < 20_000 {
+        agent.step();
+    }
+    let prepared = manager.preflight("s", &agent.history).unwrap();
+    assert!(prepared.report.compaction.is_none(), "fits 64k");
+    let request = (*prepared.conversation).clone();
+    // The provider counts as we do here: its window is 16,000 of our tokens.
+    let overflow = format!(
+        r#"{{"error":{{"message":"This model's maximum context length is 16000 tokens. However, your messages resulted in {} tokens.","type":"invalid_request_error","code":"context_length_exceeded"}}}}"#,
+        counter().total(&request)
+    );
+    let Recovery::Retry(retried) = manager.recover("s", &request, 400, &overflow).unwrap() else {
+        panic!("expected a retry")
+    };
+    let usable = Budget::new(&Policy::for_window(16_000)).usable;
+    assert!(counter().total(&retried) <= usable);
+    for manager in [manager, crate::common::manager_with(64_000, store)] {
+        for _ in 0..6 {
+            agent.step();
+            let next = manager.preflight("s", &agent.history).unwrap();
+            let tokens = counter().total(&next.conversation);
+            assert!(tokens <= usable, "{tokens} tokens for a 16k provider");
+        }
+    }
+}
