@@ -61,7 +61,16 @@ fn filled() -> (Arc<MemoryStore>, Arc<CompactManager>) {
         conv.push(Item::new(ItemBody::ToolResult(ToolResult::text(
             &call, output,
         ))));
-        conv.push(Item::text(Role::Assistant, format!("Read file {i}.")));
+        // What the agent says between calls (only a summary makes room for it: a review plans a
+        // checkpoint).
+        conv.push(Item::text(
+            Role::Assistant,
+            format!(
+                "Read file {i}. {}",
+                "Its handlers route each request through the shared router and return errors unchanged. "
+                    .repeat(4)
+            ),
+        ));
     }
     manager.preflight("tools", &conv).unwrap();
     let mut other = Conversation::default();
@@ -435,7 +444,10 @@ fn a_reviewed_compaction_applies_the_checkpoint_as_edited_and_leads_to_its_diff(
 
     let review = ok(&ui, store.as_ref(), "/s/tools/review", "");
     inert(&review);
-    assert!(review.contains("<textarea id=\"checkpoint\" name=\"checkpoint\""));
+    assert!(
+        review.contains("<textarea id=\"checkpoint\" name=\"checkpoint\""),
+        "{review}"
+    );
     assert!(review.contains("<table id=\"plan\">"));
     assert!(
         review.contains("class=\"fate summarize\""),
