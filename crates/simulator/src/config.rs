@@ -78,7 +78,7 @@ pub struct SimConfig {
     /// with the next command (queued replies still come first).
     pub agent: Option<AgentScript>,
     /// Refuse requests that break the provider's rules, with its 400 body: tool call and result
-    /// pairing, roles, a `thinking` block sent back changed ([`compact_formats::validate`]).
+    /// pairing, roles, a `thinking` block sent back changed ([`compact_formats::validate()`]).
     pub validate: bool,
 }
 

@@ -296,7 +296,7 @@ pub(crate) async fn handle(
 }
 
 /// The provider's 400 for a request that breaks its rules ([`SimConfig::validate`]): a changed
-/// thinking block, or the first violation [`compact_formats::validate`] finds.
+/// thinking block, or the first violation [`compact_formats::validate()`] finds.
 fn rule_answer(seq: u64, api: Api, body: &Value) -> Option<Answer> {
     use compact_core::model::Format;
     let format = match api {

@@ -112,8 +112,8 @@ const HARNESS_HEADERS: &[&str] = &[
 /// A header line is short; a longer line that starts like one is program output.
 const MAX_HEADER_CHARS: usize = 64;
 
-/// True when `line` is a line of a harness's header (see [`HARNESS_HEADERS`], and a bare
-/// `Output:`): metadata about the command, never its output.
+/// True when `line` is a line of a harness's header (Codex's `Chunk ID:`, `Wall time:`,
+/// `Exit code:` and the like, and a bare `Output:`): metadata about the command, never its output.
 pub fn is_harness_header(line: &str) -> bool {
     let t = line.trim();
     t == "Output:"
