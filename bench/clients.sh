@@ -13,4 +13,4 @@ eval "$(scripts/clients "$@")"
 export COMPACT_REQUIRE_CLIENTS=1
 echo "Claude Code $COMPACT_CLAUDE_VERSION, Codex CLI $COMPACT_CODEX_VERSION"
 cargo nextest run -p compactctl --locked -E 'test(/clients::/)' --no-capture 2>&1 |
-    grep -E '(direct|through the proxy|with the hooks)(:|, window)' || true
+    grep -E '(direct|through the proxy|with the hooks)(:|, window)|^ *Summary' || true

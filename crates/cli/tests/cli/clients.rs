@@ -915,6 +915,27 @@ fn claude_code_runs_compacts_hooks_and_recalls_from_every_marker() {
         );
     }
 
+    // The MCP server the install added (user scope) is one Claude Code connects to.
+    let mut list = Command::new(&bin);
+    list.current_dir(scratch.path("project"))
+        .env_clear()
+        .envs(
+            claude(&bin, &scratch, &proxy.url(), None)
+                .get_envs()
+                .filter_map(|(k, v)| Some((k, v?))),
+        )
+        .args(["mcp", "list"]);
+    let (code, listed, _) = run_client(list);
+    assert_eq!(code, 0, "{listed}");
+    let line = listed
+        .lines()
+        .find(|l| l.starts_with("compact:"))
+        .unwrap_or_else(|| panic!("no compact server in:\n{listed}"));
+    assert!(
+        line.contains("mcp") && line.contains("Connected"),
+        "{line}"
+    );
+
     // Claude Code's own compaction of the resumed session: the PreCompact and SessionStart hooks
     // run, and the next request carries Compact's checkpoint of what it dropped.
     let mut compact = claude(&bin, &scratch, &proxy.url(), None);
