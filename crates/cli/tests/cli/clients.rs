@@ -931,10 +931,7 @@ fn claude_code_runs_compacts_hooks_and_recalls_from_every_marker() {
         .lines()
         .find(|l| l.starts_with("compact:"))
         .unwrap_or_else(|| panic!("no compact server in:\n{listed}"));
-    assert!(
-        line.contains("mcp") && line.contains("Connected"),
-        "{line}"
-    );
+    assert!(line.contains("mcp") && line.contains("Connected"), "{line}");
 
     // Claude Code's own compaction of the resumed session: the PreCompact and SessionStart hooks
     // run, and the next request carries Compact's checkpoint of what it dropped.
