@@ -56,7 +56,7 @@ fn steps() -> Vec<String> {
 
 /// A CLI binary from the environment, or `None` (the test skips, saying so) when it is not set
 /// and not required.
-fn client_bin(var: &str) -> Option<PathBuf> {
+pub fn client_bin(var: &str) -> Option<PathBuf> {
     if let Some(path) = std::env::var_os(var).filter(|p| !p.is_empty()) {
         return Some(PathBuf::from(path));
     }
@@ -572,6 +572,28 @@ fn path_with_compactctl() -> std::ffi::OsString {
 
 /// Claude Code headless, pointed at `base_url`, in `project` with its own home.
 fn claude(bin: &Path, scratch: &Scratch, base_url: &str, model: Option<&str>) -> Command {
+    let mut cmd = claude_prompt(
+        bin,
+        scratch,
+        base_url,
+        &format!("{TRIGGER}, one command at a time."),
+    );
+    if let Some(model) = model {
+        cmd.args(["--model", model]);
+    }
+    cmd
+}
+
+/// Claude Code headless on `prompt` (a slash command too).
+fn claude_prompt(bin: &Path, scratch: &Scratch, base_url: &str, prompt: &str) -> Command {
+    let mut cmd = claude_env(bin, scratch, base_url);
+    cmd.args(["-p", prompt])
+        .args(["--dangerously-skip-permissions", "--output-format", "json"]);
+    cmd
+}
+
+/// Claude Code in the scratch project, with its own home and state, pointed at `base_url`.
+fn claude_env(bin: &Path, scratch: &Scratch, base_url: &str) -> Command {
     let mut cmd = Command::new(bin);
     cmd.current_dir(scratch.path("project"))
         .env_clear()
@@ -583,13 +605,25 @@ fn claude(bin: &Path, scratch: &Scratch, base_url: &str, model: Option<&str>) ->
         .env("IS_SANDBOX", "1")
         .env("DISABLE_TELEMETRY", "1")
         .env("DISABLE_AUTOUPDATER", "1")
-        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-        .args(["-p", &format!("{TRIGGER}, one command at a time.")])
-        .args(["--dangerously-skip-permissions", "--output-format", "json"]);
-    if let Some(model) = model {
-        cmd.args(["--model", model]);
-    }
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1");
     cmd
+}
+
+/// Runs a Claude Code command to its end and fails with its output (and the first messages of any
+/// request the provider refused) unless it succeeded; its standard output.
+fn claude_ok(sim: &Sim, cmd: Command) -> String {
+    let (code, stdout, stderr) = run_client(cmd);
+    if code != 0 {
+        for r in sim.handle.requests().iter().filter(|r| r.status == 400) {
+            let messages = r.body["messages"].as_array().cloned().unwrap_or_default();
+            for (i, m) in messages.iter().enumerate().take(4) {
+                let shown: String = m.to_string().chars().take(400).collect();
+                eprintln!("refused, message {i}: {shown}");
+            }
+        }
+    }
+    assert_eq!(code, 0, "stdout:\n{stdout}\nstderr:\n{}", tail(&stderr));
+    stdout
 }
 
 /// The Codex CLI headless (`codex exec`), its provider `base_url`, with its own `CODEX_HOME`.
@@ -862,8 +896,7 @@ fn claude_code_runs_compacts_hooks_and_recalls_from_every_marker() {
     let proxy = Proxy::start(&sim, &state, window);
 
     // The task, through the proxy, with the PreToolUse hook wrapping Bash.
-    let (code, stdout, stderr) = run_client(claude(&bin, &scratch, &proxy.url(), None));
-    assert_eq!(code, 0, "stdout:\n{stdout}\nstderr:\n{}", tail(&stderr));
+    let stdout = claude_ok(&sim, claude(&bin, &scratch, &proxy.url(), None));
     assert!(stdout.contains(DONE), "{}", tail(&stdout));
     let session = serde_json::from_str::<Value>(&stdout).unwrap()["session_id"]
         .as_str()
@@ -916,17 +949,9 @@ fn claude_code_runs_compacts_hooks_and_recalls_from_every_marker() {
     }
 
     // The MCP server the install added (user scope) is one Claude Code connects to.
-    let mut list = Command::new(&bin);
-    list.current_dir(scratch.path("project"))
-        .env_clear()
-        .envs(
-            claude(&bin, &scratch, &proxy.url(), None)
-                .get_envs()
-                .filter_map(|(k, v)| Some((k, v?))),
-        )
-        .args(["mcp", "list"]);
-    let (code, listed, _) = run_client(list);
-    assert_eq!(code, 0, "{listed}");
+    let mut list = claude_env(&bin, &scratch, &proxy.url());
+    list.args(["mcp", "list"]);
+    let listed = claude_ok(&sim, list);
     let line = listed
         .lines()
         .find(|l| l.starts_with("compact:"))
@@ -935,61 +960,13 @@ fn claude_code_runs_compacts_hooks_and_recalls_from_every_marker() {
 
     // Claude Code's own compaction of the resumed session: the PreCompact and SessionStart hooks
     // run, and the next request carries Compact's checkpoint of what it dropped.
-    let mut compact = claude(&bin, &scratch, &proxy.url(), None);
+    let mut compact = claude_prompt(&bin, &scratch, &proxy.url(), "/compact");
     compact.args(["--resume", &session]);
-    let args: Vec<String> = compact
-        .get_args()
-        .map(|a| a.to_string_lossy().into_owned())
-        .collect();
-    let mut compact = Command::new(&bin);
-    compact
-        .current_dir(scratch.path("project"))
-        .env_clear()
-        .envs(
-            claude(&bin, &scratch, &proxy.url(), None)
-                .get_envs()
-                .filter_map(|(k, v)| Some((k, v?))),
-        )
-        .args(["-p", "/compact", "--resume", &session])
-        .args(["--dangerously-skip-permissions", "--output-format", "json"]);
-    let _ = args;
-    let (code, stdout, stderr) = run_client(compact);
-    if code != 0 {
-        for r in sim.handle.requests().iter().filter(|r| r.status == 400) {
-            let msgs = r.body["messages"].as_array().cloned().unwrap_or_default();
-            for (i, m) in msgs.iter().enumerate().take(4) {
-                eprintln!(
-                    "REFUSED {i}: {}",
-                    m.to_string().chars().take(300).collect::<String>()
-                );
-            }
-        }
-    }
-    assert_eq!(code, 0, "stdout:\n{stdout}\nstderr:\n{}", tail(&stderr));
+    claude_ok(&sim, compact);
     let before = sim.handle.requests().len();
-    let mut next = Command::new(&bin);
-    next.current_dir(scratch.path("project"))
-        .env_clear()
-        .envs(
-            claude(&bin, &scratch, &proxy.url(), None)
-                .get_envs()
-                .filter_map(|(k, v)| Some((k, v?))),
-        )
-        .args(["-p", "What did the task find?", "--resume", &session])
-        .args(["--dangerously-skip-permissions", "--output-format", "json"]);
-    let (code, stdout, stderr) = run_client(next);
-    if code != 0 {
-        for r in sim.handle.requests().iter().filter(|r| r.status == 400) {
-            let msgs = r.body["messages"].as_array().cloned().unwrap_or_default();
-            for (i, m) in msgs.iter().enumerate().take(4) {
-                eprintln!(
-                    "REFUSED {i}: {}",
-                    m.to_string().chars().take(400).collect::<String>()
-                );
-            }
-        }
-    }
-    assert_eq!(code, 0, "stdout:\n{stdout}\nstderr:\n{}", tail(&stderr));
+    let mut next = claude_prompt(&bin, &scratch, &proxy.url(), "What did the task find?");
+    next.args(["--resume", &session]);
+    claude_ok(&sim, next);
     let after: Vec<_> = sim.handle.requests()[before..]
         .iter()
         .filter(|r| r.api == Api::Messages)

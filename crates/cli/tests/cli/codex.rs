@@ -10,7 +10,7 @@ use crate::support::{run_env, temp_dir};
 use compact_sim::{Api, SimConfig, Simulator};
 use serde_json::Value;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -151,24 +151,6 @@ fn mcp_context_status(env: &[(&str, &str)], cwd: &str) -> String {
         })
 }
 
-/// The Codex CLI from `COMPACT_CODEX_BIN`, or `None` (the test skips, saying so) when it is not
-/// set and not required.
-fn codex_bin() -> Option<PathBuf> {
-    if let Some(path) = std::env::var_os("COMPACT_CODEX_BIN").filter(|p| !p.is_empty()) {
-        return Some(PathBuf::from(path));
-    }
-    let required = ["COMPACT_REQUIRE_CLIENTS", "CI"]
-        .iter()
-        .any(|k| std::env::var_os(k).is_some_and(|v| v != "0" && !v.is_empty()));
-    assert!(
-        !required,
-        "COMPACT_CODEX_BIN is not set but the real clients are required (COMPACT_REQUIRE_CLIENTS \
-         or CI)"
-    );
-    eprintln!("skipped: COMPACT_CODEX_BIN is not set (the pinned Codex CLI runs this test)");
-    None
-}
-
 /// Runs `codex exec ARGS` headless in `work`; its exit code and output.
 fn codex_exec(codex: &Path, work: &Path, env: &[(&str, &str)], args: &[&str]) -> (i32, String) {
     let mut child = Command::new(codex)
@@ -215,7 +197,9 @@ fn messages(body: &Value, role: &str) -> Vec<String> {
 
 #[test]
 fn codex_runs_the_installed_hooks_around_its_own_compaction() {
-    let Some(codex) = codex_bin() else { return };
+    let Some(codex) = crate::clients::client_bin("COMPACT_CODEX_BIN") else {
+        return;
+    };
     let dir = temp_dir("codex_hooks_live");
     let (home, codex_home, state, work) = (
         dir.join("home"),
