@@ -103,6 +103,12 @@ enum SessionsCommand {
 
 /// Runs a `sessions` subcommand.
 pub fn run(args: &SessionsArgs) -> anyhow::Result<ExitCode> {
+    // Listing a SQLite store no session has created yet is an empty list, not an error.
+    if let (SessionsCommand::List { json }, Some(path)) = (&args.command, missing_sqlite(args)) {
+        eprintln!("compactctl: no sessions yet (`{path}` does not exist)");
+        let empty = compact_session::MemoryStore::new();
+        return list(&empty, *json);
+    }
     let store = open_store(args.store.as_deref())?;
     let archive = match &args.config {
         None => None,
@@ -176,6 +182,13 @@ fn gc_archive(
         );
     }
     Ok(())
+}
+
+/// The path of `--store` when it names a SQLite file that does not exist.
+fn missing_sqlite(args: &SessionsArgs) -> Option<String> {
+    let path = args.store.as_deref()?.strip_prefix("sqlite:")?;
+    let path = path.strip_prefix("//").unwrap_or(path);
+    (!path.is_empty() && !Path::new(path).exists()).then(|| path.to_owned())
 }
 
 /// Opens `--store`: `sqlite:PATH` of an existing file, or `postgres://...`. A memory store is

@@ -227,7 +227,13 @@ fn sessions_bad_input_exits_2() {
             "unknown session `nope`",
         ),
         (
-            vec!["sessions", "list", "--store", "sqlite:/no/such/file.db"],
+            vec![
+                "sessions",
+                "show",
+                "s1",
+                "--store",
+                "sqlite:/no/such/file.db",
+            ],
             "no such file",
         ),
         (
@@ -565,4 +571,20 @@ fn sessions_show_names_what_the_provider_holds() {
         "{text}"
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn listing_a_store_no_session_created_yet_is_an_empty_list() {
+    let dir = crate::support::temp_dir("sessions-none-yet");
+    let url = format!("sqlite:{}", dir.join("sessions.db").display());
+    let listed = run(&["sessions", "list", "--store", &url, "--json"]).ok();
+    assert_eq!(listed.json(), serde_json::json!([]));
+    assert!(
+        listed.stderr.contains("no sessions yet"),
+        "{}",
+        listed.stderr
+    );
+    let table = run(&["sessions", "list", "--store", &url]).ok();
+    assert!(table.stdout.starts_with("session"), "{}", table.stdout);
+    assert!(!dir.join("sessions.db").exists(), "listing creates nothing");
 }
