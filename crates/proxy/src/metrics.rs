@@ -31,6 +31,23 @@ pub struct Metrics {
     latency_sum_us: AtomicU64,
 }
 
+/// Writes a counter with one label (`name{label="value"} n` per value) to `out`.
+fn labelled(
+    out: &mut String,
+    (name, label): (&str, &str),
+    help: &str,
+    values: &Mutex<BTreeMap<&'static str, u64>>,
+) {
+    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter");
+    for (value, n) in values
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .iter()
+    {
+        let _ = writeln!(out, "{name}{{{label}=\"{value}\"}} {n}");
+    }
+}
+
 fn bump<K: Ord>(map: &Mutex<BTreeMap<K, u64>>, key: K) {
     *map.lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -182,46 +199,24 @@ impl Metrics {
                 "compact_proxy_requests_total{{route=\"{route}\",status=\"{status}\"}} {n}"
             );
         }
-        out.push_str("# HELP compact_proxy_upstream_errors_total Upstream failures, by kind.\n");
-        out.push_str("# TYPE compact_proxy_upstream_errors_total counter\n");
-        for (kind, n) in self
-            .upstream_errors
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .iter()
-        {
-            let _ = writeln!(
-                out,
-                "compact_proxy_upstream_errors_total{{kind=\"{kind}\"}} {n}"
-            );
-        }
-        out.push_str(
-            "# HELP compact_recall_calls_total compact_recall calls the proxy answered, by outcome.\n",
+        labelled(
+            &mut out,
+            ("compact_proxy_upstream_errors_total", "kind"),
+            "Upstream failures, by kind.",
+            &self.upstream_errors,
         );
-        out.push_str("# TYPE compact_recall_calls_total counter\n");
-        for (outcome, n) in self
-            .recall_calls
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .iter()
-        {
-            let _ = writeln!(
-                out,
-                "compact_recall_calls_total{{outcome=\"{outcome}\"}} {n}"
-            );
-        }
-        out.push_str(
-            "# HELP compact_passthrough_total Requests on compacting routes forwarded untouched, by reason.\n",
+        labelled(
+            &mut out,
+            ("compact_recall_calls_total", "outcome"),
+            "compact_recall calls the proxy answered, by outcome.",
+            &self.recall_calls,
         );
-        out.push_str("# TYPE compact_passthrough_total counter\n");
-        for (reason, n) in self
-            .passthrough
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .iter()
-        {
-            let _ = writeln!(out, "compact_passthrough_total{{reason=\"{reason}\"}} {n}");
-        }
+        labelled(
+            &mut out,
+            ("compact_passthrough_total", "reason"),
+            "Requests on compacting routes forwarded untouched, by reason.",
+            &self.passthrough,
+        );
         let counters = [
             (
                 "compact_proxy_compactions_total",

@@ -125,7 +125,7 @@ impl CompactManager {
             // expected of that call, so that compactions come no more often than without idle
             // time; and free what reaching that target frees (the policy's minimum gain assumes a
             // count at the trigger).
-            let mut policy = self.calibrated(self.policy_for(state).into_owned(), ratio);
+            let mut policy = self.calibrated_policy(state, ratio);
             let ahead = Budget::new(&policy);
             let g = expected_growth.unwrap_or(0);
             let target = ahead

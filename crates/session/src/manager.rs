@@ -515,11 +515,12 @@ impl CompactManager {
         }
     }
 
-    /// The policy compaction runs with under calibration `ratio` (`policy`: the session's, from
-    /// [`CompactManager::policy_for`]): when the provider counts more than we do, the window is
-    /// shrunk by the ratio so that the compacted request fits the provider's count (a ratio below 1
-    /// is not used to grow the window: the reserved output and buffer are real tokens).
-    pub(crate) fn calibrated(&self, mut policy: Policy, ratio: f64) -> Policy {
+    /// The policy compaction runs with: the session's ([`CompactManager::policy_for`]), under its
+    /// calibration `ratio`: when the provider counts more than we do, the window is shrunk by the
+    /// ratio so that the compacted request fits the provider's count (a ratio below 1 is not used to
+    /// grow the window: the reserved output and buffer are real tokens).
+    pub(crate) fn calibrated_policy(&self, state: &SessionState, ratio: f64) -> Policy {
+        let mut policy = self.policy_for(state).into_owned();
         if ratio > 1.0 {
             policy.max_context_tokens = (policy.max_context_tokens as f64 / ratio).floor() as usize;
         }
@@ -817,10 +818,10 @@ impl CompactManager {
             );
             let candidate_ref: &Conversation = &to_compact;
             let policy_for_run = if manual {
-                manual_policy(&self.calibrated(policy.clone(), ratio), count)
+                manual_policy(&self.calibrated_policy(state, ratio), count)
             } else {
                 room_for_growth(
-                    self.calibrated(policy.clone(), ratio),
+                    self.calibrated_policy(state, ratio),
                     state.growth.expected(),
                 )
             };

@@ -44,10 +44,7 @@ impl CompactManager {
         }
         let (current, sent_tokens) = self.current_with_block(state);
         let ratio = state.calibration.ratio(&state.model);
-        let policy = manual_policy(
-            &self.calibrated(self.policy_for(state).into_owned(), ratio),
-            sent_tokens,
-        );
+        let policy = manual_policy(&self.calibrated_policy(state, ratio), sent_tokens);
         let done = self
             .compactor(session, policy)
             .and_then(|c| block_on(c.compact(&current)))?;

@@ -133,7 +133,7 @@ impl CompactManager {
             state.learn_window(limit);
         }
         let ratio = state.calibration.ratio(&model);
-        let base = self.calibrated(self.policy_for(state).into_owned(), ratio);
+        let base = self.calibrated_policy(state, ratio);
         let provider_usable = overflow
             .limit
             .and_then(|l| usize::try_from(l).ok())

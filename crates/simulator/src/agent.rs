@@ -184,16 +184,10 @@ pub const PROGRESS_OPEN: &str = "[scripted task: last step done ";
 /// holds (in a call, a result or a note of an earlier summary).
 pub fn progress_note(body: &Value) -> Option<String> {
     let text = body.to_string();
-    let mut highest: Option<usize> = None;
-    for (at, _) in text.match_indices(STEP_MARKER) {
-        let digits: String = text[at + STEP_MARKER.len()..]
-            .chars()
-            .take_while(char::is_ascii_digit)
-            .collect();
-        if let Ok(step) = digits.parse::<usize>() {
-            highest = Some(highest.map_or(step, |h| h.max(step)));
-        }
-    }
+    let highest = text
+        .match_indices(STEP_MARKER)
+        .filter_map(|(at, _)| step_of_call_id(&text[at..]))
+        .max();
     highest.map(|step| format!("{PROGRESS_OPEN}{STEP_MARKER}{step}]"))
 }
 
@@ -233,8 +227,9 @@ fn wants_thinking(body: &Value) -> bool {
             .is_some_and(|t| t != "disabled")
 }
 
-/// The agent's reply to a request, or `None` when the request is not a step of its task.
-pub fn reply(script: &AgentScript, body: &Value) -> Option<(ScriptedReply, Option<usize>)> {
+/// The agent's reply to a request (its `step` set when it runs one), or `None` when the request is
+/// not a step of its task.
+pub fn reply(script: &AgentScript, body: &Value) -> Option<ScriptedReply> {
     let shell = ShellTool::of(body)?;
     let step = next_step(script, body)?;
     let thinking = wants_thinking(body);
@@ -243,7 +238,7 @@ pub fn reply(script: &AgentScript, body: &Value) -> Option<(ScriptedReply, Optio
         if thinking {
             done.thinking = Some(format!("Every step of the task ran ({step} in all)."));
         }
-        return Some((done, None));
+        return Some(done);
     };
     let recall = recall_step(command, body);
     let (name, arguments) = match &recall {
@@ -265,7 +260,8 @@ pub fn reply(script: &AgentScript, body: &Value) -> Option<(ScriptedReply, Optio
             script.steps.len()
         ));
     }
-    Some((reply, Some(step)))
+    reply.step = Some(step);
+    Some(reply)
 }
 
 /// Key of the thinking signatures (fixed: a signature must check across simulator restarts).
@@ -327,7 +323,8 @@ mod tests {
         let start = json!({"tools": bash_tools(), "thinking": {"type": "adaptive"},
             "messages": [{"role": "user", "content": [{"type": "text", "text": "<system-reminder>x</system-reminder>"}, {"type": "text", "text": "please RUN-TASK"}]},
                          {"role": "system", "content": [{"type": "text", "text": "# Environment"}]}]});
-        let (first, step) = reply(&script(), &start).unwrap();
+        let first = reply(&script(), &start).unwrap();
+        let step = first.step;
         assert_eq!(step, Some(0));
         assert_eq!(first.tool_calls[0].name, "Bash");
         assert_eq!(first.tool_calls[0].arguments["command"], "echo one");
@@ -336,13 +333,15 @@ mod tests {
             {"role": "user", "content": "please RUN-TASK"},
             {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_simstep0_4", "name": "Bash", "input": {}}]},
             {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_simstep0_4", "content": "one"}]}]});
-        let (second, step) = reply(&script(), &next).unwrap();
+        let second = reply(&script(), &next).unwrap();
+        let step = second.step;
         assert_eq!(step, Some(1));
         assert_eq!(second.tool_calls[0].arguments["command"], "echo two");
         assert!(second.thinking.is_none(), "no thinking asked for");
         let last = json!({"tools": bash_tools(), "messages": [
             {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_simstep1_9", "content": "two"}]}]});
-        let (done, step) = reply(&script(), &last).unwrap();
+        let done = reply(&script(), &last).unwrap();
+        let step = done.step;
         assert_eq!((done.text.as_str(), step), ("All done.", None));
         assert!(done.tool_calls.is_empty());
     }
@@ -367,7 +366,8 @@ mod tests {
         let start = json!({"tools": tools, "input": [
             {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "rules"}]},
             {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "RUN-TASK now"}]}]});
-        let (first, step) = reply(&script(), &start).unwrap();
+        let first = reply(&script(), &start).unwrap();
+        let step = first.step;
         assert_eq!(step, Some(0));
         assert_eq!(first.tool_calls[0].name, "exec_command");
         assert_eq!(first.tool_calls[0].arguments, json!({"cmd": "echo one"}));
@@ -375,7 +375,7 @@ mod tests {
             {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "RUN-TASK now"}]},
             {"type": "function_call", "call_id": "call_simstep0_3", "name": "exec_command", "arguments": "{}"},
             {"type": "function_call_output", "call_id": "call_simstep0_3", "output": "one"}]});
-        assert_eq!(reply(&script(), &next).unwrap().1, Some(1));
+        assert_eq!(reply(&script(), &next).unwrap().step, Some(1));
         let compacting = json!({"tools": [], "input": [{"type": "message", "role": "user", "content": "RUN-TASK now"}]});
         assert!(
             reply(&script(), &compacting).is_none(),
@@ -399,12 +399,13 @@ mod tests {
         };
         let first =
             json!({"tools": bash_tools(), "messages": [{"role": "user", "content": "RUN-TASK"}]});
-        let (plain, _) = reply(&script, &first).unwrap();
+        let plain = reply(&script, &first).unwrap();
         assert_eq!(
             plain.tool_calls[0].arguments["command"], RECALL_RUN_STEP,
             "no marker yet: as a command"
         );
-        let (cli, step) = reply(&script, &body(bash_tools())).unwrap();
+        let cli = reply(&script, &body(bash_tools())).unwrap();
+        let step = cli.step;
         assert_eq!(step, Some(1));
         assert_eq!(
             cli.tool_calls[0].arguments["command"],
@@ -415,7 +416,7 @@ mod tests {
             .as_array_mut()
             .unwrap()
             .push(json!({"name": "compact_recall"}));
-        let (tool, _) = reply(&script, &body(tools)).unwrap();
+        let tool = reply(&script, &body(tools)).unwrap();
         assert_eq!(tool.tool_calls[0].name, "compact_recall");
         assert_eq!(tool.tool_calls[0].arguments, json!({"id": "i9f8e7d6c5"}));
         assert!(tool.text.is_empty(), "a recall-only turn");
@@ -423,7 +424,7 @@ mod tests {
             steps: vec![RECALL_CITED_STEP.into(), RECALL_CITED_STEP.into()],
             ..script.clone()
         };
-        let (cite, _) = reply(&cited, &body(bash_tools())).unwrap();
+        let cite = reply(&cited, &body(bash_tools())).unwrap();
         assert_eq!(
             cite.tool_calls[0].arguments["command"],
             "compactctl recall i1234abcd00"
@@ -442,7 +443,8 @@ mod tests {
         assert_eq!(note, "[scripted task: last step done simstep0]");
         let handoff = json!({"tools": tools, "input": [
             {"type": "message", "role": "user", "content": format!("A summary of the work so far: ... {note}")}]});
-        let (next, step) = reply(&script(), &handoff).unwrap();
+        let next = reply(&script(), &handoff).unwrap();
+        let step = next.step;
         assert_eq!(step, Some(1));
         assert_eq!(next.tool_calls[0].arguments, json!({"cmd": "echo two"}));
         assert_eq!(progress_note(&json!({"input": []})), None);

@@ -58,18 +58,19 @@ impl Reply {
         } else {
             Finish::ToolCalls
         };
-        let thinking_tokens = script
-            .thinking
-            .as_deref()
-            .map_or(0, |t| encoding.count(t) as u64);
-        let calls_tokens = calls_tokens + thinking_tokens;
-        let mut output = encoding.count(&text) as u64 + calls_tokens;
+        // What a cut to the output cap cannot shorten: the calls and the thinking before the text.
+        let fixed_tokens = calls_tokens
+            + script
+                .thinking
+                .as_deref()
+                .map_or(0, |t| encoding.count(t) as u64);
+        let mut output = encoding.count(&text) as u64 + fixed_tokens;
         if let Some(cap) = max_output.filter(|cap| *cap > 0) {
             if output > cap {
                 finish = Finish::Length;
-                let budget = cap.saturating_sub(calls_tokens);
+                let budget = cap.saturating_sub(fixed_tokens);
                 text = cut_to_tokens(&text, budget, encoding);
-                output = encoding.count(&text) as u64 + calls_tokens;
+                output = encoding.count(&text) as u64 + fixed_tokens;
             }
         }
         Reply {

@@ -254,12 +254,7 @@ pub(crate) async fn handle(
     }
     let queued = lock(&state.replies).pop_front();
     let script = queued
-        .or_else(|| {
-            let agent = config.agent.as_ref()?;
-            let (mut reply, step) = crate::agent::reply(agent, &body)?;
-            reply.step = step;
-            Some(reply)
-        })
+        .or_else(|| crate::agent::reply(config.agent.as_ref()?, &body))
         .unwrap_or_else(|| {
             let mut reply = default_reply(counted.input_tokens, &counted.last_user);
             // A summary the client asks for in the middle of the scripted task says how far it
