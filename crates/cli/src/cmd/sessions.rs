@@ -186,9 +186,14 @@ fn gc_archive(
 
 /// The path of `--store` when it names a SQLite file that does not exist.
 fn missing_sqlite(args: &SessionsArgs) -> Option<String> {
-    let path = args.store.as_deref()?.strip_prefix("sqlite:")?;
-    let path = path.strip_prefix("//").unwrap_or(path);
+    let path = sqlite_path(args.store.as_deref()?)?;
     (!path.is_empty() && !Path::new(path).exists()).then(|| path.to_owned())
+}
+
+/// The file a `sqlite:PATH` (or `sqlite://PATH`) store URL names.
+fn sqlite_path(url: &str) -> Option<&str> {
+    let path = url.strip_prefix("sqlite:")?;
+    Some(path.strip_prefix("//").unwrap_or(path))
 }
 
 /// Opens `--store`: `sqlite:PATH` of an existing file, or `postgres://...`. A memory store is
@@ -201,8 +206,7 @@ pub fn open_store(url: Option<&str>) -> anyhow::Result<Arc<dyn Store>> {
 /// Opens the store at `url` (`sqlite:PATH` or `postgres://...`; a memory store is refused); a
 /// SQLite file is created when missing only if `create` (a command that writes sessions).
 pub fn open_store_url(url: &str, create: bool) -> anyhow::Result<Arc<dyn Store>> {
-    if let Some(path) = url.strip_prefix("sqlite:") {
-        let path = path.strip_prefix("//").unwrap_or(path);
+    if let Some(path) = sqlite_path(url) {
         if path.is_empty() {
             return Err(BadInput(format!("--store `{url}`: no file after `sqlite:`")).into());
         }
