@@ -14,6 +14,7 @@
 //! When preflight changes nothing, the client's own bytes are sent; otherwise the prepared
 //! conversation is encoded (unknown fields are carried by the wire codec).
 
+use crate::decoders::Held;
 use crate::handler::{forward_untouched, url_for};
 use crate::headers;
 use crate::log::{emit, Level};
@@ -154,13 +155,14 @@ pub(crate) async fn handle(
     };
     let (mut held, prepared, unchanged) = match prepared {
         Ok((h, Ok(p), u)) => (h, p, u),
-        Ok((_, Err(e), _)) => {
+        Ok((h, Err(e), _)) => {
             emit(
                 shared.log.as_ref(),
                 Level::Warn,
                 "preflight_failed",
                 json!({"route": route.label(), "session": session, "error": e.to_string()}),
             );
+            record_fallback(shared, &manager, &session, h, "preflight_failed").await;
             return call.untouched(body, &session, "preflight_failed").await;
         }
         Err(_) => return call.untouched(body, &session, "preflight_failed").await,
@@ -191,7 +193,10 @@ pub(crate) async fn handle(
                 bytes: None,
             },
             Ok(encoded) => Outgoing::Bytes(Bytes::from(encoded.value.to_string())),
-            Err(_) => return call.untouched(body, &session, "encode_failed").await,
+            Err(_) => {
+                record_fallback(shared, &manager, &session, held, "encode_failed").await;
+                return call.untouched(body, &session, "encode_failed").await;
+            }
         },
     };
     held.keep(value);
@@ -288,6 +293,39 @@ async fn link(
         .unwrap_or_else(|e| e.into_inner())
         .remove(&(session.to_owned(), parent));
     Err(failed)
+}
+
+/// Logs a request sent on untouched after the session runtime had it decoded, so that the turn is
+/// still a call of the session (a warning when even that fails: the client's next request, which
+/// repeats this one's items, logs them then).
+async fn record_fallback(
+    shared: &Shared,
+    manager: &Arc<CompactManager>,
+    session: &str,
+    held: Held,
+    reason: &'static str,
+) {
+    let recorded = {
+        let manager = Arc::clone(manager);
+        let session = session.to_owned();
+        run_blocking(move || {
+            manager
+                .record_passthrough(&session, held.decoder.conversation(), reason)
+                .map_err(|e| e.to_string())
+        })
+        .await
+    };
+    let error = match recorded {
+        Ok(Ok(())) => return,
+        Ok(Err(e)) => e,
+        Err(()) => "the recording task panicked".to_owned(),
+    };
+    emit(
+        shared.log.as_ref(),
+        Level::Warn,
+        "passthrough_not_recorded",
+        json!({"session": session, "reason": reason, "error": error}),
+    );
 }
 
 async fn run_blocking<T: Send + 'static>(

@@ -84,6 +84,7 @@ pub mod lru;
 mod manager;
 mod manual;
 pub mod memory;
+mod passthrough;
 #[cfg(feature = "otlp")]
 pub mod otlp;
 pub mod provider;

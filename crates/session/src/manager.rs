@@ -340,8 +340,23 @@ impl CompactManager {
         slot: &'a mut Slot<'_>,
     ) -> Result<&'a mut SessionState, SessionError> {
         check_session_id(session)?;
-        if slot.as_ref().is_some_and(|s| s.stale) {
-            **slot = None;
+        if let Some(state) = slot.as_mut() {
+            // Another process sharing the store (a second proxy behind a load balancer) may have
+            // appended since: one indexed read says, and only what it appended is read.
+            let version = match self.store.version(session) {
+                Ok(v) => v,
+                Err(StoreError::UnknownSession(s)) => {
+                    **slot = None;
+                    return Err(SessionError::UnknownSession(s));
+                }
+                Err(e) => return Err(e.into()),
+            };
+            if state.stale || version != state.version {
+                if let Err(e) = state.catch_up(self.store.as_ref(), session) {
+                    **slot = None;
+                    return Err(e);
+                }
+            }
         }
         if slot.is_none() {
             let state = SessionState::load(self.store.as_ref(), session).map_err(|e| match e {
@@ -546,8 +561,20 @@ impl CompactManager {
         if slot.is_none() {
             self.store.create(session)?;
         }
-        let state = self.existing(session, &mut slot)?;
-        let prepared = self.preflight_locked(session, state, request);
+        // Another writer appending between the version check and this call's append (the same
+        // session's turns served by two processes at once) costs a catch-up and a second try.
+        let mut conflicts = 0;
+        let prepared = loop {
+            let state = self.existing(session, &mut slot)?;
+            match self.preflight_locked(session, state, request) {
+                Err(SessionError::Store(StoreError::Conflict { .. }))
+                    if conflicts < CONFLICT_RETRIES =>
+                {
+                    conflicts += 1;
+                }
+                other => break other,
+            }
+        };
         drop(slot);
         self.note_call(session);
         prepared
@@ -1135,6 +1162,10 @@ enum NextView {
 }
 
 /// True when normalisation's only repair was hiding what a provider compaction supersedes.
+/// How many times a call whose append found the log moved on catches up and tries again before
+/// the conflict is its error.
+pub(crate) const CONFLICT_RETRIES: u32 = 3;
+
 fn hides_only(diagnostics: &[compact_core::normalize::Diagnostic]) -> bool {
     !diagnostics.is_empty()
         && diagnostics.iter().all(|d| {

@@ -12,7 +12,7 @@ use crate::calibration::Calibration;
 use crate::chain::ChainHash;
 use crate::codec::share_envelopes;
 use crate::error::SessionError;
-use crate::event::EventKind;
+use crate::event::{Event, EventKind};
 use crate::provider::ProviderHeld;
 use crate::record::{ItemSource, Record, ViewEntry, ViewRecord};
 use crate::store::Store;
@@ -192,40 +192,8 @@ impl SessionState {
                 Record::Item(_) => {}
                 Record::View(v) => views.push(v),
                 Record::Event(e) => {
-                    if let Some(change) = crate::memory::event_change(e) {
-                        state.memory.apply(&change);
-                    }
-                    if let Some(held) = ProviderHeld::from_event(e) {
-                        state.provider = held;
-                    }
-                    if e.kind == EventKind::Recovery {
-                        if let Some(limit) = e
-                            .get("limit")
-                            .and_then(serde_json::Value::as_u64)
-                            .and_then(|l| usize::try_from(l).ok())
-                        {
-                            state.learn_window(limit);
-                        }
-                    }
-                    if e.kind == EventKind::Calibration {
-                        let model = e.get("model").and_then(|v| v.as_str());
-                        let ratio = e.get("ratio").and_then(serde_json::Value::as_f64);
-                        if let (Some(model), Some(ratio)) = (model, ratio) {
-                            state.calibration.set(model, ratio);
-                        }
-                    }
-                    if e.kind == EventKind::Sent {
-                        state.prepared = true;
-                        if let Some(m) = e.get("model").and_then(|v| v.as_str()) {
-                            state.model = m.to_owned();
-                        }
-                        if let Some(t) = e
-                            .get("tip")
-                            .and_then(|v| v.as_str())
-                            .and_then(ChainHash::parse)
-                        {
-                            tip = Some(t);
-                        }
+                    if let Some(t) = state.apply_event(e) {
+                        tip = Some(t);
                     }
                 }
             }
@@ -288,6 +256,206 @@ impl SessionState {
         state.view = Arc::new(view);
         state.index_calls();
         Ok(state)
+    }
+}
+
+impl SessionState {
+    /// Takes in what an event of the log says about the state (facts, what the provider holds,
+    /// a learned window, calibration, the last call's model); for a `compact.sent` event, the
+    /// chain tip it was sent at.
+    fn apply_event(&mut self, e: &Event) -> Option<ChainHash> {
+        if let Some(change) = crate::memory::event_change(e) {
+            self.memory.apply(&change);
+        }
+        if let Some(held) = ProviderHeld::from_event(e) {
+            self.provider = held;
+        }
+        match e.kind {
+            EventKind::Recovery => {
+                if let Some(limit) = e
+                    .get("limit")
+                    .and_then(serde_json::Value::as_u64)
+                    .and_then(|l| usize::try_from(l).ok())
+                {
+                    self.learn_window(limit);
+                }
+                None
+            }
+            EventKind::Calibration => {
+                let model = e.get("model").and_then(|v| v.as_str());
+                let ratio = e.get("ratio").and_then(serde_json::Value::as_f64);
+                if let (Some(model), Some(ratio)) = (model, ratio) {
+                    self.calibration.set(model, ratio);
+                }
+                None
+            }
+            EventKind::Sent => {
+                self.prepared = true;
+                if let Some(m) = e.get("model").and_then(|v| v.as_str()) {
+                    m.clone_into(&mut self.model);
+                }
+                e.get("tip")
+                    .and_then(|v| v.as_str())
+                    .and_then(ChainHash::parse)
+            }
+            _ => None,
+        }
+    }
+
+    /// Brings a state that is behind the log up to date with the records other writers appended
+    /// after [`SessionState::version`] (another process sharing the store: a second proxy behind
+    /// a load balancer, a hook). Reads only those records: events are taken in as a reload would
+    /// (a usage recorded elsewhere leaves the view, and the next call's fast path, as they were);
+    /// new items extend the chain and the view, or a new view record replaces it, and the next
+    /// call recounts. What cannot be rebuilt from the new records alone (a branch back to items
+    /// the state no longer holds, a view of an older prefix) is reloaded from the whole log.
+    pub fn catch_up(&mut self, store: &dyn Store, session: &str) -> Result<(), SessionError> {
+        let records = store.read(session, self.version)?;
+        let contiguous = records.first().is_some_and(|r| r.seq == self.version + 1)
+            && records.windows(2).all(|w| w[1].seq == w[0].seq + 1);
+        if !contiguous {
+            // Nothing new where something was expected, or a gap: the log is not the one held.
+            return self.reload(store, session);
+        }
+        let old_tip = self.chain.last().copied().unwrap_or(ChainHash::GENESIS);
+        let mut tip = old_tip;
+        let mut new_items: HashMap<ChainHash, (ChainHash, &Item)> = HashMap::new();
+        let mut view: Option<&ViewRecord> = None;
+        let mut events_only = true;
+        for stored in &records {
+            match &stored.record {
+                Record::Item(r) if r.source == ItemSource::Received => {
+                    events_only = false;
+                    self.logged.insert(r.hash);
+                    new_items.insert(r.hash, (r.parent, &r.item));
+                    tip = r.hash;
+                }
+                Record::Item(_) => {}
+                Record::View(v) => {
+                    events_only = false;
+                    view = Some(v);
+                }
+                Record::Event(e) => {
+                    if let Some(t) = self.apply_event(e) {
+                        tip = t;
+                    }
+                }
+            }
+        }
+        let version = records.last().map_or(self.version, |r| r.seq);
+        if events_only && tip == old_tip {
+            self.version = version;
+            self.stale = false;
+            return Ok(());
+        }
+        // The branch now current: back from the new tip through the new items to a link of the
+        // chain held (or the start).
+        let mut added: Vec<(ChainHash, &Item)> = Vec::new();
+        let mut at = tip;
+        while at != ChainHash::GENESIS && !self.chain.last().is_some_and(|&t| t == at) {
+            match new_items.get(&at) {
+                Some(&(parent, item)) => {
+                    added.push((at, item));
+                    at = parent;
+                }
+                None => break,
+            }
+            if added.len() > new_items.len() {
+                return self.reload(store, session);
+            }
+        }
+        let keep = if at == ChainHash::GENESIS {
+            0
+        } else {
+            match self.chain.iter().rposition(|&h| h == at) {
+                Some(i) => i + 1,
+                // A link of an older branch: only the whole log knows its items.
+                None => return self.reload(store, session),
+            }
+        };
+        added.reverse();
+        let extends = keep == self.chain.len();
+        let mut appended: Vec<Item> = added.iter().map(|(_, item)| (*item).clone()).collect();
+        share_envelopes(&mut appended);
+        self.chain.truncate(keep);
+        self.chain.extend(added.iter().map(|(h, _)| *h));
+        self.received.truncate(keep);
+        self.received.extend(appended.iter().cloned());
+        let position_ok = |v: &ViewRecord| {
+            v.covers
+                .checked_sub(1)
+                .is_some_and(|i| self.chain.get(i) == Some(&v.tip))
+        };
+        match view.filter(|v| position_ok(v)) {
+            Some(v) => {
+                let Some(items) = self.view_of(v, &new_items) else {
+                    return self.reload(store, session);
+                };
+                let mut conv = Conversation {
+                    items,
+                    ..Conversation::default()
+                };
+                conv.renumber_turns();
+                self.view = Arc::new(conv);
+            }
+            None if extends && view.is_none() => {
+                let conv = Arc::make_mut(&mut self.view);
+                conv.items.extend(appended);
+                conv.renumber_turns();
+            }
+            // A branch, or a view of a prefix older than the state's.
+            None => return self.reload(store, session),
+        }
+        self.memory_block = crate::memory::block_in(&self.view);
+        self.repaired = None;
+        self.repair_hides_only = false;
+        self.index_calls();
+        self.version = version;
+        self.fresh = true;
+        self.stale = false;
+        Ok(())
+    }
+
+    /// The items of view record `v` (of a prefix of the chain held) followed by the items received
+    /// after it; `None` when it names an item neither held nor among `new_items`.
+    fn view_of(
+        &self,
+        v: &ViewRecord,
+        new_items: &HashMap<ChainHash, (ChainHash, &Item)>,
+    ) -> Option<Vec<Item>> {
+        let by_hash: HashMap<ChainHash, &Item> = self
+            .chain
+            .iter()
+            .copied()
+            .zip(self.received.iter())
+            .collect();
+        let mut items = Vec::with_capacity(v.entries.len() + self.received.len());
+        for entry in &v.entries {
+            match entry {
+                ViewEntry::Inline(item) => items.push(item.clone()),
+                ViewEntry::Logged(h) => {
+                    let item = by_hash
+                        .get(h)
+                        .copied()
+                        .or_else(|| new_items.get(h).map(|(_, item)| *item))?;
+                    items.push(item.clone());
+                }
+            }
+        }
+        items.extend(self.received.iter().skip(v.covers).cloned());
+        share_envelopes(&mut items);
+        Some(items)
+    }
+
+    /// Replaces the state with one rebuilt from the whole log; what the log does not hold (the
+    /// secrets this process found, the growth of the last calls) is kept.
+    fn reload(&mut self, store: &dyn Store, session: &str) -> Result<(), SessionError> {
+        let mut fresh = SessionState::load(store, session)?;
+        fresh.known_secrets = std::mem::take(&mut self.known_secrets);
+        fresh.redactor = self.redactor.take();
+        fresh.growth = std::mem::take(&mut self.growth);
+        *self = fresh;
+        Ok(())
     }
 }
 

@@ -1,12 +1,14 @@
 //! [`CompactManager::record_usage`]: after each response, the provider's count of the request
 //! updates the session's calibration ([`crate::calibration`]).
 
-use crate::calibration::CalibrationUpdate;
+use crate::calibration::{Calibration, CalibrationUpdate};
 use crate::error::SessionError;
 use crate::event::{Event, EventKind};
-use crate::manager::CompactManager;
+use crate::manager::{CompactManager, CONFLICT_RETRIES};
 use crate::provider::ProviderHeld;
 use crate::record::Record;
+use crate::state::SessionState;
+use crate::store::StoreError;
 use compact_core::model::Role;
 use serde_json::json;
 
@@ -73,63 +75,114 @@ impl CompactManager {
     ) -> Result<CalibrationUpdate, SessionError> {
         let handle = self.handle(session);
         let mut slot = Self::lock(&handle);
-        let state = self.existing(session, &mut slot)?;
+        // The state as this process's last preflight left it, even if another writer appended
+        // since (the figures of that call are what the usage measures).
+        let state = match slot.as_mut() {
+            Some(state) => state,
+            None => self.existing(session, &mut slot)?,
+        };
         if !state.prepared || state.sent_tokens == 0 {
             return Err(SessionError::NothingPrepared(session.to_owned()));
         }
-        let model = usage.model.clone().unwrap_or_else(|| state.model.clone());
-        let mut calibration = state.calibration.clone();
-        let update = calibration.observe(&model, usage.total_input(), state.sent_tokens);
-        let event = Event::new(
-            EventKind::Calibration,
-            json!({"model": update.model, "provider_tokens": update.provider_tokens,
-                   "our_tokens": update.our_tokens, "sample": update.sample,
-                   "ratio": update.ratio, "clamped": update.clamped, "source": "usage",
-                   // What the provider served from its prompt cache: the web view's cache-hit
-                   // share per call, as measured.
-                   "cached_input_tokens": usage.cached_input()}),
-        );
-        let mut records = vec![Record::Event(event)];
-        if state.recovery_attempts > 0 {
-            // The request sent after an overflow recovery went through.
-            records.push(Record::Event(Event::new(
-                EventKind::OverflowRecovered,
-                json!({"model": update.model, "attempts": state.recovery_attempts,
-                       "t_est": state.sent_tokens, "provider_tokens": update.provider_tokens}),
-            )));
-        }
-        if let Some(pass) = usage.provider_compaction {
-            // The provider now holds a compaction of everything it was sent: the client sends it
-            // back next, and what it stands for is the first thing the next compaction drops.
-            records.push(Record::Event(Event::new(
-                EventKind::ProviderCompaction,
-                json!({"model": update.model, "input_tokens": pass.input_tokens,
-                       "output_tokens": pass.output_tokens,
-                       "billed_input_tokens": pass.billed_input_tokens,
-                       "billed_output_tokens": pass.billed_output_tokens}),
-            )));
-        }
-        let held = usage.provider_compaction.map(|_| {
-            let items = state
+        // What the usage measures is the call this process prepared: its figures are taken now,
+        // so that a record that must wait for another writer's (the next turn, served elsewhere)
+        // still compares the provider's count with this call's.
+        let call = CallFigures {
+            model: usage.model.clone().unwrap_or_else(|| state.model.clone()),
+            sent_tokens: state.sent_tokens,
+            recovery_attempts: state.recovery_attempts,
+            sent_items: state
                 .sent()
                 .items
                 .iter()
                 .filter(|i| {
                     i.meta.visibility.model && !matches!(i.role(), Role::System | Role::Developer)
                 })
-                .count();
-            ProviderHeld::from_reply(items, state.sent_tokens)
-        });
-        if let Some(held) = &held {
-            records.push(Record::Event(held.event()));
-        }
-        self.append(session, state, records)?;
-        state.calibration = calibration;
-        if held.is_some() {
-            state.provider = held;
-        }
+                .count(),
+        };
+        let mut conflicts = 0;
+        let update = loop {
+            let state = self.existing(session, &mut slot)?;
+            let (records, calibration, update, held) = usage_records(state, &call, usage);
+            match self.append(session, state, records) {
+                Ok(()) => {
+                    state.calibration = calibration;
+                    if held.is_some() {
+                        state.provider = held;
+                    }
+                    break update;
+                }
+                Err(SessionError::Store(StoreError::Conflict { .. }))
+                    if conflicts < CONFLICT_RETRIES =>
+                {
+                    conflicts += 1;
+                }
+                Err(e) => return Err(e),
+            }
+        };
         drop(slot);
         self.note_call(session);
         Ok(update)
     }
+}
+
+/// The figures of the call a usage is recorded for.
+struct CallFigures {
+    model: String,
+    sent_tokens: usize,
+    recovery_attempts: u32,
+    /// The model-visible items of what was sent, instructions aside.
+    sent_items: usize,
+}
+
+/// The records of a usage (calibration, a recovery that went through, the provider's own
+/// compaction), the calibration and provider state they leave, and the update.
+fn usage_records(
+    state: &SessionState,
+    call: &CallFigures,
+    usage: &Usage,
+) -> (
+    Vec<Record>,
+    Calibration,
+    CalibrationUpdate,
+    Option<ProviderHeld>,
+) {
+    let mut calibration = state.calibration.clone();
+    let update = calibration.observe(&call.model, usage.total_input(), call.sent_tokens);
+    let event = Event::new(
+        EventKind::Calibration,
+        json!({"model": update.model, "provider_tokens": update.provider_tokens,
+               "our_tokens": update.our_tokens, "sample": update.sample,
+               "ratio": update.ratio, "clamped": update.clamped, "source": "usage",
+               // What the provider served from its prompt cache: the web view's cache-hit
+               // share per call, as measured.
+               "cached_input_tokens": usage.cached_input()}),
+    );
+    let mut records = vec![Record::Event(event)];
+    if call.recovery_attempts > 0 {
+        // The request sent after an overflow recovery went through.
+        records.push(Record::Event(Event::new(
+            EventKind::OverflowRecovered,
+            json!({"model": update.model, "attempts": call.recovery_attempts,
+                   "t_est": call.sent_tokens, "provider_tokens": update.provider_tokens}),
+        )));
+    }
+    if let Some(pass) = usage.provider_compaction {
+        // The provider now holds a compaction of everything it was sent: the client sends it
+        // back next, and what it stands for is the first thing the next compaction drops.
+        records.push(Record::Event(Event::new(
+            EventKind::ProviderCompaction,
+            json!({"model": update.model, "input_tokens": pass.input_tokens,
+                   "output_tokens": pass.output_tokens,
+                   "billed_input_tokens": pass.billed_input_tokens,
+                   "billed_output_tokens": pass.billed_output_tokens}),
+        )));
+    }
+    let held = usage
+        .provider_compaction
+        .map(|_| ProviderHeld::from_reply(call.sent_items, call.sent_tokens));
+    if let Some(held) = &held {
+        records.push(Record::Event(held.event()));
+    }
+    (records, calibration, update, held)
 }
