@@ -165,11 +165,18 @@ impl CompactManager {
         );
         self.redact_events(session, state, std::slice::from_mut(&mut event));
         let record = view_record(&view, &state.received, &state.chain, "idle");
-        self.append(
+        match self.append(
             session,
             state,
             vec![Record::View(record), Record::Event(event)],
-        )?;
+        ) {
+            Ok(()) => {}
+            // Another process sharing the store served the session meanwhile.
+            Err(SessionError::Store(crate::store::StoreError::Conflict { .. })) => {
+                return Ok(IdleOutcome::Superseded)
+            }
+            Err(e) => return Err(e),
+        }
         let _warnings = self.adopt_view(session, state, &view, done.report.tokens_after);
         self.note_block(state, &view);
         Ok(IdleOutcome::Compacted {

@@ -67,6 +67,15 @@
 //! safely between managers: every append names the log version it extends, and a store refuses an
 //! append to a log that moved on ([`StoreError::Conflict`]), so two managers on one session never
 //! interleave or lose records.
+//!
+//! Managers in several processes may share one store (proxies behind a load balancer on one
+//! PostgreSQL): every call on a session held in memory first reads the session's version (one
+//! indexed read) and, when another writer appended since, takes in only the records appended
+//! since (a reload of the whole log only when they cannot be applied to what is held). An append
+//! that still meets a conflict (two managers on one session at the same moment) catches up and
+//! tries again, [`CONFLICT_RETRIES`] times. Usage is recorded for the call the recording manager
+//! prepared, whoever appended since; a request its host sends on untouched is still logged
+//! ([`CompactManager::record_passthrough`]).
 
 pub mod annotation;
 pub mod archive;
@@ -115,7 +124,9 @@ pub use export::{
 pub use history::{last_call, last_window, LastCall};
 pub use idle::{IdleCompactor, IdleOutcome, IdleSettings, IdleStats, DEFAULT_IDLE_AFTER};
 pub use lru::SessionCache;
-pub use manager::{CompactManager, PreflightReport, Prepared, MAX_SESSION_ID_LEN, MAX_STRIKES};
+pub use manager::{
+    CompactManager, PreflightReport, Prepared, CONFLICT_RETRIES, MAX_SESSION_ID_LEN, MAX_STRIKES,
+};
 pub use manual::ManualCompaction;
 pub use memory::{MemoryConfig, DEFAULT_MEMORY_BUDGET};
 #[cfg(feature = "otlp")]

@@ -20,5 +20,6 @@ mod provider_state;
 mod python;
 mod recall;
 mod recovery;
+mod replicas;
 mod requests;
 mod subagents;

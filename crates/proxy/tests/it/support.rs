@@ -42,6 +42,10 @@ pub struct Options {
     pub max_body_bytes: usize,
     /// Last changes to the proxy's configuration (model routes...).
     pub adjust: Option<Adjust>,
+    /// The store, when shared with another harness's proxy (a replica).
+    pub store: Option<Arc<MemoryStore>>,
+    /// The upstream, when another harness's simulator (a replica of its proxy).
+    pub upstream: Option<String>,
 }
 
 impl Default for Options {
@@ -54,6 +58,8 @@ impl Default for Options {
             stream_idle_timeout: Duration::from_secs(30),
             max_body_bytes: 4 * 1024 * 1024,
             adjust: None,
+            store: None,
+            upstream: None,
         }
     }
 }
@@ -106,7 +112,7 @@ impl Harness {
         let mut config = ProxyConfig::new(session_config(options.window));
         config.listen = SocketAddr::from(([127, 0, 0, 1], 0));
         config.openai = Upstream {
-            base_url: sim.base_url(),
+            base_url: options.upstream.clone().unwrap_or_else(|| sim.base_url()),
             context_window: Some(options.window),
         };
         config.anthropic = config.openai.clone();
@@ -118,7 +124,10 @@ impl Harness {
         if let Some(adjust) = &options.adjust {
             adjust(&mut config);
         }
-        let store = Arc::new(MemoryStore::new());
+        let store = options
+            .store
+            .clone()
+            .unwrap_or_else(|| Arc::new(MemoryStore::new()));
         let log = Arc::new(MemoryLog::default());
         let proxy = Proxy::new(config, store.clone() as Arc<dyn Store>, log.clone()).unwrap();
         let listener = proxy.bind().await.unwrap();
