@@ -1161,11 +1161,11 @@ enum NextView {
     },
 }
 
-/// True when normalisation's only repair was hiding what a provider compaction supersedes.
 /// How many times a call whose append found the log moved on catches up and tries again before
 /// the conflict is its error.
 pub const CONFLICT_RETRIES: u32 = 3;
 
+/// True when normalisation's only repair was hiding what a provider compaction supersedes.
 fn hides_only(diagnostics: &[compact_core::normalize::Diagnostic]) -> bool {
     !diagnostics.is_empty()
         && diagnostics.iter().all(|d| {
