@@ -94,6 +94,7 @@ mod manager;
 mod manual;
 pub mod memory;
 mod passthrough;
+mod preflight;
 #[cfg(feature = "otlp")]
 pub mod otlp;
 pub mod provider;

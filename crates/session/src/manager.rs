@@ -15,27 +15,20 @@
 //! the last one (history edited, forked, rolled back) is a *branch*: it is logged as such and
 //! compacted from scratch, never mixed with the previous view.
 
-use crate::annotation::{follow, follow_items, same_tools};
 use crate::archive::Archive;
-use crate::chain::ChainHash;
 use crate::config::SessionConfig;
 use crate::error::SessionError;
 use crate::event::{Event, EventKind};
 use crate::export::ExportQueue;
-use crate::provider::ProviderHeld;
-use crate::record::{ItemRecord, ItemSource, Record, ViewEntry};
-use crate::state::{call_ids, view_record, SessionState};
+use crate::record::{Record, ViewEntry};
+use crate::state::{call_ids, SessionState};
 use crate::store::{Store, StoreError};
-use crate::trigger::manual_request;
-use compact_core::boundary::{natural_boundary, natural_boundary_after};
 use compact_core::budget::Budget;
-use compact_core::memory::render::render;
-use compact_core::memory::{Change as MemoryChange, Memory, Origin, Outcome};
 use compact_core::model::{Conversation, Format, Item, ItemBody, Role};
 use compact_core::normalize::{diagnose, normalize, ProviderRules};
 use compact_core::plan::Action;
-use compact_core::policy::{decide_at, Decision, Policy, TriggerReason};
-use compact_engine::{block_on, CompactError, Compaction, Compactor, Report};
+use compact_core::policy::{Decision, Policy};
+use compact_engine::{CompactError, Compaction, Compactor, Report};
 use serde_json::json;
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -579,586 +572,6 @@ impl CompactManager {
         self.note_call(session);
         prepared
     }
-
-    fn preflight_locked(
-        &self,
-        session: &str,
-        state: &mut SessionState,
-        request: &Conversation,
-    ) -> Result<Prepared, SessionError> {
-        let counter = self.config.counter;
-        let learned = self.policy_for(state);
-        let policy: &Policy = &learned;
-        let budget = Budget::new(policy);
-        let rules = ProviderRules::for_format(request.format.unwrap_or(Format::OpenAiChat));
-        let model = self.model_key(request);
-        let ratio = state.calibration.ratio(&model);
-        let mut records: Vec<Record> = Vec::new();
-        let mut events: Vec<Event> = Vec::new();
-        let mut warnings: Vec<String> = Vec::new();
-
-        // 1. Where the request leaves the chain of the last one.
-        let held = state.received.len();
-        let (matched, reannotated) = state.match_prefix(&request.items);
-        let branched = matched < held;
-        if branched {
-            events.push(Event::new(
-                EventKind::Branch,
-                json!({"at": matched, "held": held, "received": request.items.len(),
-                       "old_tip": state.chain.last().map(ToString::to_string)}),
-            ));
-        }
-        let mut tip = matched
-            .checked_sub(1)
-            .map_or(ChainHash::GENESIS, |i| state.chain[i]);
-        let new_items = &request.items[matched..];
-        let mut new_hashes = Vec::with_capacity(new_items.len());
-        for item in new_items {
-            let parent = tip;
-            tip = tip.next_item(item);
-            new_hashes.push(tip);
-            if state.logged.contains(&tip) {
-                continue;
-            }
-            records.push(Record::Item(ItemRecord {
-                source: ItemSource::Received,
-                hash: tip,
-                parent,
-                item: item.clone(),
-            }));
-        }
-
-        // 1a. What the provider holds: a provider compaction among the new items (or a branch)
-        // may be one the state does not know yet; a branch back to a history without any
-        // clears what the state knew (the provider reads such a request whole).
-        let provider_next: Option<Option<ProviderHeld>> = if branched
-            || new_items
-                .iter()
-                .any(|i| matches!(i.body(), ItemBody::ProviderCompaction(_)))
-        {
-            match ProviderHeld::in_request(request, &counter) {
-                Some(held) => held.changes(state.provider.as_ref()).then_some(Some(held)),
-                None => (branched && state.provider.is_some()).then_some(None),
-            }
-        } else {
-            None
-        };
-        match &provider_next {
-            Some(Some(held)) => events.push(held.event()),
-            Some(None) => events.push(ProviderHeld::cleared_event()),
-            None => {}
-        }
-
-        // 1b. Memory: the candidates in the new items (and, for a new session, the project's
-        // facts), decided on a copy that becomes the state's once the log holds the decisions.
-        let memory_config = self.config.memory.as_ref();
-        let mut memory_next: Option<Memory> = None;
-        let mut memory_touched: Vec<String> = Vec::new();
-        if let Some(mc) = memory_config {
-            let mut candidates = Vec::new();
-            if state.version == 0 && !state.prepared {
-                if let Some(project) = mc.project() {
-                    match crate::memory::project_candidates(self.store.as_ref(), project) {
-                        Ok(c) => candidates.extend(c),
-                        Err(e) => warnings.push(format!("project memory not loaded: {e}")),
-                    }
-                }
-            }
-            candidates.extend(crate::memory::candidates_of(new_items));
-            if !candidates.is_empty() {
-                let redactor = state
-                    .redactor
-                    .as_deref()
-                    .or(self.config.redactor.as_deref());
-                crate::memory::redact_candidates(redactor, session, &mut candidates);
-                let mut memory = state.memory.clone();
-                for change in memory.admit(candidates, &mc.limits) {
-                    // A fact loaded from the project is no new evidence for the project.
-                    if let MemoryChange::Candidate {
-                        outcome: Outcome::Accepted | Outcome::Merged,
-                        fact: Some(id),
-                        candidate,
-                        ..
-                    } = &change
-                    {
-                        if candidate.origin != Origin::Project {
-                            memory_touched.push(id.clone());
-                        }
-                    }
-                    events.push(crate::memory::change_event(&change));
-                }
-                memory_next = Some(memory);
-            }
-        }
-        // The block the view holds after this call: rendered again at a first call, a branch, a
-        // reload or after a forget (and at a compaction, below); else the one it holds.
-        let refresh_reason = match memory_config {
-            None => None,
-            Some(_) if !state.prepared => Some("first_call"),
-            Some(_) if branched => Some("branch"),
-            Some(_) if state.fresh => Some("reload"),
-            Some(_) if state.memory_refresh => Some("forget"),
-            Some(_) => None,
-        };
-        let mut memory_block = state.memory_block.clone();
-        if let (Some(mc), Some(_)) = (memory_config, refresh_reason) {
-            let memory = memory_next.as_ref().unwrap_or(&state.memory);
-            memory_block = render(memory, mc.budget_tokens, &counter);
-        }
-        let memory_moved = memory_block != state.memory_block;
-
-        // 2. A manual request in a new latest user message (whose place also resets the
-        // two-strike breaker below).
-        let last_user = request
-            .items
-            .iter()
-            .rposition(|i| i.role() == Role::User && matches!(i.body(), ItemBody::Message(_)));
-        let manual_note = last_user
-            .filter(|&i| i >= matched)
-            .and_then(|i| manual_request(&request.items[i], &self.config.trigger_phrases));
-        let manual = manual_note.is_some();
-
-        // 3. Count: the new items on top of what was sent (fast), or everything (slow). Tools whose
-        // annotations moved count the same.
-        let tools_equal = request.tools == state.view.tools;
-        let fast = !branched
-            && !state.fresh
-            && state.prepared
-            && (state.repaired.is_none() || state.repair_hides_only)
-            && (tools_equal || same_tools(&request.tools, &state.view.tools))
-            && request.format == state.view.format
-            && !memory_moved
-            && appends_cleanly(&state.call_ids, new_items, rules);
-        let previous_sent_len = state.sent().items.len();
-        let (count, candidate, normalized) = if fast {
-            let added: usize = new_items
-                .iter()
-                .filter(|i| i.meta.visibility.model)
-                .map(|i| counter.count_item(i))
-                .sum();
-            (state.sent_tokens + added, None, None)
-        } else {
-            let mut candidate = Conversation {
-                items: Vec::new(),
-                tools: request.tools.clone(),
-                format: request.format,
-                extra: request.extra.clone(),
-            };
-            let base: &[Item] = if branched {
-                &request.items
-            } else {
-                &state.view.items
-            };
-            candidate.items =
-                with_headroom(base.len() + if branched { 0 } else { new_items.len() });
-            candidate.items.extend_from_slice(base);
-            if !branched {
-                candidate.items.extend_from_slice(new_items);
-                // The view's items carry the annotations of the request they were last sent
-                // for (or were logged with, after a reload): they take this request's.
-                follow(&mut candidate.items, &request.items);
-            }
-            if memory_config.is_some() {
-                crate::memory::inject(&mut candidate, memory_block.as_deref());
-            }
-            candidate.renumber_turns();
-            let normalized = normalize(&candidate, &rules);
-            let count = counter.total(&normalized.conversation);
-            (count, Some(candidate), Some(normalized))
-        };
-        let effective = state.calibration.effective(&model, count);
-        events.push(Event::new(
-            EventKind::TokenEstimate,
-            json!({"model": model, "tokens": count, "ratio": ratio, "effective": effective,
-                   "new_items": new_items.len(), "items": request.items.len()}),
-        ));
-
-        // 4. Decide.
-        // The natural boundary the request is at; only read when a floor is set: without one it
-        // changes nothing.
-        let at = budget.boundary.and_then(|_| match &candidate {
-            Some(c) => natural_boundary(c),
-            None => natural_boundary_after(&state.sent().items, new_items),
-        });
-        let decision = if manual {
-            Decision::Compact(TriggerReason::Manual)
-        } else {
-            decide_at(effective, &budget, policy, at)
-        };
-        events.push(Event::new(
-            EventKind::TriggerDecision,
-            json!({"decision": decision_name(&decision), "reason": decision_reason(&decision),
-                   "model": model, "t_est": effective, "max": budget.window,
-                   "effective": effective, "trigger": budget.trigger, "usable": budget.usable,
-                   "window": budget.window, "manual": manual,
-                   "boundary": at.map(|b| b.as_str())}),
-        ));
-
-        // 5. Compact when due, unless the two-strike breaker stopped automatic compaction.
-        let mut compaction: Option<Compaction> = None;
-        let mut failure: Option<CompactError> = None;
-        let mut stopped: Option<SessionError> = None;
-        if !matches!(decision, Decision::Compact(_)) || state.strike_turn != last_user {
-            state.strikes = 0;
-        }
-        state.strike_turn = last_user;
-        let stopped_auto =
-            !manual && matches!(decision, Decision::Compact(_)) && state.strikes >= MAX_STRIKES;
-        if stopped_auto {
-            events.push(Event::new(
-                EventKind::CompactionSkipped,
-                json!({"reason": "two_strikes", "strikes": state.strikes,
-                       "floor": state.strike_floor, "trigger": budget.trigger,
-                       "usable": budget.usable, "effective": effective}),
-            ));
-            if budget.fits(effective) {
-                warnings.push(format!(
-                    "automatic compaction stopped: {} compactions in a row left the request above the trigger of {} tokens (the last reached {}); the request fits and is sent unchanged",
-                    state.strikes, budget.trigger, state.strike_floor
-                ));
-            } else {
-                stopped = Some(SessionError::CompactionStopped {
-                    session: session.to_owned(),
-                    strikes: state.strikes,
-                    floor: state.strike_floor,
-                    trigger: budget.trigger,
-                    usable: budget.usable,
-                    tokens: effective,
-                });
-            }
-        } else if matches!(decision, Decision::Compact(_)) {
-            let mut to_compact: Cow<'_, Conversation> = match &candidate {
-                Some(c) => Cow::Borrowed(c),
-                None => {
-                    let mut c = Conversation::clone(&state.view);
-                    c.items.extend_from_slice(new_items);
-                    c.extra = request.extra.clone();
-                    c.renumber_turns();
-                    Cow::Owned(c)
-                }
-            };
-            // A compaction rewrites the prompt from the checkpoint on: the block takes in what
-            // was learnt since it was last rendered.
-            self.refresh_block(
-                memory_next.as_ref().unwrap_or(&state.memory),
-                &mut to_compact,
-            );
-            let candidate_ref: &Conversation = &to_compact;
-            let policy_for_run = if manual {
-                manual_policy(&self.calibrated_policy(state, ratio), count)
-            } else {
-                room_for_growth(
-                    self.calibrated_policy(state, ratio),
-                    state.growth.expected(),
-                )
-            };
-            let outcome = self
-                .compactor(session, policy_for_run)
-                .and_then(|c| match &decision {
-                    Decision::Compact(reason) => block_on(c.compact_for(candidate_ref, reason)),
-                    _ => block_on(c.compact(candidate_ref)),
-                });
-            match outcome {
-                Ok(done) => {
-                    if manual {
-                        state.strikes = 0;
-                    } else if state
-                        .calibration
-                        .effective(&model, done.report.tokens_after)
-                        > budget.trigger
-                    {
-                        state.strikes += 1;
-                        state.strike_floor = done.report.tokens_after;
-                    } else {
-                        state.strikes = 0;
-                    }
-                    compaction = Some(done);
-                }
-                Err(
-                    e @ (CompactError::NoProgress { .. }
-                    | CompactError::InsufficientBudget { .. }
-                    | CompactError::StillOverBudget { .. }),
-                ) if budget.fits(effective) => {
-                    if !manual {
-                        state.strikes += 1;
-                        state.strike_floor = count;
-                    }
-                    let message =
-                        format!("compaction skipped: {e}; the request fits and is sent unchanged");
-                    events.push(Event::new(
-                        EventKind::CompactionSkipped,
-                        json!({"reason": e.to_string()}),
-                    ));
-                    warnings.push(message);
-                }
-                Err(e) => {
-                    events.push(Event::new(
-                        EventKind::Failed,
-                        json!({"model": model, "t_est": effective, "max": budget.window,
-                               "reason": e.to_string()}),
-                    ));
-                    failure = Some(e);
-                }
-            }
-        }
-
-        // 6. The new state (not yet committed).
-        let mut chain = if branched {
-            let mut chain = with_headroom(matched + new_hashes.len());
-            chain.extend_from_slice(&state.chain[..matched]);
-            chain
-        } else {
-            std::mem::take(&mut state.chain)
-        };
-        chain.extend_from_slice(&new_hashes);
-        let restore_chain = |state: &mut SessionState, chain: &mut Vec<ChainHash>| {
-            if !branched {
-                chain.truncate(held);
-                state.chain = std::mem::take(chain);
-            }
-        };
-        let mut view_seq_archived = None;
-        let next = if let Some(done) = &compaction {
-            let mut view = done.conversation.clone();
-            // What the compaction kept of the request carries the request's annotations, and
-            // what it wrote carries none.
-            follow(&mut view.items, &request.items);
-            let record = view_record(&view, &request.items, &chain, trigger_name(manual));
-            let view_seq = state.version + records.len() as u64 + 1;
-            view_seq_archived = Some(view_seq);
-            records.push(Record::View(record));
-            let report = &done.report;
-            events.push(Event::new(
-                EventKind::Compacted,
-                json!({"trigger": trigger_name(manual), "note": manual_note,
-                       "tokens_before": report.tokens_before, "tokens_after": report.tokens_after,
-                       "items_before": report.items_before, "items_after": report.items_after,
-                       "items_compressed": items_compressed(done), "strategy": report.strategy.as_str(),
-                       "summarizer": report.summarizer, "view_seq": view_seq}),
-            ));
-            events.extend(seed_events(&model, effective, &budget, policy, done));
-            warnings.extend(report.warnings.iter().cloned());
-            let tokens = report.tokens_after;
-            NextView::Replace {
-                view,
-                repaired: None,
-                hides_only: false,
-                tokens,
-            }
-        } else if let (Some(candidate), Some(normalized)) = (candidate, normalized) {
-            let hides = hides_only(&normalized.diagnostics);
-            let repaired =
-                (!normalized.diagnostics.is_empty()).then(|| Arc::new(normalized.conversation));
-            NextView::Replace {
-                view: candidate,
-                repaired,
-                hides_only: hides,
-                tokens: count,
-            }
-        } else {
-            NextView::Extend { tokens: count }
-        };
-        let sent_len_after = match &next {
-            NextView::Replace { view, repaired, .. } => repaired.as_deref().unwrap_or(view).len(),
-            NextView::Extend { .. } => previous_sent_len + new_items.len(),
-        };
-        let reused_items = match &next {
-            NextView::Extend { .. } => previous_sent_len,
-            NextView::Replace { view, repaired, .. } => common_prefix(
-                &state.sent().items,
-                &repaired.as_deref().unwrap_or(view).items,
-            ),
-        };
-        let tokens_sent = match &next {
-            NextView::Replace { tokens, .. } | NextView::Extend { tokens } => *tokens,
-        };
-        let block_after = match (&next, memory_config) {
-            (_, None) => None,
-            (NextView::Extend { .. }, Some(_)) => state.memory_block.clone(),
-            (NextView::Replace { view, .. }, Some(_)) => crate::memory::block_in(view),
-        };
-        if memory_config.is_some() && block_after != state.memory_block {
-            let reason = if compaction.is_some() {
-                "compaction"
-            } else {
-                refresh_reason.unwrap_or("view")
-            };
-            events.push(Event::new(
-                EventKind::MemoryInjected,
-                json!({"reason": reason,
-                       "facts": block_after.as_deref().map_or(0, |b| b.matches("\n- ").count()),
-                       "tokens": block_after.as_deref().map_or(0, |b| counter.count_text(b)),
-                       "budget": memory_config.map(|m| m.budget_tokens)}),
-            ));
-        }
-        if failure.is_none() && stopped.is_none() {
-            events.push(Event::new(
-                EventKind::Sent,
-                json!({"tip": tip.to_string(), "received": request.items.len(),
-                       "items": sent_len_after, "tokens": tokens_sent, "reused_items": reused_items,
-                       "model": model, "branched": branched}),
-            ));
-        }
-        self.redact_events(session, state, &mut events);
-        records.extend(events.iter().cloned().map(Record::Event));
-
-        // 7. Commit: the log first, then the state.
-        if let Err(e) = self.append(session, state, records) {
-            restore_chain(state, &mut chain);
-            return Err(e);
-        }
-        state.logged.extend(new_hashes.iter().copied());
-        state.chain = chain;
-        if let Some(held) = provider_next {
-            state.provider = held;
-        }
-        if let Some(memory) = memory_next {
-            state.memory = memory;
-        }
-        if memory_config.is_some() {
-            state.memory_block = block_after;
-            state.memory_refresh = false;
-        }
-        let new_items = &request.items[matched..];
-        let reannotated_items = || reannotated.iter().map(|&i| &request.items[i]);
-        match next {
-            NextView::Extend { tokens } => {
-                let view = Arc::make_mut(&mut state.view);
-                // The items whose annotations the client changed take the new ones (the view
-                // followed the last request's already).
-                follow_items(&mut view.items, reannotated_items());
-                if !tools_equal {
-                    view.tools.clone_from(&request.tools);
-                }
-                reserve_headroom(&mut view.items, new_items.len());
-                let start = view.items.len();
-                view.items.extend_from_slice(new_items);
-                renumber_from(view, start);
-                view.extra.clone_from(&request.extra);
-                // What was sent is the view with what a provider compaction supersedes hidden:
-                // the new items go after it the same way.
-                if let Some(repaired) = state.repaired.as_mut() {
-                    let repaired = Arc::make_mut(repaired);
-                    follow_items(&mut repaired.items, reannotated_items());
-                    if !tools_equal {
-                        repaired.tools.clone_from(&request.tools);
-                    }
-                    reserve_headroom(&mut repaired.items, new_items.len());
-                    let start = repaired.items.len();
-                    repaired.items.extend_from_slice(new_items);
-                    renumber_from(repaired, start);
-                    repaired.extra.clone_from(&request.extra);
-                }
-                state.call_ids.extend(
-                    new_items
-                        .iter()
-                        .filter_map(|i| i.as_tool_call().map(|c| c.call_id.clone())),
-                );
-                state.growth.note(tokens.saturating_sub(state.sent_tokens));
-                state.sent_tokens = tokens;
-            }
-            NextView::Replace {
-                mut view,
-                repaired,
-                hides_only,
-                tokens,
-            } => {
-                reserve_headroom(&mut view.items, 1);
-                view.tools.clone_from(&request.tools);
-                view.format = request.format;
-                view.extra.clone_from(&request.extra);
-                state.call_ids = call_ids(&view.items);
-                state.view = Arc::new(view);
-                state.repaired = repaired;
-                state.repair_hides_only = hides_only;
-                state.sent_tokens = tokens;
-            }
-        }
-        // The items already held equal the request's first `matched` ones: keep them (those equal
-        // only apart from their annotations become the new copies, so that the next call finds
-        // them equal by fingerprint), add the rest.
-        state.received.truncate(matched);
-        for &i in &reannotated {
-            state.received[i] = request.items[i].clone();
-        }
-        reserve_headroom(&mut state.received, new_items.len());
-        state.received.extend_from_slice(new_items);
-        state.model = model;
-        state.prepared = true;
-        state.fresh = false;
-        if matched < state.received.len() || branched {
-            state.recovery_attempts = 0;
-            state.recovery_last_tokens = None;
-        }
-        if let Some(e) = failure {
-            return Err(SessionError::Compact(e));
-        }
-        if let Some(e) = stopped {
-            return Err(e);
-        }
-        if let Some(project) = memory_config.and_then(|m| m.project()) {
-            if !memory_touched.is_empty() {
-                let limits = memory_config.map(|m| m.limits).unwrap_or_default();
-                if let Err(e) = crate::memory::promote(
-                    self.store.as_ref(),
-                    project,
-                    session,
-                    &state.memory,
-                    &memory_touched,
-                    &limits,
-                ) {
-                    warnings.push(format!("facts not promoted to the project's memory: {e}"));
-                }
-            }
-        }
-        if let (Some(seq), Some(done)) = (view_seq_archived, &compaction) {
-            warnings.extend(crate::archive::after_compaction(
-                self.archive.as_deref(),
-                self.store.as_ref(),
-                state
-                    .redactor
-                    .as_deref()
-                    .or(self.config.redactor.as_deref()),
-                session,
-                seq,
-                &request.items,
-                &done.conversation,
-            ));
-        }
-        let report = PreflightReport {
-            decision,
-            tokens: tokens_sent,
-            effective_tokens: effective,
-            ratio,
-            new_items: state.received.len() - matched,
-            reused_items,
-            branched,
-            counted_whole: !fast,
-            manual,
-            compaction: compaction.map(|c| c.report),
-            warnings,
-        };
-        Ok(Prepared {
-            conversation: Arc::clone(state.sent()),
-            report,
-            events,
-        })
-    }
-}
-
-/// How the view changes (short-lived: one per call, so not boxed).
-#[allow(clippy::large_enum_variant)]
-enum NextView {
-    /// The new items are appended to the view sent last time (which needed no repair).
-    Extend { tokens: usize },
-    /// The view is replaced (compaction, branch, or a request that needed a full recount).
-    Replace {
-        view: Conversation,
-        repaired: Option<Arc<Conversation>>,
-        /// `repaired` only hides what a provider compaction supersedes.
-        hides_only: bool,
-        tokens: usize,
-    },
 }
 
 /// How many times a call whose append found the log moved on catches up and tries again before
@@ -1166,7 +579,7 @@ enum NextView {
 pub const CONFLICT_RETRIES: u32 = 3;
 
 /// True when normalisation's only repair was hiding what a provider compaction supersedes.
-fn hides_only(diagnostics: &[compact_core::normalize::Diagnostic]) -> bool {
+pub(crate) fn hides_only(diagnostics: &[compact_core::normalize::Diagnostic]) -> bool {
     !diagnostics.is_empty()
         && diagnostics.iter().all(|d| {
             matches!(
@@ -1187,7 +600,7 @@ fn redact_event(r: &compact_core::redact::Redactor, session: &str, e: &mut Event
 /// model-visible, their calls reuse no id of the view, and on their own they need no repair (every
 /// result answers a new call, every new call is answered, results are placed as `rules` want).
 /// The view's calls are all answered, so a result answering one of them would be a second result.
-fn appends_cleanly(
+pub(crate) fn appends_cleanly(
     view_calls: &std::collections::HashSet<String>,
     new: &[Item],
     rules: ProviderRules,
@@ -1217,7 +630,7 @@ fn appends_cleanly(
 }
 
 /// Gives the items from `start` on the turn numbers [`Conversation::push`] would.
-fn renumber_from(conv: &mut Conversation, start: usize) {
+pub(crate) fn renumber_from(conv: &mut Conversation, start: usize) {
     let mut turn = start
         .checked_sub(1)
         .and_then(|i| conv.items.get(i))
@@ -1242,12 +655,12 @@ const HEADROOM_DIVISOR: usize = 4;
 const HEADROOM_MIN: usize = 16;
 
 /// An empty vector with room for `len` elements plus the headroom.
-fn with_headroom<T>(len: usize) -> Vec<T> {
+pub(crate) fn with_headroom<T>(len: usize) -> Vec<T> {
     Vec::with_capacity(len + len / HEADROOM_DIVISOR + HEADROOM_MIN)
 }
 
 /// Makes room for `additional` more elements; when it must grow, it grows with the headroom.
-fn reserve_headroom<T>(v: &mut Vec<T>, additional: usize) {
+pub(crate) fn reserve_headroom<T>(v: &mut Vec<T>, additional: usize) {
     if v.capacity() - v.len() < additional {
         let len = v.len() + additional;
         v.reserve_exact(additional + len / HEADROOM_DIVISOR + HEADROOM_MIN);
@@ -1395,7 +808,7 @@ pub const ROOM_TARGET_FLOOR_SHARE: f64 = 0.5;
 /// below the trigger, never below [`ROOM_TARGET_FLOOR_SHARE`] of the usable budget (the least gain
 /// a compaction must make is unchanged, so a compaction that cannot reach the lower target still
 /// counts when it frees that much).
-fn room_for_growth(mut policy: Policy, growth: Option<usize>) -> Policy {
+pub(crate) fn room_for_growth(mut policy: Policy, growth: Option<usize>) -> Policy {
     let Some(growth) = growth.filter(|g| *g > 0) else {
         return policy;
     };
@@ -1420,7 +833,7 @@ pub(crate) fn manual_policy(base: &Policy, count: usize) -> Policy {
     policy
 }
 
-fn trigger_name(manual: bool) -> &'static str {
+pub(crate) fn trigger_name(manual: bool) -> &'static str {
     if manual {
         "manual"
     } else {
@@ -1428,7 +841,7 @@ fn trigger_name(manual: bool) -> &'static str {
     }
 }
 
-fn decision_name(d: &Decision) -> &'static str {
+pub(crate) fn decision_name(d: &Decision) -> &'static str {
     match d {
         Decision::None => "none",
         Decision::Remind(_) => "remind",
@@ -1436,7 +849,7 @@ fn decision_name(d: &Decision) -> &'static str {
     }
 }
 
-fn decision_reason(d: &Decision) -> Option<String> {
+pub(crate) fn decision_reason(d: &Decision) -> Option<String> {
     match d {
         Decision::None => None,
         Decision::Remind(r) => Some(format!("{r:?}")),

@@ -352,7 +352,7 @@ impl SessionState {
         // chain held (or the start).
         let mut added: Vec<(ChainHash, &Item)> = Vec::new();
         let mut at = tip;
-        while at != ChainHash::GENESIS && !self.chain.last().is_some_and(|&t| t == at) {
+        while at != ChainHash::GENESIS && self.chain.last().is_none_or(|&t| t != at) {
             match new_items.get(&at) {
                 Some(&(parent, item)) => {
                     added.push((at, item));
