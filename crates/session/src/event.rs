@@ -188,3 +188,121 @@ impl Event {
         Some(Event { kind, at_ms, data })
     }
 }
+
+/// The fields of a `compact.compacted` event, typed: what the log, the web view, the CLI and the
+/// exporters read of a compaction.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct CompactedEvent {
+    /// What triggered it: `auto`, `manual`, `idle`, `review`.
+    pub trigger: String,
+    /// The note of a manual request, when there was one.
+    pub note: Option<String>,
+    /// For a reviewed compaction: whether its checkpoint was edited.
+    pub edited: Option<bool>,
+    /// Tokens of the view before.
+    pub tokens_before: usize,
+    /// Tokens of the view after.
+    pub tokens_after: usize,
+    /// Items before, when known.
+    pub items_before: Option<usize>,
+    /// Items after, when known.
+    pub items_after: Option<usize>,
+    /// Items removed, replaced or cut.
+    pub items_compressed: usize,
+    /// The strategy that ran.
+    pub strategy: String,
+    /// The summariser that wrote the checkpoint, if one did.
+    pub summarizer: Option<String>,
+    /// The log sequence number of the view record the compaction produced.
+    pub view_seq: u64,
+}
+
+impl CompactedEvent {
+    /// The fields of a compaction's report, for `trigger`.
+    pub fn of(trigger: &str, report: &compact_engine::Report, items_compressed: usize) -> Self {
+        CompactedEvent {
+            trigger: trigger.to_owned(),
+            tokens_before: report.tokens_before,
+            tokens_after: report.tokens_after,
+            items_compressed,
+            strategy: report.strategy.as_str().to_owned(),
+            summarizer: report.summarizer.clone(),
+            ..CompactedEvent::default()
+        }
+    }
+
+    /// The event.
+    pub fn to_event(&self) -> Event {
+        let mut data = json!({"trigger": self.trigger, "tokens_before": self.tokens_before,
+            "tokens_after": self.tokens_after, "items_compressed": self.items_compressed,
+            "strategy": self.strategy, "summarizer": self.summarizer, "view_seq": self.view_seq});
+        let optional = [
+            ("note", self.note.as_ref().map(|n| json!(n))),
+            ("edited", self.edited.map(|e| json!(e))),
+            ("items_before", self.items_before.map(|n| json!(n))),
+            ("items_after", self.items_after.map(|n| json!(n))),
+        ];
+        for (key, value) in optional {
+            if let Some(value) = value {
+                data[key] = value;
+            }
+        }
+        Event::new(EventKind::Compacted, data)
+    }
+
+    /// Reads a `compact.compacted` event (`None` for any other kind). Fields an older log lacks
+    /// read as zero or absent.
+    pub fn from_event(event: &Event) -> Option<CompactedEvent> {
+        if event.kind != EventKind::Compacted {
+            return None;
+        }
+        let text = |k: &str| event.get(k).and_then(Value::as_str).map(str::to_owned);
+        let number = |k: &str| {
+            event
+                .get(k)
+                .and_then(Value::as_u64)
+                .and_then(|n| usize::try_from(n).ok())
+        };
+        Some(CompactedEvent {
+            trigger: text("trigger").unwrap_or_default(),
+            note: text("note"),
+            edited: event.get("edited").and_then(Value::as_bool),
+            tokens_before: number("tokens_before").unwrap_or(0),
+            tokens_after: number("tokens_after").unwrap_or(0),
+            items_before: number("items_before"),
+            items_after: number("items_after"),
+            items_compressed: number("items_compressed").unwrap_or(0),
+            strategy: text("strategy").unwrap_or_default(),
+            summarizer: text("summarizer"),
+            view_seq: event.get("view_seq").and_then(Value::as_u64).unwrap_or(0),
+        })
+    }
+}
+
+#[cfg(test)]
+mod compacted_tests {
+    use super::*;
+
+    #[test]
+    fn a_compacted_event_reads_back_as_written() {
+        let e = CompactedEvent {
+            trigger: "manual".into(),
+            note: Some("focus on the parser".into()),
+            edited: None,
+            tokens_before: 9_000,
+            tokens_after: 3_000,
+            items_before: Some(40),
+            items_after: Some(12),
+            items_compressed: 28,
+            strategy: "tiered".into(),
+            summarizer: Some("checkpoint".into()),
+            view_seq: 17,
+        };
+        let event = e.to_event();
+        assert_eq!(event.kind, EventKind::Compacted);
+        assert!(event.get("edited").is_none());
+        assert_eq!(CompactedEvent::from_event(&event), Some(e));
+        let other = Event::new(EventKind::Sent, json!({}));
+        assert_eq!(CompactedEvent::from_event(&other), None);
+    }
+}

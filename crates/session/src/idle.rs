@@ -16,15 +16,13 @@
 //! [`IdleCompactor`] runs it on a thread of its own for every session that has been quiet for
 //! [`IdleSettings::after`] since its last call (debounced: once per quiet spell).
 
+use crate::commit::FinishedCompaction;
 use crate::error::SessionError;
-use crate::event::{Event, EventKind};
+use crate::event::CompactedEvent;
 use crate::manager::{items_compressed, CompactManager, MAX_STRIKES};
-use crate::record::Record;
-use crate::state::view_record;
 use compact_core::budget::{Budget, MIN_TARGET_SHARE};
 use compact_core::policy::Mode;
 use compact_engine::block_on;
-use serde_json::json;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Weak};
@@ -155,30 +153,30 @@ impl CompactManager {
         if state.version != version || state.stale {
             return Ok(IdleOutcome::Superseded);
         }
-        let mut event = Event::new(
-            EventKind::Compacted,
-            json!({"trigger": "idle", "tokens_before": done.report.tokens_before,
-                   "tokens_after": done.report.tokens_after,
-                   "items_compressed": items_compressed(&done),
-                   "strategy": done.report.strategy.as_str(), "summarizer": done.report.summarizer,
-                   "view_seq": state.version + 1}),
-        );
-        self.redact_events(session, state, std::slice::from_mut(&mut event));
-        let record = view_record(&view, &state.received, &state.chain, "idle");
-        match self.append(
+        let saved = self.commit_compaction(
             session,
             state,
-            vec![Record::View(record), Record::Event(event)],
-        ) {
-            Ok(()) => {}
+            FinishedCompaction {
+                view: &view,
+                tokens: done.report.tokens_after,
+                trigger: "idle",
+                event: Some(CompactedEvent::of(
+                    "idle",
+                    &done.report,
+                    items_compressed(&done),
+                )),
+                before: Vec::new(),
+                after: Vec::new(),
+            },
+        );
+        match saved {
+            Ok(_) => {}
             // Another process sharing the store served the session meanwhile.
             Err(SessionError::Store(crate::store::StoreError::Conflict { .. })) => {
                 return Ok(IdleOutcome::Superseded)
             }
             Err(e) => return Err(e),
         }
-        let _warnings = self.adopt_view(session, state, &view, done.report.tokens_after);
-        self.note_block(state, &view);
         Ok(IdleOutcome::Compacted {
             tokens_before: done.report.tokens_before,
             tokens_after: done.report.tokens_after,

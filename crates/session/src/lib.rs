@@ -82,6 +82,7 @@ pub mod archive;
 pub mod calibration;
 pub mod chain;
 pub mod codec;
+mod commit;
 mod config;
 mod error;
 pub mod event;
@@ -117,7 +118,7 @@ pub use config::{
     DEFAULT_MAX_CACHED_SESSIONS, DEFAULT_OVERFLOW_MAX_RETRIES,
 };
 pub use error::SessionError;
-pub use event::{Event, EventKind};
+pub use event::{CompactedEvent, Event, EventKind};
 pub use export::{
     CallbackExporter, ConsoleExporter, ExportError, ExportQueue, ExportStats, Exporter,
     JsonlExporter,

@@ -1,14 +1,13 @@
 //! [`CompactManager::manual_compact`]: the programmatic manual trigger (seed 003's
 //! `manual_compact`, seed 000's `/compact` reporting tokens saved and items compressed).
 
+use crate::commit::FinishedCompaction;
 use crate::error::SessionError;
-use crate::event::{Event, EventKind};
+use crate::event::{CompactedEvent, Event};
 use crate::manager::{items_compressed, manual_policy, CompactManager};
-use crate::record::Record;
-use crate::state::{view_record, SessionState};
+use crate::state::SessionState;
 use compact_core::model::Conversation;
 use compact_engine::{block_on, Compaction, Report};
-use serde_json::json;
 use std::sync::Arc;
 
 /// What a manual compaction did.
@@ -94,28 +93,21 @@ impl CompactManager {
         let state = self.existing(session, &mut slot)?;
         let (_, mut done, view) = self.plan_manual(session, state)?;
         let compressed = items_compressed(&done);
-        let mut event = Event::new(
-            EventKind::Compacted,
-            json!({"trigger": "manual", "note": note, "tokens_before": done.report.tokens_before,
-                   "tokens_after": done.report.tokens_after, "items_compressed": compressed,
-                   "strategy": done.report.strategy.as_str(), "summarizer": done.report.summarizer,
-                   // The view is logged first, right after the current version.
-                   "view_seq": state.version + 1}),
-        );
-        self.redact_events(session, state, std::slice::from_mut(&mut event));
-        let record = view_record(&view, &state.received, &state.chain, "manual");
-        self.append(
+        let mut event = CompactedEvent::of("manual", &done.report, compressed);
+        event.note = Some(note.to_owned());
+        let saved = self.commit_compaction(
             session,
             state,
-            vec![Record::View(record), Record::Event(event.clone())],
+            FinishedCompaction {
+                view: &view,
+                tokens: done.report.tokens_after,
+                trigger: "manual",
+                event: Some(event),
+                before: Vec::new(),
+                after: Vec::new(),
+            },
         )?;
-        done.report.warnings.extend(self.adopt_view(
-            session,
-            state,
-            &view,
-            done.report.tokens_after,
-        ));
-        self.note_block(state, &view);
+        done.report.warnings.extend(saved.warning);
         Ok(ManualCompaction {
             tokens_before: done.report.tokens_before,
             tokens_after: done.report.tokens_after,
@@ -123,7 +115,7 @@ impl CompactManager {
             items_compressed: compressed,
             conversation: view,
             report: done.report,
-            events: vec![event],
+            events: saved.event.into_iter().collect(),
         })
     }
 }

@@ -9,7 +9,7 @@
 use crate::annotation::{follow, follow_items, same_tools};
 use crate::chain::ChainHash;
 use crate::error::SessionError;
-use crate::event::{Event, EventKind};
+use crate::event::{CompactedEvent, Event, EventKind};
 use crate::manager::{
     appends_cleanly, common_prefix, decision_name, decision_reason, hides_only, manual_policy,
     renumber_from, reserve_headroom, room_for_growth, seed_events, trigger_name, with_headroom,
@@ -623,15 +623,16 @@ impl CompactManager {
             view_seq = Some(seq);
             draft.records.push(Record::View(record));
             let report = &done.report;
-            draft.events.push(Event::new(
-                EventKind::Compacted,
-                json!({"trigger": trigger_name(manual), "note": manual_note,
-                       "tokens_before": report.tokens_before, "tokens_after": report.tokens_after,
-                       "items_before": report.items_before, "items_after": report.items_after,
-                       "items_compressed": crate::manager::items_compressed(done),
-                       "strategy": report.strategy.as_str(),
-                       "summarizer": report.summarizer, "view_seq": seq}),
-            ));
+            let mut event = CompactedEvent::of(
+                trigger_name(manual),
+                report,
+                crate::manager::items_compressed(done),
+            );
+            event.note = manual_note.map(str::to_owned);
+            event.items_before = Some(report.items_before);
+            event.items_after = Some(report.items_after);
+            event.view_seq = seq;
+            draft.events.push(event.to_event());
             draft.events.extend(seed_events(
                 &draft.model,
                 counted.effective,

@@ -9,11 +9,11 @@
 //! session's ratio first. An attempt that does not shrink the request gives up at once (the
 //! no-progress breaker).
 
+use crate::commit::FinishedCompaction;
 use crate::error::SessionError;
 use crate::event::{Event, EventKind};
 use crate::manager::{items_compressed, window_for_usable, CompactManager};
 use crate::record::Record;
-use crate::state::view_record;
 use compact_core::budget::Budget;
 use compact_core::model::Conversation;
 use compact_engine::{block_on, CompactError};
@@ -189,23 +189,26 @@ impl CompactManager {
         view.tools = request.tools.clone();
         view.format = request.format;
         view.extra = request.extra.clone();
-        records.push(Record::View(view_record(
-            &view,
-            &state.received,
-            &state.chain,
-            "recovery",
-        )));
-        records.push(Record::Event(Event::new(
+        let event = Event::new(
             EventKind::Recovery,
             json!({"outcome": "retry", "attempt": attempt, "tokens_before": sent_tokens,
                    "tokens_after": after, "items_compressed": items_compressed(&done),
                    "limit": overflow.limit, "requested": overflow.requested}),
-        )));
-        self.append(session, state, records)?;
+        );
         // Recovery has no warning channel: a failed archive write is dropped here (the log holds
         // everything it would have held).
-        let _ = self.adopt_view(session, state, &view, after);
-        self.note_block(state, &view);
+        self.commit_compaction(
+            session,
+            state,
+            FinishedCompaction {
+                view: &view,
+                tokens: after,
+                trigger: "recovery",
+                event: None,
+                before: records,
+                after: vec![Record::Event(event)],
+            },
+        )?;
         state.recovery_last_tokens = Some(after);
         Ok(Recovery::Retry(view))
     }

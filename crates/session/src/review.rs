@@ -3,15 +3,13 @@
 //! [`CompactManager::apply`] applies that proposal, with the checkpoint as the user edited it, as
 //! long as the session has not moved on since (otherwise [`SessionError::ProposalOutdated`]).
 
+use crate::commit::FinishedCompaction;
 use crate::error::SessionError;
-use crate::event::{Event, EventKind};
+use crate::event::CompactedEvent;
 use crate::manager::{items_compressed, CompactManager};
 use crate::manual::ManualCompaction;
-use crate::record::Record;
-use crate::state::view_record;
 use compact_core::model::{Conversation, ItemBody, CHECKPOINT_CLOSE, CHECKPOINT_OPEN};
 use compact_engine::Report;
-use serde_json::json;
 
 /// A planned compaction, not applied.
 #[derive(Debug, Clone)]
@@ -121,25 +119,21 @@ impl CompactManager {
             report.tokens_after = tokens;
             report.summary_tokens = Some(counter.count_item(&view.items[at]));
         }
-        let mut event = Event::new(
-            EventKind::Compacted,
-            json!({"trigger": "review", "edited": edited, "tokens_before": report.tokens_before,
-                   "tokens_after": report.tokens_after, "items_compressed": proposal.items_compressed,
-                   "strategy": report.strategy.as_str(), "summarizer": report.summarizer,
-                   // The view is logged first, right after the current version.
-                   "view_seq": state.version + 1}),
-        );
-        self.redact_events(session, state, std::slice::from_mut(&mut event));
-        let record = view_record(&view, &state.received, &state.chain, "review");
-        self.append(
+        let mut event = CompactedEvent::of("review", &report, proposal.items_compressed);
+        event.edited = Some(edited);
+        let saved = self.commit_compaction(
             session,
             state,
-            vec![Record::View(record), Record::Event(event.clone())],
+            FinishedCompaction {
+                view: &view,
+                tokens: report.tokens_after,
+                trigger: "review",
+                event: Some(event),
+                before: Vec::new(),
+                after: Vec::new(),
+            },
         )?;
-        report
-            .warnings
-            .extend(self.adopt_view(session, state, &view, report.tokens_after));
-        self.note_block(state, &view);
+        report.warnings.extend(saved.warning);
         Ok(ManualCompaction {
             tokens_before: report.tokens_before,
             tokens_after: report.tokens_after,
@@ -147,7 +141,7 @@ impl CompactManager {
             items_compressed: proposal.items_compressed,
             conversation: view,
             report,
-            events: vec![event],
+            events: saved.event.into_iter().collect(),
         })
     }
 }

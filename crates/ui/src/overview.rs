@@ -4,7 +4,7 @@
 //! session list (agent, model, calls, tokens now and peak, compactions, tokens saved, last
 //! activity).
 
-use compact_session::event::{Event, EventKind};
+use compact_session::event::{CompactedEvent, Event, EventKind};
 use compact_session::record::{ItemSource, Record, Stored};
 use compact_session::{Store, StoreError};
 use serde_json::Value;
@@ -143,17 +143,21 @@ impl Overview {
                         o.model = model;
                     }
                 }
-                EventKind::Compacted => o.compactions.push(Compaction {
-                    call: o.calls.len(),
-                    view_seq: e.get("view_seq").and_then(Value::as_u64).unwrap_or(0),
-                    trigger: str_of(e, "trigger"),
-                    strategy: str_of(e, "strategy"),
-                    tiers: Vec::new(),
-                    summarizer: str_of(e, "summarizer"),
-                    tokens_before: usize_of(e, "tokens_before").unwrap_or(0),
-                    tokens_after: usize_of(e, "tokens_after").unwrap_or(0),
-                    items_compressed: usize_of(e, "items_compressed").unwrap_or(0),
-                }),
+                EventKind::Compacted => {
+                    if let Some(c) = CompactedEvent::from_event(e) {
+                        o.compactions.push(Compaction {
+                            call: o.calls.len(),
+                            view_seq: c.view_seq,
+                            trigger: c.trigger,
+                            strategy: c.strategy,
+                            tiers: Vec::new(),
+                            summarizer: c.summarizer.unwrap_or_default(),
+                            tokens_before: c.tokens_before,
+                            tokens_after: c.tokens_after,
+                            items_compressed: c.items_compressed,
+                        });
+                    }
+                }
                 EventKind::PolicyApplied => {
                     if let Some(c) = o.compactions.last_mut().filter(|c| c.call == o.calls.len()) {
                         c.tiers = e
