@@ -9,6 +9,7 @@ use compact_core::redact::Redactor;
 use compact_core::tokens::TokenCounter;
 use compact_engine::{DeterministicSummarizer, Summarizer};
 use std::sync::Arc;
+use std::time::Duration;
 
 /// Overflow recoveries per turn before the manager gives up (seed 004's `MAX_COMPACTION_ATTEMPTS`,
 /// seed 000's `CONTEXT_OVERFLOW_MAX_RETRIES`).
@@ -41,7 +42,7 @@ pub struct SessionConfig {
     pub memory: Option<crate::memory::MemoryConfig>,
     /// Idle-time compaction (`None`: off, the default). The manager only keeps the clock; a host
     /// that wants it starts an [`crate::IdleCompactor`] with these settings.
-    pub idle: Option<crate::idle::IdleSettings>,
+    pub idle: Option<IdleSettings>,
 }
 
 /// Default of [`SessionConfig::max_cached_sessions`]: a 200k-token session holds a few megabytes
@@ -105,7 +106,7 @@ impl SessionConfig {
         if let Some(phrases) = &settings.manual_trigger_phrases {
             session.trigger_phrases.clone_from(phrases);
         }
-        session.idle = settings.idle_delay_ms.map(|ms| crate::idle::IdleSettings {
+        session.idle = settings.idle_delay_ms.map(|ms| IdleSettings {
             after: std::time::Duration::from_millis(ms),
         });
         session.memory = settings
@@ -279,5 +280,23 @@ pub fn archive_retention(config: &compact_config::Config) -> crate::archive::Ret
             .max_age_days
             .map(|d| std::time::Duration::from_secs(d.saturating_mul(86_400))),
         max_bytes: r.max_bytes,
+    }
+}
+
+/// Default quiet time before a session is looked at (seed 001's debounce).
+pub const DEFAULT_IDLE_AFTER: Duration = Duration::from_secs(5);
+
+/// Settings of idle-time compaction.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct IdleSettings {
+    /// How long a session must be quiet (since its last preflight or usage report).
+    pub after: Duration,
+}
+
+impl Default for IdleSettings {
+    fn default() -> Self {
+        IdleSettings {
+            after: DEFAULT_IDLE_AFTER,
+        }
     }
 }

@@ -19,7 +19,8 @@
 use crate::commit::FinishedCompaction;
 use crate::error::SessionError;
 use crate::event::CompactedEvent;
-use crate::manager::{items_compressed, CompactManager, MAX_STRIKES};
+use crate::limits::MAX_STRIKES;
+use crate::manager::{items_compressed, CompactManager};
 use compact_core::budget::{Budget, MIN_TARGET_SHARE};
 use compact_core::policy::Mode;
 use compact_engine::block_on;
@@ -34,23 +35,7 @@ fn share(usable: usize, share: f64) -> usize {
     (usable as f64 * share) as usize
 }
 
-/// Default quiet time before a session is looked at (seed 001's debounce).
-pub const DEFAULT_IDLE_AFTER: Duration = Duration::from_secs(5);
-
-/// Settings of idle-time compaction.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct IdleSettings {
-    /// How long a session must be quiet (since its last preflight or usage report).
-    pub after: Duration,
-}
-
-impl Default for IdleSettings {
-    fn default() -> Self {
-        IdleSettings {
-            after: DEFAULT_IDLE_AFTER,
-        }
-    }
-}
+pub use crate::config::{IdleSettings, DEFAULT_IDLE_AFTER};
 
 /// What [`CompactManager::idle_compact`] did.
 #[derive(Debug, Clone, PartialEq)]

@@ -87,17 +87,19 @@ mod config;
 mod error;
 pub mod event;
 pub mod export;
+mod facts;
 mod history;
 pub mod idle;
+mod limits;
 pub mod link;
 pub mod lru;
 mod manager;
 mod manual;
 pub mod memory;
-mod passthrough;
-mod preflight;
 #[cfg(feature = "otlp")]
 pub mod otlp;
+mod passthrough;
+mod preflight;
 pub mod provider;
 mod recall;
 pub mod record;
@@ -125,10 +127,9 @@ pub use export::{
 };
 pub use history::{last_call, last_window, LastCall};
 pub use idle::{IdleCompactor, IdleOutcome, IdleSettings, IdleStats, DEFAULT_IDLE_AFTER};
+pub use limits::{CONFLICT_RETRIES, MAX_SESSION_ID_LEN, MAX_STRIKES};
 pub use lru::SessionCache;
-pub use manager::{
-    CompactManager, PreflightReport, Prepared, CONFLICT_RETRIES, MAX_SESSION_ID_LEN, MAX_STRIKES,
-};
+pub use manager::{CompactManager, PreflightReport, Prepared};
 pub use manual::ManualCompaction;
 pub use memory::{MemoryConfig, DEFAULT_MEMORY_BUDGET};
 #[cfg(feature = "otlp")]

@@ -72,8 +72,8 @@ impl CompactManager {
     /// itself, a parent below it (a cycle), a tree deeper than [`MAX_DEPTH`], or a session already
     /// linked to another parent. The parent need not exist yet (a subagent may call first).
     pub fn link_parent(&self, session: &str, parent: &str) -> Result<bool, SessionError> {
-        crate::manager::check_session_id(session)?;
-        crate::manager::check_session_id(parent)?;
+        crate::limits::check_session_id(session)?;
+        crate::limits::check_session_id(parent)?;
         let refuse = |why: &str| SessionError::InvalidParent {
             session: session.to_owned(),
             parent: parent.to_owned(),

@@ -18,24 +18,21 @@
 use crate::archive::Archive;
 use crate::config::SessionConfig;
 use crate::error::SessionError;
-use crate::event::{Event, EventKind};
+use crate::event::Event;
 use crate::export::ExportQueue;
+use crate::limits::{check_request, check_session_id, CONFLICT_RETRIES};
+use crate::provider::ProviderHeld;
 use crate::record::{Record, ViewEntry};
-use crate::state::{call_ids, SessionState};
+use crate::state::{call_ids, hides_only, SessionState};
 use crate::store::{Store, StoreError};
-use compact_core::budget::Budget;
-use compact_core::model::{Conversation, Format, Item, ItemBody, Role};
-use compact_core::normalize::{diagnose, normalize, ProviderRules};
+use compact_core::model::{Conversation, Format};
+use compact_core::normalize::{normalize, ProviderRules};
 use compact_core::plan::Action;
 use compact_core::policy::{Decision, Policy};
 use compact_engine::{CompactError, Compaction, Compactor, Report};
-use serde_json::json;
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
-
-/// Longest session id accepted.
-pub const MAX_SESSION_ID_LEN: usize = 256;
 
 /// What to send, and what preflight did.
 #[derive(Debug, Clone)]
@@ -574,96 +571,10 @@ impl CompactManager {
     }
 }
 
-/// How many times a call whose append found the log moved on catches up and tries again before
-/// the conflict is its error.
-pub const CONFLICT_RETRIES: u32 = 3;
-
-/// True when normalisation's only repair was hiding what a provider compaction supersedes.
-pub(crate) fn hides_only(diagnostics: &[compact_core::normalize::Diagnostic]) -> bool {
-    !diagnostics.is_empty()
-        && diagnostics.iter().all(|d| {
-            matches!(
-                d,
-                compact_core::normalize::Diagnostic::HidSupersededByProviderCompaction { .. }
-            )
-        })
-}
-
 /// Redacts the string values of an event's data.
 fn redact_event(r: &compact_core::redact::Redactor, session: &str, e: &mut Event) {
     for (_, v) in e.data.iter_mut() {
         r.redact_value(session, v);
-    }
-}
-
-/// True when appending `new` to a view that needed no repair needs none either: the new items are
-/// model-visible, their calls reuse no id of the view, and on their own they need no repair (every
-/// result answers a new call, every new call is answered, results are placed as `rules` want).
-/// The view's calls are all answered, so a result answering one of them would be a second result.
-pub(crate) fn appends_cleanly(
-    view_calls: &std::collections::HashSet<String>,
-    new: &[Item],
-    rules: ProviderRules,
-) -> bool {
-    // A provider compaction may supersede what was sent before it (normalisation then hides
-    // that): the request is recounted whole.
-    if !new.iter().all(|i| i.meta.visibility.model)
-        || new
-            .iter()
-            .any(|i| matches!(i.body(), ItemBody::ProviderCompaction(_)))
-    {
-        return false;
-    }
-    let mut seen = std::collections::HashSet::new();
-    for item in new {
-        if let Some(c) = item.as_tool_call() {
-            if view_calls.contains(&c.call_id) || !seen.insert(c.call_id.as_str()) {
-                return false;
-            }
-        }
-    }
-    let tail = Conversation {
-        items: new.to_vec(),
-        ..Conversation::default()
-    };
-    diagnose(&tail, &rules).is_empty()
-}
-
-/// Gives the items from `start` on the turn numbers [`Conversation::push`] would.
-pub(crate) fn renumber_from(conv: &mut Conversation, start: usize) {
-    let mut turn = start
-        .checked_sub(1)
-        .and_then(|i| conv.items.get(i))
-        .map_or(0, |i| i.meta.turn);
-    for idx in start..conv.items.len() {
-        let item = &mut conv.items[idx];
-        if idx > 0 && item.role() == Role::User && matches!(item.body(), ItemBody::Message(_)) {
-            turn += 1;
-        }
-        item.meta.turn = turn;
-    }
-}
-
-/// Spare room, as a share of a session's length, kept in the vectors that grow by one request's
-/// new items per call (items received, the view, the chain). A vector built at its exact size (a
-/// full rebuild, a branch, a compaction) would otherwise reallocate, and copy every item, on the
-/// very next call, which is the call the incremental path promises to keep cheap; with a quarter
-/// spare, a session's vectors are copied once per quarter of growth at most.
-const HEADROOM_DIVISOR: usize = 4;
-
-/// Spare room added besides the share: a short session's next few calls never reallocate either.
-const HEADROOM_MIN: usize = 16;
-
-/// An empty vector with room for `len` elements plus the headroom.
-pub(crate) fn with_headroom<T>(len: usize) -> Vec<T> {
-    Vec::with_capacity(len + len / HEADROOM_DIVISOR + HEADROOM_MIN)
-}
-
-/// Makes room for `additional` more elements; when it must grow, it grows with the headroom.
-pub(crate) fn reserve_headroom<T>(v: &mut Vec<T>, additional: usize) {
-    if v.capacity() - v.len() < additional {
-        let len = v.len() + additional;
-        v.reserve_exact(additional + len / HEADROOM_DIVISOR + HEADROOM_MIN);
     }
 }
 
@@ -700,63 +611,6 @@ impl CompactManager {
     }
 }
 
-pub(crate) fn common_prefix(a: &[Item], b: &[Item]) -> usize {
-    a.iter().zip(b).take_while(|(x, y)| x == y).count()
-}
-
-/// Items the compaction removed, replaced or cut.
-/// Seed 003's events of a compaction: the policy it ran with, what it removed, and the checkpoint
-/// it wrote (when it wrote one).
-pub(crate) fn seed_events(
-    model: &str,
-    t_est: usize,
-    budget: &Budget,
-    policy: &Policy,
-    done: &Compaction,
-) -> Vec<Event> {
-    let report = &done.report;
-    let count = |a: fn(&Action) -> bool| done.plan.items.iter().filter(|p| a(&p.action)).count();
-    let pinned = done
-        .conversation
-        .items
-        .iter()
-        .filter(|i| i.meta.protected || policy.is_role_pinned(i.role()))
-        .count();
-    let mut events = vec![
-        Event::new(
-            EventKind::PolicyApplied,
-            json!({"model": model, "t_est": t_est, "max": budget.window,
-                   "policy": {"strategy": report.strategy.as_str(), "trigger_pct": policy.trigger_pct,
-                              "target_pct": policy.target_pct, "min_gain_pct": policy.min_gain_pct,
-                              "buffer": budget.buffer, "reserved_output": budget.reserved_output},
-                   "kept": {"pinned": pinned, "recent_turns": policy.keep_recent_turns,
-                            "tool_pairs": policy.keep_tool_io_pairs},
-                   "tiers": report.tiers_applied}),
-        ),
-        Event::new(
-            EventKind::PrunedMessages,
-            json!({"model": model, "pruned_count": items_compressed(done),
-                   "summarized": count(|a| matches!(a, Action::SummarizeInto)),
-                   "dropped": count(|a| matches!(a, Action::Drop)),
-                   "referenced": count(|a| matches!(a, Action::Reference { .. })),
-                   "truncated": count(|a| matches!(a, Action::Truncate { .. })),
-                   "densified": count(|a| matches!(a, Action::Densify { .. })),
-                   "tokens_before": report.tokens_before, "tokens_after": report.tokens_after}),
-        ),
-    ];
-    if let Some(summary_tokens) = report.summary_tokens {
-        events.push(Event::new(
-            EventKind::SummaryCreated,
-            json!({"model": model, "summary_tokens": summary_tokens,
-                   "summarizer": report.summarizer,
-                   "summarizer_calls": report.summary_usage.calls,
-                   "summarizer_input_tokens": report.summary_usage.input_tokens,
-                   "summarizer_cached_input_tokens": report.summary_usage.cached_input_tokens}),
-        ));
-    }
-    events
-}
-
 pub(crate) fn items_compressed(done: &Compaction) -> usize {
     done.plan
         .items
@@ -765,156 +619,13 @@ pub(crate) fn items_compressed(done: &Compaction) -> usize {
         .count()
 }
 
-/// Automatic compactions in a row that may leave the request above the trigger before automatic
-/// compaction stops for the session's current user turn (the two-strike breaker): a third would
-/// spend another summary and another prompt-cache rewrite on what evidently cannot shrink below the
-/// trigger. A new user message resets the count (the last turn, often the irreducible part, can
-/// then be compacted).
-pub const MAX_STRIKES: u32 = 2;
-
-/// Below this share of the current count a manual compaction aims (seed 003's acceptance: a manual
-/// compaction reduces the estimate by at least 40%).
-pub(crate) const MANUAL_TARGET_PCT: f64 = 0.5;
-
-/// Each step of the window search shrinks the window by this factor.
-pub(crate) const WINDOW_STEP: f64 = 0.95;
-
-/// Smallest window the searches go down to (a request that does not fit this is hopeless anyway).
-pub(crate) const MIN_WINDOW: usize = 1_024;
-
-/// The largest window, from `policy`'s down in [`WINDOW_STEP`]s, whose usable budget is at most
-/// `usable_max`.
-pub(crate) fn window_for_usable(policy: &Policy, usable_max: usize) -> usize {
-    let mut window = policy.max_context_tokens;
-    while window > MIN_WINDOW && Budget::for_window(window, policy).usable > usable_max {
-        window = ((window as f64) * WINDOW_STEP) as usize;
-    }
-    window.max(MIN_WINDOW)
-}
-
-/// Calls of room a compaction leaves below the trigger at the session's recent growth
-/// ([`crate::state::Growth`]): each compaction rewrites the prompt the provider caches, so
-/// compactions a handful of calls apart cost more in cache writes than the tokens they save. An
-/// agent that adds 3,000 tokens a call to a 36k window gets a compaction every fourth call
-/// instead of every second.
-pub const ROOM_CALLS: usize = 4;
-
-/// The lowest share of the usable budget [`room_for_growth`] lowers the target to: in a window
-/// small beside what each call adds, compactions come often whatever the target, and keeping half
-/// the context is worth more than the cache writes a deeper one would save.
-pub const ROOM_TARGET_FLOOR_SHARE: f64 = 0.5;
-
-/// `policy` with its target lowered, when needed, to leave [`ROOM_CALLS`] calls of `growth`
-/// below the trigger, never below [`ROOM_TARGET_FLOOR_SHARE`] of the usable budget (the least gain
-/// a compaction must make is unchanged, so a compaction that cannot reach the lower target still
-/// counts when it frees that much).
-pub(crate) fn room_for_growth(mut policy: Policy, growth: Option<usize>) -> Policy {
-    let Some(growth) = growth.filter(|g| *g > 0) else {
-        return policy;
-    };
-    let budget = Budget::new(&policy);
-    let wanted = budget
-        .trigger
-        .saturating_sub(ROOM_CALLS.saturating_mul(growth));
-    if wanted < budget.target && budget.usable > 0 {
-        policy.target_pct = (wanted as f64 / budget.usable as f64).max(ROOM_TARGET_FLOOR_SHARE);
-    }
-    policy
-}
-
-/// The policy of a manual compaction of a request of `count` tokens: a window whose usable budget
-/// is the request, a target of half of it and no minimum gain, so the user's request is honoured
-/// even when the request is far from the trigger.
-pub(crate) fn manual_policy(base: &Policy, count: usize) -> Policy {
-    let mut policy = base.clone();
-    policy.max_context_tokens = window_for_usable(base, count);
-    policy.target_pct = MANUAL_TARGET_PCT;
-    policy.min_gain_pct = 0.0;
-    policy
-}
-
-pub(crate) fn trigger_name(manual: bool) -> &'static str {
-    if manual {
-        "manual"
-    } else {
-        "auto"
-    }
-}
-
-pub(crate) fn decision_name(d: &Decision) -> &'static str {
-    match d {
-        Decision::None => "none",
-        Decision::Remind(_) => "remind",
-        Decision::Compact(_) => "compact",
-    }
-}
-
-pub(crate) fn decision_reason(d: &Decision) -> Option<String> {
-    match d {
-        Decision::None => None,
-        Decision::Remind(r) => Some(format!("{r:?}")),
-        Decision::Compact(r) => Some(r.to_string()),
-    }
-}
-
-/// Rejects empty, overlong and control-character ids.
-pub(crate) fn check_session_id(session: &str) -> Result<(), SessionError> {
-    if session.is_empty()
-        || session.len() > MAX_SESSION_ID_LEN
-        || session.chars().any(char::is_control)
-    {
-        return Err(SessionError::InvalidSessionId(session.to_owned()));
-    }
-    Ok(())
-}
-
-/// Rejects requests without items, and items without an id (recall names items by id).
-fn check_request(request: &Conversation) -> Result<(), SessionError> {
-    if request.items.is_empty() {
-        return Err(SessionError::EmptyRequest);
-    }
-    if let Some(i) = request
-        .items
-        .iter()
-        .position(|i| i.meta.id.as_str().is_empty())
-    {
-        return Err(SessionError::MalformedRequest(format!(
-            "item {i} has no id (decode requests with compact_formats::wire::decode, or build them with Conversation::push)"
-        )));
-    }
-    Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_compaction_leaves_room_for_the_calls_to_come() {
-        let policy = Policy::for_window(36_000);
-        let before = Budget::new(&policy);
-        // An agent adding 2,500 tokens a call: the target moves down to leave four calls of room.
-        let lowered = Budget::new(&room_for_growth(policy.clone(), Some(2_500)));
-        assert!(lowered.target < before.target, "{lowered:?}");
-        assert!(
-            lowered.trigger - lowered.target >= ROOM_CALLS * 2_500,
-            "{lowered:?}"
-        );
-        assert_eq!(
-            lowered.min_gain, before.min_gain,
-            "the least gain is unchanged"
-        );
-        // Slow growth, or none known: the policy's own target.
-        for growth in [None, Some(0), Some(100)] {
-            let same = Budget::new(&room_for_growth(policy.clone(), growth));
-            assert_eq!(same.target, before.target, "{growth:?}");
-        }
-        // Growth too large to leave that room: the target stops at half the usable budget.
-        let floor = room_for_growth(policy.clone(), Some(30_000));
-        assert!(floor.validate().is_ok());
-        assert_eq!(
-            Budget::new(&floor).target,
-            (Budget::new(&floor).usable as f64 * ROOM_TARGET_FLOOR_SHARE) as usize
-        );
+impl CompactManager {
+    /// What the provider holds of `session` by the manager's state (loaded from the log when the
+    /// manager does not hold the session).
+    pub fn provider_held(&self, session: &str) -> Result<Option<ProviderHeld>, SessionError> {
+        let handle = self.handle(session);
+        let mut slot = Self::lock(&handle);
+        let state = self.existing(session, &mut slot)?;
+        Ok(state.provider.clone())
     }
 }

@@ -4,7 +4,8 @@
 use crate::commit::FinishedCompaction;
 use crate::error::SessionError;
 use crate::event::{CompactedEvent, Event};
-use crate::manager::{items_compressed, manual_policy, CompactManager};
+use crate::limits::manual_policy;
+use crate::manager::{items_compressed, CompactManager};
 use crate::state::SessionState;
 use compact_core::model::Conversation;
 use compact_engine::{block_on, Compaction, Report};

@@ -6,7 +6,8 @@
 use crate::chain::ChainHash;
 use crate::error::SessionError;
 use crate::event::{Event, EventKind};
-use crate::manager::{check_session_id, CompactManager, CONFLICT_RETRIES};
+use crate::limits::{check_session_id, CONFLICT_RETRIES};
+use crate::manager::CompactManager;
 use crate::record::{ItemRecord, ItemSource, Record};
 use crate::store::StoreError;
 use compact_core::model::Conversation;

@@ -10,21 +10,19 @@ use crate::annotation::{follow, follow_items, same_tools};
 use crate::chain::ChainHash;
 use crate::error::SessionError;
 use crate::event::{CompactedEvent, Event, EventKind};
-use crate::manager::{
-    appends_cleanly, common_prefix, decision_name, decision_reason, hides_only, manual_policy,
-    renumber_from, reserve_headroom, room_for_growth, seed_events, trigger_name, with_headroom,
-    CompactManager, PreflightReport, Prepared, MAX_STRIKES,
-};
+use crate::limits::{manual_policy, room_for_growth, MAX_STRIKES};
+use crate::manager::{items_compressed, CompactManager, PreflightReport, Prepared};
 use crate::provider::ProviderHeld;
 use crate::record::{ItemRecord, ItemSource, Record};
-use crate::state::{call_ids, view_record, SessionState};
+use crate::state::{call_ids, hides_only, view_record, SessionState};
 use crate::trigger::manual_request;
 use compact_core::boundary::{natural_boundary, natural_boundary_after};
 use compact_core::budget::Budget;
 use compact_core::memory::render::render;
 use compact_core::memory::{Change as MemoryChange, Memory, Origin, Outcome};
 use compact_core::model::{Conversation, Format, Item, ItemBody, Role};
-use compact_core::normalize::{normalize, Normalized, ProviderRules};
+use compact_core::normalize::{diagnose, normalize, Normalized, ProviderRules};
+use compact_core::plan::Action;
 use compact_core::policy::{decide_at, Decision, Policy};
 use compact_engine::{block_on, CompactError, Compaction};
 use serde_json::json;
@@ -623,11 +621,8 @@ impl CompactManager {
             view_seq = Some(seq);
             draft.records.push(Record::View(record));
             let report = &done.report;
-            let mut event = CompactedEvent::of(
-                trigger_name(manual),
-                report,
-                crate::manager::items_compressed(done),
-            );
+            let mut event =
+                CompactedEvent::of(trigger_name(manual), report, items_compressed(done));
             event.note = manual_note.map(str::to_owned);
             event.items_before = Some(report.items_before);
             event.items_after = Some(report.items_after);
@@ -963,4 +958,156 @@ fn extend_view(
             .iter()
             .filter_map(|i| i.as_tool_call().map(|c| c.call_id.clone())),
     );
+}
+
+/// True when appending `new` to a view that needed no repair needs none either: the new items are
+/// model-visible, their calls reuse no id of the view, and on their own they need no repair (every
+/// result answers a new call, every new call is answered, results are placed as `rules` want).
+/// The view's calls are all answered, so a result answering one of them would be a second result.
+fn appends_cleanly(
+    view_calls: &std::collections::HashSet<String>,
+    new: &[Item],
+    rules: ProviderRules,
+) -> bool {
+    // A provider compaction may supersede what was sent before it (normalisation then hides
+    // that): the request is recounted whole.
+    if !new.iter().all(|i| i.meta.visibility.model)
+        || new
+            .iter()
+            .any(|i| matches!(i.body(), ItemBody::ProviderCompaction(_)))
+    {
+        return false;
+    }
+    let mut seen = std::collections::HashSet::new();
+    for item in new {
+        if let Some(c) = item.as_tool_call() {
+            if view_calls.contains(&c.call_id) || !seen.insert(c.call_id.as_str()) {
+                return false;
+            }
+        }
+    }
+    let tail = Conversation {
+        items: new.to_vec(),
+        ..Conversation::default()
+    };
+    diagnose(&tail, &rules).is_empty()
+}
+
+/// Gives the items from `start` on the turn numbers [`Conversation::push`] would.
+fn renumber_from(conv: &mut Conversation, start: usize) {
+    let mut turn = start
+        .checked_sub(1)
+        .and_then(|i| conv.items.get(i))
+        .map_or(0, |i| i.meta.turn);
+    for idx in start..conv.items.len() {
+        let item = &mut conv.items[idx];
+        if idx > 0 && item.role() == Role::User && matches!(item.body(), ItemBody::Message(_)) {
+            turn += 1;
+        }
+        item.meta.turn = turn;
+    }
+}
+
+/// Spare room, as a share of a session's length, kept in the vectors that grow by one request's
+/// new items per call (items received, the view, the chain). A vector built at its exact size (a
+/// full rebuild, a branch, a compaction) would otherwise reallocate, and copy every item, on the
+/// very next call, which is the call the incremental path promises to keep cheap; with a quarter
+/// spare, a session's vectors are copied once per quarter of growth at most.
+const HEADROOM_DIVISOR: usize = 4;
+
+/// Spare room added besides the share: a short session's next few calls never reallocate either.
+const HEADROOM_MIN: usize = 16;
+
+/// An empty vector with room for `len` elements plus the headroom.
+fn with_headroom<T>(len: usize) -> Vec<T> {
+    Vec::with_capacity(len + len / HEADROOM_DIVISOR + HEADROOM_MIN)
+}
+
+/// Makes room for `additional` more elements; when it must grow, it grows with the headroom.
+fn reserve_headroom<T>(v: &mut Vec<T>, additional: usize) {
+    if v.capacity() - v.len() < additional {
+        let len = v.len() + additional;
+        v.reserve_exact(additional + len / HEADROOM_DIVISOR + HEADROOM_MIN);
+    }
+}
+
+fn common_prefix(a: &[Item], b: &[Item]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}
+
+/// Items the compaction removed, replaced or cut.
+/// Seed 003's events of a compaction: the policy it ran with, what it removed, and the checkpoint
+/// it wrote (when it wrote one).
+fn seed_events(
+    model: &str,
+    t_est: usize,
+    budget: &Budget,
+    policy: &Policy,
+    done: &Compaction,
+) -> Vec<Event> {
+    let report = &done.report;
+    let count = |a: fn(&Action) -> bool| done.plan.items.iter().filter(|p| a(&p.action)).count();
+    let pinned = done
+        .conversation
+        .items
+        .iter()
+        .filter(|i| i.meta.protected || policy.is_role_pinned(i.role()))
+        .count();
+    let mut events = vec![
+        Event::new(
+            EventKind::PolicyApplied,
+            json!({"model": model, "t_est": t_est, "max": budget.window,
+                   "policy": {"strategy": report.strategy.as_str(), "trigger_pct": policy.trigger_pct,
+                              "target_pct": policy.target_pct, "min_gain_pct": policy.min_gain_pct,
+                              "buffer": budget.buffer, "reserved_output": budget.reserved_output},
+                   "kept": {"pinned": pinned, "recent_turns": policy.keep_recent_turns,
+                            "tool_pairs": policy.keep_tool_io_pairs},
+                   "tiers": report.tiers_applied}),
+        ),
+        Event::new(
+            EventKind::PrunedMessages,
+            json!({"model": model, "pruned_count": items_compressed(done),
+                   "summarized": count(|a| matches!(a, Action::SummarizeInto)),
+                   "dropped": count(|a| matches!(a, Action::Drop)),
+                   "referenced": count(|a| matches!(a, Action::Reference { .. })),
+                   "truncated": count(|a| matches!(a, Action::Truncate { .. })),
+                   "densified": count(|a| matches!(a, Action::Densify { .. })),
+                   "tokens_before": report.tokens_before, "tokens_after": report.tokens_after}),
+        ),
+    ];
+    if let Some(summary_tokens) = report.summary_tokens {
+        events.push(Event::new(
+            EventKind::SummaryCreated,
+            json!({"model": model, "summary_tokens": summary_tokens,
+                   "summarizer": report.summarizer,
+                   "summarizer_calls": report.summary_usage.calls,
+                   "summarizer_input_tokens": report.summary_usage.input_tokens,
+                   "summarizer_cached_input_tokens": report.summary_usage.cached_input_tokens}),
+        ));
+    }
+    events
+}
+
+fn trigger_name(manual: bool) -> &'static str {
+    if manual {
+        "manual"
+    } else {
+        "auto"
+    }
+}
+
+fn decision_name(d: &Decision) -> &'static str {
+    match d {
+        Decision::None => "none",
+        Decision::Remind(_) => "remind",
+        Decision::Compact(_) => "compact",
+    }
+}
+
+fn decision_reason(d: &Decision) -> Option<String> {
+    match d {
+        Decision::None => None,
+        Decision::Remind(r) => Some(format!("{r:?}")),
+        Decision::Compact(r) => Some(r.to_string()),
+    }
 }

@@ -180,20 +180,6 @@ pub fn provider_state(
         .flatten())
 }
 
-impl crate::manager::CompactManager {
-    /// What the provider holds of `session` by the manager's state (loaded from the log when the
-    /// manager does not hold the session).
-    pub fn provider_held(
-        &self,
-        session: &str,
-    ) -> Result<Option<ProviderHeld>, crate::error::SessionError> {
-        let handle = self.handle(session);
-        let mut slot = Self::lock(&handle);
-        let state = self.existing(session, &mut slot)?;
-        Ok(state.provider.clone())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]

@@ -12,7 +12,8 @@
 use crate::commit::FinishedCompaction;
 use crate::error::SessionError;
 use crate::event::{Event, EventKind};
-use crate::manager::{items_compressed, window_for_usable, CompactManager};
+use crate::limits::window_for_usable;
+use crate::manager::{items_compressed, CompactManager};
 use crate::record::Record;
 use compact_core::budget::Budget;
 use compact_core::model::Conversation;

@@ -54,7 +54,7 @@ pub(crate) struct SessionState {
     /// Tokens after the last recovery of the current turn (the no-progress breaker).
     pub recovery_last_tokens: Option<usize>,
     /// Automatic compactions in a row that left the request above the trigger (the two-strike
-    /// breaker: at [`crate::manager::MAX_STRIKES`] automatic compaction stops for the session), and
+    /// breaker: at [`crate::limits::MAX_STRIKES`] automatic compaction stops for the session), and
     /// the count the last of them reached (what could not shrink).
     pub strikes: u32,
     /// See `strikes`.
@@ -530,4 +530,15 @@ fn same_meta(a: &ItemMeta, b: &ItemMeta) -> bool {
         && *turn == b.turn
         && *timestamp == b.timestamp
         && *origin == b.origin
+}
+
+/// True when normalisation's only repair was hiding what a provider compaction supersedes.
+pub(crate) fn hides_only(diagnostics: &[compact_core::normalize::Diagnostic]) -> bool {
+    !diagnostics.is_empty()
+        && diagnostics.iter().all(|d| {
+            matches!(
+                d,
+                compact_core::normalize::Diagnostic::HidSupersededByProviderCompaction { .. }
+            )
+        })
 }

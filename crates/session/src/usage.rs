@@ -4,7 +4,8 @@
 use crate::calibration::{Calibration, CalibrationUpdate};
 use crate::error::SessionError;
 use crate::event::{Event, EventKind};
-use crate::manager::{CompactManager, CONFLICT_RETRIES};
+use crate::limits::CONFLICT_RETRIES;
+use crate::manager::CompactManager;
 use crate::provider::ProviderHeld;
 use crate::record::Record;
 use crate::state::SessionState;
