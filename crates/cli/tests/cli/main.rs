@@ -17,5 +17,6 @@ mod replay;
 mod run;
 mod serve;
 mod sessions;
+mod shutdown;
 mod support;
 mod ui;

@@ -21,6 +21,8 @@ mod overflow_e2e;
 mod planted;
 #[cfg(feature = "postgres")]
 mod postgres;
+#[cfg(feature = "postgres")]
+mod postgres_tls;
 mod provider_state;
 mod recovery;
 mod redaction;

@@ -297,3 +297,190 @@ fn postgres_reads_records_of_one_kind() {
     let store = Arc::new(PostgresStore::connect(&url).unwrap());
     crate::sqlite::reads_records_of_one_kind(store);
 }
+
+/// A URL of the test database in a schema of its own, for a store whose connections are named
+/// (`application_name`) so that the server's view of them can be counted, with `extra` options.
+fn named_store_url(schema: &str, extra: &str) -> Option<(String, String, String)> {
+    let url = postgres_schema(schema)?;
+    let name = format!("compact_{schema}_{}", std::process::id());
+    let store_url = format!("{url}&application_name={name}{extra}");
+    Some((url, store_url, name))
+}
+
+/// The store's connections the server knows, and how many of them wait for a lock.
+fn backends(admin: &mut postgres::Client, name: &str) -> (i64, i64) {
+    let row = admin
+        .query_one(
+            "SELECT count(*), count(*) FILTER (WHERE wait_event_type = 'Lock')
+               FROM pg_stat_activity WHERE application_name = $1",
+            &[&name],
+        )
+        .unwrap();
+    (row.get(0), row.get(1))
+}
+
+/// Polls `what` until it holds (the server's view of connections changes after the fact).
+fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !done() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "waited 30 s for {what}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn postgres_pool_opens_connections_as_needed_and_never_more_than_its_max() {
+    const MAX: usize = 3;
+    const WRITERS: usize = 6;
+    let Some((url, store_url, name)) = named_store_url("pool", &format!("&pool_max_size={MAX}"))
+    else {
+        return;
+    };
+    let store = Arc::new(PostgresStore::connect(&store_url).unwrap());
+    assert_eq!(store.pool_max_size(), MAX);
+    assert_eq!(store.open_connections(), 1, "one connection at connect");
+    for i in 0..WRITERS {
+        store.create(&format!("s{i}")).unwrap();
+    }
+    assert_eq!(store.open_connections(), 1, "one at a time needs one");
+
+    // Appends wait while another transaction holds the sessions table: every writer holds its
+    // connection meanwhile, so the pool opens as many as it may, and the rest wait for one.
+    let mut admin = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let mut lock = admin.transaction().unwrap();
+    lock.batch_execute("LOCK TABLE compact_sessions IN EXCLUSIVE MODE")
+        .unwrap();
+    let writers: Vec<_> = (0..WRITERS)
+        .map(|i| {
+            let store = store.clone();
+            std::thread::spawn(move || store.append(&format!("s{i}"), 0, vec![event(), event()]))
+        })
+        .collect();
+    let mut watcher = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    wait_until("the pool's connections to wait for the lock", || {
+        backends(&mut watcher, &name).1 == MAX as i64
+    });
+    assert_eq!(backends(&mut watcher, &name), (MAX as i64, MAX as i64));
+    assert_eq!(store.open_connections(), MAX);
+    lock.commit().unwrap();
+    for w in writers {
+        assert_eq!(w.join().unwrap().unwrap(), 2);
+    }
+    assert_eq!(store.open_connections(), MAX, "kept for the next calls");
+    assert!(backends(&mut watcher, &name).0 <= MAX as i64);
+    for i in 0..WRITERS {
+        assert_eq!(store.read(&format!("s{i}"), 0).unwrap().len(), 2);
+    }
+
+    // Dropped, the store closes every connection.
+    drop(store);
+    wait_until("the store's connections to close", || {
+        backends(&mut watcher, &name).0 == 0
+    });
+}
+
+#[test]
+fn postgres_connections_the_server_closed_are_replaced_without_failing_a_call() {
+    let Some((url, store_url, name)) = named_store_url("reconnect", "&pool_max_size=2") else {
+        return;
+    };
+    let store = PostgresStore::connect(&store_url).unwrap();
+    store.create("s").unwrap();
+    store.append("s", 0, vec![event()]).unwrap();
+    let mut admin = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    for round in 0..2 {
+        // As a server restart or an idle timeout would: every connection of the store ends.
+        admin
+            .execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1",
+                &[&name],
+            )
+            .unwrap();
+        wait_until("the connections to end", || {
+            backends(&mut admin, &name).0 == 0
+        });
+        assert_eq!(store.version("s").unwrap(), 1 + round, "round {round}");
+        assert_eq!(
+            store.append("s", 1 + round, vec![event()]).unwrap(),
+            2 + round
+        );
+    }
+    assert_eq!(store.read("s", 0).unwrap().len(), 3);
+}
+
+#[test]
+fn postgres_store_dropped_inside_an_async_runtime_closes_cleanly() {
+    let Some(url) = postgres_schema("drop_in_runtime") else {
+        return;
+    };
+    let store = PostgresStore::connect(&url).unwrap();
+    store.create("s").unwrap();
+    // Where the proxy drops its store when its server stops (issue 41: exit 101 on SIGTERM).
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .build()
+        .unwrap();
+    runtime.block_on(async move { drop(store) });
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let store = PostgresStore::connect(&url).unwrap();
+    runtime.block_on(async move { drop(store) });
+}
+
+#[test]
+fn postgres_errors_and_debug_name_the_problem_never_the_password() {
+    for (url, wanted) in [
+        (
+            "postgres://compact:hunter2@127.0.0.1:1/x?sslmode=verify-full&sslrootcert=/nonexistent/ca.pem",
+            "postgres: sslrootcert `/nonexistent/ca.pem`: no such file",
+        ),
+        (
+            "postgres://compact:hunter2@127.0.0.1:1/x?sslmode=sometimes",
+            "sslmode `sometimes`: expected disable, prefer, require, verify-ca or verify-full",
+        ),
+        (
+            "host=127.0.0.1 port=1 password=hunter2 pool_max_size=0",
+            "pool_max_size `0`",
+        ),
+        (
+            "postgres://compact:hunter2@127.0.0.1:1/x?connect_timeout=5",
+            "error connecting to server: Connection refused",
+        ),
+    ] {
+        match PostgresStore::connect(url) {
+            Err(StoreError::Backend(m)) => {
+                assert!(m.contains(wanted), "{url}: {m}");
+                assert!(!m.contains("hunter2"), "{url}: {m}");
+            }
+            other => panic!("{url}: expected a backend error, got {other:?}"),
+        }
+    }
+    let not_pem = std::env::temp_dir().join(format!("compact-not-a-ca-{}.pem", std::process::id()));
+    std::fs::write(&not_pem, "just text\n").unwrap();
+    let url = format!(
+        "postgres://compact@127.0.0.1:1/x?sslmode=verify-ca&sslrootcert={}",
+        not_pem.display()
+    );
+    match PostgresStore::connect(&url) {
+        Err(StoreError::Backend(m)) => assert!(m.ends_with("no certificate in it"), "{m}"),
+        other => panic!("expected a backend error, got {other:?}"),
+    }
+    let _ = std::fs::remove_file(&not_pem);
+
+    let Some(url) = postgres_schema("debug") else {
+        return;
+    };
+    // Trust authentication ignores the password, which is still in the URL.
+    let url = url.replacen("postgres://compact@", "postgres://compact:hunter2@", 1);
+    let store = PostgresStore::connect(&format!("{url}&pool_max_size=4")).unwrap();
+    let debug = format!("{store:?}");
+    assert!(!debug.contains("hunter2"), "{debug}");
+    assert!(
+        debug.contains("compact_test") && debug.contains("pool_max_size: 4"),
+        "{debug}"
+    );
+}

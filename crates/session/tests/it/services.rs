@@ -27,6 +27,22 @@ pub fn postgres_url() -> Option<String> {
     address("COMPACT_TEST_POSTGRES_URL", "a PostgreSQL server")
 }
 
+/// The test database's URL for the role that may log in over TLS only, the CA file that signed
+/// the server's certificate, and a CA file that did not.
+pub fn postgres_tls() -> Option<(String, String, String)> {
+    Some((
+        address(
+            "COMPACT_TEST_POSTGRES_TLS_URL",
+            "a PostgreSQL server with TLS",
+        )?,
+        address("COMPACT_TEST_POSTGRES_CA", "the PostgreSQL server's CA")?,
+        address(
+            "COMPACT_TEST_POSTGRES_OTHER_CA",
+            "a CA that did not sign it",
+        )?,
+    ))
+}
+
 /// The S3-compatible test server's endpoint.
 pub fn s3_url() -> Option<String> {
     address("COMPACT_TEST_S3_URL", "an S3-compatible server")

@@ -15,6 +15,13 @@
 //! A client killed mid-append leaves no trace: its connection drops, the server rolls the open
 //! transaction back.
 //!
+//! # Connections
+//! A small bounded pool ([`pool`]): connections opened lazily up to `pool_max_size` (default
+//! [`options::DEFAULT_POOL_MAX_SIZE`], 8), each call one connection for one transaction, a connection the
+//! server closed replaced, and every connection closed on a thread of its own (so dropping the
+//! store inside an async runtime is safe). TLS follows libpq's `sslmode` ([`tls`]); the options
+//! the postgres crate does not read are taken out of the URL first ([`options`]).
+//!
 //! # Schema
 //! Versioned in the table `compact_schema` (one row per applied migration). [`MIGRATIONS`] are
 //! applied at connect, all in one transaction under an advisory lock (two processes connecting to
@@ -22,11 +29,14 @@
 //! refused ([`StoreError::SchemaTooNew`]). Tables are created unqualified, so they land in the
 //! connection's `search_path` (the URL's `options=-c search_path=...` picks a schema).
 
+mod options;
+mod pool;
+mod tls;
+
 use super::{SessionSummary, Store, StoreError};
 use crate::record::{Record, Stored};
-use postgres::{Client, Config, NoTls};
-use std::str::FromStr;
-use std::sync::{Mutex, MutexGuard};
+use pool::{Connector, Pool};
+use postgres::Client;
 use std::time::Duration;
 
 /// Schema migrations; migration `i` (from 0) brings the database to version `i + 1`.
@@ -59,21 +69,41 @@ const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Session logs in PostgreSQL.
 pub struct PostgresStore {
-    config: Config,
-    client: Mutex<Client>,
+    pool: Pool,
 }
 
 impl std::fmt::Debug for PostgresStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // The config may hold a password: name the server only.
+        let config = self.pool.config();
         f.debug_struct("PostgresStore")
-            .field("dbname", &self.config.get_dbname())
+            .field("hosts", &config.get_hosts())
+            .field("dbname", &config.get_dbname())
+            .field("sslmode", &self.pool.sslmode().as_str())
+            .field("pool_max_size", &self.pool.max())
             .finish_non_exhaustive()
     }
 }
 
 fn backend(e: postgres::Error) -> StoreError {
-    StoreError::Backend(format!("postgres: {e}"))
+    StoreError::Backend(format!("postgres: {}", describe(&e)))
+}
+
+/// An error with its causes: the postgres crate's own message is only its kind ("db error",
+/// "error connecting to server"); the server's message, the I/O or TLS failure are its source.
+/// None of them repeats the password.
+fn describe(e: &postgres::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(cause) = source {
+        let more = cause.to_string();
+        if !text.ends_with(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        source = cause.source();
+    }
+    text
 }
 
 fn to_i64(n: u64) -> i64 {
@@ -86,29 +116,50 @@ fn to_u64(n: i64) -> u64 {
 
 impl PostgresStore {
     /// Connects to the database at `url` (`postgres://user:password@host:port/db?...`, or the
-    /// key=value form) without TLS, and brings its schema up to date. An unreachable server, bad
-    /// credentials or a malformed URL give [`StoreError::Backend`].
+    /// key=value form), with TLS as its `sslmode` says (libpq's five modes; `sslrootcert` names
+    /// the authorities to trust) and a pool of at most `pool_max_size` connections, and brings its
+    /// schema up to date. An unreachable server, bad credentials, a failed TLS handshake or a
+    /// malformed URL give [`StoreError::Backend`], never repeating the password.
     pub fn connect(url: &str) -> Result<Self, StoreError> {
-        let mut config = Config::from_str(url)
-            .map_err(|e| StoreError::Backend(format!("postgres: bad connection string: {e}")))?;
+        let options::Options {
+            mut config,
+            sslmode,
+            root_certs,
+            pool_max_size,
+        } = options::parse(url)?;
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(DEFAULT_CONNECT_TIMEOUT);
         }
-        let mut client = config.connect(NoTls).map_err(backend)?;
-        migrate(&mut client)?;
-        Ok(PostgresStore {
-            config,
-            client: Mutex::new(client),
-        })
+        let tls = tls::connector(sslmode, root_certs.as_ref())?;
+        let pool = Pool::new(
+            Connector {
+                config,
+                sslmode,
+                tls,
+            },
+            pool_max_size,
+        );
+        // The first connection is opened now: a wrong address or credentials fail here, and the
+        // schema is brought up to date once.
+        migrate(pool.take()?.client()?)?;
+        Ok(PostgresStore { pool })
     }
 
     /// The schema version of the database.
     pub fn schema_version(&self) -> Result<i64, StoreError> {
-        let mut client = self.lock()?;
-        schema_version(&mut *client)
+        self.pool.run(schema_version)
     }
 
-    /// The connection, reconnected first when the server closed it (a restart, an idle timeout).
+    /// The most connections the store opens (`pool_max_size`).
+    pub fn pool_max_size(&self) -> usize {
+        self.pool.max()
+    }
+
+    /// The connections open now, idle or in use (at most [`PostgresStore::pool_max_size`]).
+    pub fn open_connections(&self) -> usize {
+        self.pool.open()
+    }
+
     /// The records `sql` selects (`seq, doc`) of `session`, read in one repeatable-read snapshot
     /// with the check that the session exists.
     fn read_rows(
@@ -117,28 +168,18 @@ impl PostgresStore {
         sql: &str,
         params: &[&(dyn postgres::types::ToSql + Sync)],
     ) -> Result<Vec<Stored>, StoreError> {
-        let mut client = self.lock()?;
-        let mut tx = client
-            .build_transaction()
-            .isolation_level(postgres::IsolationLevel::RepeatableRead)
-            .read_only(true)
-            .start()
-            .map_err(backend)?;
-        version_of(&mut tx, session)?;
-        let rows = tx.query(sql, params).map_err(backend)?;
-        tx.commit().map_err(backend)?;
-        decode_rows(session, &rows)
-    }
-
-    fn lock(&self) -> Result<MutexGuard<'_, Client>, StoreError> {
-        let mut client = self
-            .client
-            .lock()
-            .map_err(|_| StoreError::Backend("postgres connection lock poisoned".to_owned()))?;
-        if client.is_closed() {
-            *client = self.config.connect(NoTls).map_err(backend)?;
-        }
-        Ok(client)
+        self.pool.run(|client| {
+            let mut tx = client
+                .build_transaction()
+                .isolation_level(postgres::IsolationLevel::RepeatableRead)
+                .read_only(true)
+                .start()
+                .map_err(backend)?;
+            version_of(&mut tx, session)?;
+            let rows = tx.query(sql, params).map_err(backend)?;
+            tx.commit().map_err(backend)?;
+            decode_rows(session, &rows)
+        })
     }
 }
 
@@ -202,19 +243,19 @@ fn decode_rows(session: &str, rows: &[postgres::Row]) -> Result<Vec<Stored>, Sto
 
 impl Store for PostgresStore {
     fn create(&self, session: &str) -> Result<bool, StoreError> {
-        let mut client = self.lock()?;
-        let n = client
-            .execute(
-                "INSERT INTO compact_sessions (id, version) VALUES ($1, 0) ON CONFLICT (id) DO NOTHING",
-                &[&session],
-            )
-            .map_err(backend)?;
-        Ok(n == 1)
+        self.pool.run(|client| {
+            let n = client
+                .execute(
+                    "INSERT INTO compact_sessions (id, version) VALUES ($1, 0) ON CONFLICT (id) DO NOTHING",
+                    &[&session],
+                )
+                .map_err(backend)?;
+            Ok(n == 1)
+        })
     }
 
     fn version(&self, session: &str) -> Result<u64, StoreError> {
-        let mut client = self.lock()?;
-        version_of(&mut *client, session)
+        self.pool.run(|client| version_of(client, session))
     }
 
     fn append(
@@ -223,45 +264,46 @@ impl Store for PostgresStore {
         expected: u64,
         records: Vec<Record>,
     ) -> Result<u64, StoreError> {
-        let mut client = self.lock()?;
-        let mut tx = client.transaction().map_err(backend)?;
         let new = expected + records.len() as u64;
-        let moved = tx
-            .execute(
-                "UPDATE compact_sessions SET version = $3 WHERE id = $1 AND version = $2",
-                &[&session, &to_i64(expected), &to_i64(new)],
-            )
-            .map_err(backend)?;
-        if moved != 1 {
-            // Nothing was written; the transaction rolls back when dropped.
-            let actual = version_of(&mut tx, session)?;
-            return Err(StoreError::Conflict {
-                session: session.to_owned(),
-                expected,
-                actual,
-            });
+        let mut seqs = Vec::with_capacity(records.len());
+        let mut kinds = Vec::with_capacity(records.len());
+        let mut item_ids = Vec::with_capacity(records.len());
+        let mut docs = Vec::with_capacity(records.len());
+        for (i, record) in records.iter().enumerate() {
+            seqs.push(to_i64(expected + i as u64 + 1));
+            kinds.push(record.kind());
+            item_ids.push(record.item_id());
+            docs.push(record.to_json().to_string());
         }
-        if !records.is_empty() {
-            let mut seqs = Vec::with_capacity(records.len());
-            let mut kinds = Vec::with_capacity(records.len());
-            let mut item_ids = Vec::with_capacity(records.len());
-            let mut docs = Vec::with_capacity(records.len());
-            for (i, record) in records.iter().enumerate() {
-                seqs.push(to_i64(expected + i as u64 + 1));
-                kinds.push(record.kind());
-                item_ids.push(record.item_id());
-                docs.push(record.to_json().to_string());
+        self.pool.run(|client| {
+            let mut tx = client.transaction().map_err(backend)?;
+            let moved = tx
+                .execute(
+                    "UPDATE compact_sessions SET version = $3 WHERE id = $1 AND version = $2",
+                    &[&session, &to_i64(expected), &to_i64(new)],
+                )
+                .map_err(backend)?;
+            if moved != 1 {
+                // Nothing was written; the transaction rolls back when dropped.
+                let actual = version_of(&mut tx, session)?;
+                return Err(StoreError::Conflict {
+                    session: session.to_owned(),
+                    expected,
+                    actual,
+                });
             }
-            // One statement for the whole append: one round trip whatever its size.
-            tx.execute(
-                "INSERT INTO compact_records (session, seq, kind, item_id, doc)
-                 SELECT $1, * FROM UNNEST($2::BIGINT[], $3::TEXT[], $4::TEXT[], $5::TEXT[])",
-                &[&session, &seqs, &kinds, &item_ids, &docs],
-            )
-            .map_err(backend)?;
-        }
-        tx.commit().map_err(backend)?;
-        Ok(new)
+            if !records.is_empty() {
+                // One statement for the whole append: one round trip whatever its size.
+                tx.execute(
+                    "INSERT INTO compact_records (session, seq, kind, item_id, doc)
+                     SELECT $1, * FROM UNNEST($2::BIGINT[], $3::TEXT[], $4::TEXT[], $5::TEXT[])",
+                    &[&session, &seqs, &kinds, &item_ids, &docs],
+                )
+                .map_err(backend)?;
+            }
+            tx.commit().map_err(backend)?;
+            Ok(new)
+        })
     }
 
     fn read(&self, session: &str, after: u64) -> Result<Vec<Stored>, StoreError> {
@@ -287,58 +329,62 @@ impl Store for PostgresStore {
     }
 
     fn seqs_of_kind(&self, session: &str, kind: &str) -> Result<Vec<u64>, StoreError> {
-        let mut client = self.lock()?;
-        version_of(&mut *client, session)?;
-        let rows = client
-            .query(
-                "SELECT seq FROM compact_records WHERE session = $1 AND kind = $2 ORDER BY seq",
-                &[&session, &kind],
-            )
-            .map_err(backend)?;
-        rows.iter()
-            .map(|r| {
-                r.try_get::<_, i64>(0)
-                    .map(|seq| u64::try_from(seq).unwrap_or(0))
-                    .map_err(backend)
-            })
-            .collect()
+        self.pool.run(|client| {
+            version_of(client, session)?;
+            let rows = client
+                .query(
+                    "SELECT seq FROM compact_records WHERE session = $1 AND kind = $2 ORDER BY seq",
+                    &[&session, &kind],
+                )
+                .map_err(backend)?;
+            rows.iter()
+                .map(|r| {
+                    r.try_get::<_, i64>(0)
+                        .map(|seq| u64::try_from(seq).unwrap_or(0))
+                        .map_err(backend)
+                })
+                .collect()
+        })
     }
 
     fn find_items(&self, session: &str, item_id: &str) -> Result<Vec<Stored>, StoreError> {
-        let mut client = self.lock()?;
-        version_of(&mut *client, session)?;
-        let rows = client
-            .query(
-                "SELECT seq, doc FROM compact_records WHERE session = $1 AND item_id = $2 ORDER BY seq",
-                &[&session, &item_id],
-            )
-            .map_err(backend)?;
-        decode_rows(session, &rows)
+        self.pool.run(|client| {
+            version_of(client, session)?;
+            let rows = client
+                .query(
+                    "SELECT seq, doc FROM compact_records WHERE session = $1 AND item_id = $2 ORDER BY seq",
+                    &[&session, &item_id],
+                )
+                .map_err(backend)?;
+            decode_rows(session, &rows)
+        })
     }
 
     fn sessions(&self) -> Result<Vec<String>, StoreError> {
-        let mut client = self.lock()?;
-        let rows = client
-            .query(
-                "SELECT id FROM compact_sessions ORDER BY id COLLATE \"C\"",
-                &[],
-            )
-            .map_err(backend)?;
-        Ok(rows.iter().map(|r| r.get(0)).collect())
+        self.pool.run(|client| {
+            let rows = client
+                .query(
+                    "SELECT id FROM compact_sessions ORDER BY id COLLATE \"C\"",
+                    &[],
+                )
+                .map_err(backend)?;
+            Ok(rows.iter().map(|r| r.get(0)).collect())
+        })
     }
 
     fn list_sessions(&self) -> Result<Vec<SessionSummary>, StoreError> {
-        let mut client = self.lock()?;
-        let rows = client
-            .query(
-                "SELECT s.id, s.version,
-                        (SELECT r.doc FROM compact_records r
-                          WHERE r.session = s.id AND r.kind = 'event'
-                          ORDER BY r.seq DESC LIMIT 1)
-                   FROM compact_sessions s ORDER BY s.id COLLATE \"C\"",
-                &[],
-            )
-            .map_err(backend)?;
+        let rows = self.pool.run(|client| {
+            client
+                .query(
+                    "SELECT s.id, s.version,
+                            (SELECT r.doc FROM compact_records r
+                              WHERE r.session = s.id AND r.kind = 'event'
+                              ORDER BY r.seq DESC LIMIT 1)
+                       FROM compact_sessions s ORDER BY s.id COLLATE \"C\"",
+                    &[],
+                )
+                .map_err(backend)
+        })?;
         let mut out = Vec::with_capacity(rows.len());
         for row in &rows {
             let id: String = row.get(0);
@@ -361,24 +407,25 @@ impl Store for PostgresStore {
     }
 
     fn delete_session(&self, session: &str) -> Result<bool, StoreError> {
-        let mut client = self.lock()?;
-        let mut tx = client.transaction().map_err(backend)?;
-        // Lock the session row first: a concurrent append (which moves the row's version) waits,
-        // then finds no session; the records go before the row they reference.
-        tx.execute(
-            "SELECT id FROM compact_sessions WHERE id = $1 FOR UPDATE",
-            &[&session],
-        )
-        .map_err(backend)?;
-        tx.execute(
-            "DELETE FROM compact_records WHERE session = $1",
-            &[&session],
-        )
-        .map_err(backend)?;
-        let n = tx
-            .execute("DELETE FROM compact_sessions WHERE id = $1", &[&session])
+        self.pool.run(|client| {
+            let mut tx = client.transaction().map_err(backend)?;
+            // Lock the session row first: a concurrent append (which moves the row's version)
+            // waits, then finds no session; the records go before the row they reference.
+            tx.execute(
+                "SELECT id FROM compact_sessions WHERE id = $1 FOR UPDATE",
+                &[&session],
+            )
             .map_err(backend)?;
-        tx.commit().map_err(backend)?;
-        Ok(n == 1)
+            tx.execute(
+                "DELETE FROM compact_records WHERE session = $1",
+                &[&session],
+            )
+            .map_err(backend)?;
+            let n = tx
+                .execute("DELETE FROM compact_sessions WHERE id = $1", &[&session])
+                .map_err(backend)?;
+            tx.commit().map_err(backend)?;
+            Ok(n == 1)
+        })
     }
 }
