@@ -15,6 +15,7 @@ mod plan_diff;
 mod recall;
 mod replay;
 mod run;
+mod scaleout;
 mod serve;
 mod sessions;
 mod shutdown;
