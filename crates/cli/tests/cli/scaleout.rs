@@ -196,6 +196,15 @@ fn deployment_test(mode: Mode) {
     // next replica or answered 502.
     let balancer_errors = deployment.nginx.error_log().matches("[error]").count();
     let mut failures = report.failures(&sessions, mode);
+    let why: Vec<String> = deployment.logged("preflight_failed");
+    if !why.is_empty() {
+        let shown: Vec<&str> = why.iter().take(5).map(String::as_str).collect();
+        failures.push(format!(
+            "{} preflights failed, as the replicas logged them: {}",
+            why.len(),
+            shown.join(" | ")
+        ));
+    }
     if mode.kill && !killed {
         failures.push("no replica was killed: the sessions ended before half the turns".into());
     }

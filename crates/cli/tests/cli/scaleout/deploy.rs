@@ -110,6 +110,22 @@ impl Deployment {
         codes
     }
 
+    /// The lines of the replicas' logs that report `event` (`preflight_failed`: why a request was
+    /// passed through).
+    pub fn logged(&self, event: &str) -> Vec<String> {
+        let needle = format!("\"event\":\"{event}\"");
+        self.replicas
+            .iter()
+            .flat_map(|r| {
+                r.log()
+                    .lines()
+                    .filter(|l| l.contains(&needle))
+                    .map(str::to_owned)
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    }
+
     /// Removes the schema and the directory (after a run that passed).
     pub fn clean_up(self) {
         psql(
