@@ -42,11 +42,7 @@ pub fn strategy_with(
     if name == NONE_STRATEGY {
         return Ok(StrategyFactory::none());
     }
-    let unknown = || ReplayError::UnknownStrategy {
-        name: name.to_owned(),
-        known: strategy_names().join(", "),
-    };
-    let parsed: StrategyName = name.parse().map_err(|_| unknown())?;
+    let parsed = parse_strategy(name)?;
     let compactor = Compactor::new(policy.clone(), summarizer, counter)
         .map_err(|e| ReplayError::Policy(e.to_string()))?
         .with_strategy(parsed);
@@ -56,6 +52,14 @@ pub fn strategy_with(
             compactor: Arc::clone(&compactor),
         })
     }))
+}
+
+/// The engine strategy called `name`.
+pub(crate) fn parse_strategy(name: &str) -> Result<StrategyName, ReplayError> {
+    name.parse().map_err(|_| ReplayError::UnknownStrategy {
+        name: name.to_owned(),
+        known: strategy_names().join(", "),
+    })
 }
 
 /// A session driven by the engine's [`Compactor::preflight`].

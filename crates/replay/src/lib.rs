@@ -54,6 +54,7 @@ mod probes;
 pub mod render;
 mod report;
 mod retention;
+mod runtime;
 mod session;
 mod setup;
 mod stats;
@@ -77,6 +78,7 @@ pub use pricing::{Pricing, DEFAULT_MIN_CACHED_PREFIX};
 pub use probes::{Probe, ProbeKind, ProbeSet};
 pub use report::{Aggregate, Landings, Report, SessionReport, SkippedFile, StrategyTotals};
 pub use retention::{Retention, RetentionTracker};
+pub use runtime::runtime_strategy_with;
 pub use session::{
     replay_session, replay_session_with_cuts, CallRecord, ReplayOptions, SessionRun,
 };

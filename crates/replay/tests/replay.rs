@@ -881,3 +881,43 @@ fn the_reversible_stage_alone_removes_a_share_of_every_family() {
 
 /// The share the reversible stage removes from the Claude Code sessions of the corpus, at the least.
 const REVERSIBLE_MIN_SHARE: f64 = 0.22;
+
+/// Through the session runtime (the replay's default path, as the proxy runs it): the runtime is
+/// sent the whole history each call and keeps the view, and the replay sees what it would send:
+/// no overflow, compactions carried forward, and the same shape of result as the engine's path
+/// on the same session.
+#[test]
+fn the_runtime_path_replays_like_a_proxy_session() {
+    use compact_core::policy::Policy;
+    let conv = session(40, 40);
+    let window = 8_000;
+    let policy = Policy::for_window(window);
+    let probes = ProbeSet::derive(&conv);
+    let engine = strategy("tiered", &policy, counter()).unwrap();
+    let runtime = compact_replay::runtime_strategy_with(
+        "tiered",
+        &policy,
+        counter(),
+        std::sync::Arc::new(compact_engine::DeterministicSummarizer),
+    )
+    .unwrap();
+    let engine_run = replay_session(&conv, &probes, engine.start().as_mut(), &options(window));
+    let runtime_run = replay_session(&conv, &probes, runtime.start().as_mut(), &options(window));
+    for run in [&engine_run, &runtime_run] {
+        assert_eq!(run.overflows(), 0);
+        assert!(run.compactions() > 0);
+        assert!(run.compactions() * 2 < run.calls.len());
+        assert_eq!(run.calls.len(), engine_run.calls.len());
+    }
+    assert!(runtime_run.peak_tokens() <= window);
+    // The runtime leaves room for the calls to come: it compacts no more often than the engine.
+    assert!(runtime_run.compactions() <= engine_run.compactions());
+    // An unknown strategy is refused by name, as on the engine's path.
+    assert!(compact_replay::runtime_strategy_with(
+        "no-such",
+        &policy,
+        counter(),
+        std::sync::Arc::new(compact_engine::DeterministicSummarizer),
+    )
+    .is_err());
+}

@@ -51,25 +51,6 @@ pub enum SessionError {
     /// failed under a `fail` policy). The received items are logged.
     #[error(transparent)]
     Compact(#[from] CompactError),
-    /// Automatic compaction stopped for the session's current user turn: two compactions in a row
-    /// could not bring the request under the trigger, and this one is over the usable budget. What
-    /// cannot shrink (the system prompt, pinned items, the last turn) must be reduced by the host;
-    /// a manual compaction or a new user message lets compaction run again.
-    #[error("automatic compaction stopped for session `{session}`: {strikes} compactions in a row left it above the trigger of {trigger} tokens (the last reached {floor}); the request holds {tokens} tokens, over the usable {usable}")]
-    CompactionStopped {
-        /// The session.
-        session: String,
-        /// Compactions in a row that stayed above the trigger.
-        strikes: u32,
-        /// The count the last of them reached: what did not shrink.
-        floor: usize,
-        /// The trigger.
-        trigger: usize,
-        /// The usable budget.
-        usable: usize,
-        /// The request's (effective) count.
-        tokens: usize,
-    },
     /// A reviewed compaction was applied after the session moved on (a call logged something since
     /// the proposal): propose again.
     #[error("the proposal for session `{session}` was made at log version {proposed_at}, and the session is at {now}: propose again")]

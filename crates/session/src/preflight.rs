@@ -90,8 +90,6 @@ struct Compacted {
     compaction: Option<Compaction>,
     /// A compaction that was due failed (the call fails with it, after the commit).
     failure: Option<CompactError>,
-    /// Automatic compaction is stopped and the request does not fit.
-    stopped: Option<SessionError>,
 }
 
 /// What the compaction stage needs of the decision.
@@ -238,9 +236,6 @@ impl CompactManager {
         );
         if let Some(e) = compacted.failure.take() {
             return Err(SessionError::Compact(e));
-        }
-        if let Some(e) = compacted.stopped.take() {
-            return Err(e);
         }
         self.after_commit(
             session,
@@ -492,29 +487,27 @@ impl CompactManager {
         state.strike_turn = last_user;
         let stopped_auto =
             !manual && matches!(decision, Decision::Compact(_)) && state.strikes >= MAX_STRIKES;
-        if stopped_auto {
+        if stopped_auto && budget.fits(effective) {
             draft.events.push(Event::new(
                 EventKind::CompactionSkipped,
                 json!({"reason": "two_strikes", "strikes": state.strikes,
                        "floor": state.strike_floor, "trigger": budget.trigger,
                        "usable": budget.usable, "effective": effective}),
             ));
-            if budget.fits(effective) {
-                draft.warnings.push(format!(
-                    "automatic compaction stopped: {} compactions in a row left the request above the trigger of {} tokens (the last reached {}); the request fits and is sent unchanged",
-                    state.strikes, budget.trigger, state.strike_floor
-                ));
-            } else {
-                done.stopped = Some(SessionError::CompactionStopped {
-                    session: session.to_owned(),
-                    strikes: state.strikes,
-                    floor: state.strike_floor,
-                    trigger: budget.trigger,
-                    usable: budget.usable,
-                    tokens: effective,
-                });
-            }
+            draft.warnings.push(format!(
+                "automatic compaction stopped: {} compactions in a row left the request above the trigger of {} tokens (the last reached {}); the request fits and is sent unchanged",
+                state.strikes, budget.trigger, state.strike_floor
+            ));
             return done;
+        }
+        if stopped_auto {
+            // The breaker spares compactions that cannot get under the trigger while the request
+            // fits; one that no longer fits is compacted anyway (sent as it is, it would be
+            // refused): a compaction that cannot make it fit fails with its typed error.
+            draft.warnings.push(format!(
+                "automatic compaction was stopped after {} compactions in a row left the request above the trigger of {} tokens, but the request ({effective} tokens) is over the usable {}: compacted anyway",
+                state.strikes, budget.trigger, budget.usable
+            ));
         }
         let Decision::Compact(reason) = decision else {
             return done;
@@ -700,7 +693,7 @@ impl CompactManager {
                        "budget": self.config().memory.as_ref().map(|m| m.budget_tokens)}),
             ));
         }
-        if compacted.failure.is_none() && compacted.stopped.is_none() {
+        if compacted.failure.is_none() {
             draft.events.push(Event::new(
                 EventKind::Sent,
                 json!({"tip": chain.tip.to_string(), "received": request.items.len(),

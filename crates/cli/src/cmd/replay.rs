@@ -13,7 +13,7 @@ use compact_core::policy::ReversibleMode;
 use compact_formats::import::ImportMode;
 use compact_replay::{
     load_job, prune_generic_jobs, render, run_matrix, score_boundaries, setup_with, strategy_names,
-    strategy_with, ProgressSink, Report, SkippedFile, StrategyFactory, NONE_STRATEGY,
+    runtime_strategy_with, strategy_with, ProgressSink, Report, SkippedFile, StrategyFactory, NONE_STRATEGY,
 };
 use std::io::IsTerminal;
 use std::path::Path;
@@ -76,6 +76,20 @@ pub struct ReplayArgs {
     /// `reversible: only`): what it removes without losing anything.
     #[arg(long = "reversible-only")]
     pub reversible_only: bool,
+    /// Which preflight replays the calls: `runtime` (the session runtime, as the proxy and the
+    /// Python binding run it: the whole history sent on every call, the view kept incrementally)
+    /// or `engine` (the engine's stateless preflight on the history as last sent).
+    #[arg(long, value_enum, default_value_t = PreflightPath::Runtime)]
+    pub preflight: PreflightPath,
+}
+
+/// See [`ReplayArgs::preflight`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PreflightPath {
+    /// The session runtime.
+    Runtime,
+    /// The engine's stateless preflight.
+    Engine,
 }
 
 /// Replays shorter than this many (session, strategy) pairs finish too fast to need a progress bar.
@@ -99,7 +113,11 @@ pub fn run(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
     let strategies = names
         .iter()
         .map(|n| {
-            strategy_with(
+            let build = match args.preflight {
+                PreflightPath::Runtime => runtime_strategy_with,
+                PreflightPath::Engine => strategy_with,
+            };
+            build(
                 n,
                 &setup.policy,
                 setup.options.counter,

@@ -63,9 +63,9 @@ fn no_readable_file_is_bad_input() {
 /// The two-strike breaker in a replay through the session runtime (`--store`): a pinned system
 /// prompt between the trigger and the usable budget keeps every request above the trigger, so the
 /// first two compactions of the user's turn cannot get under it; the breaker then sends requests
-/// uncompacted while they fit, and refuses them (naming the floor) once they do not.
+/// uncompacted while they fit, and compacts them anyway once they do not (none is refused).
 #[test]
-fn replay_through_the_runtime_stops_compacting_after_two_strikes() {
+fn replay_through_the_runtime_holds_back_after_two_strikes_and_compacts_when_over() {
     use compact_core::budget::Budget;
     use compact_core::model::{Item, Role};
     use compact_core::policy::Policy;
@@ -121,8 +121,6 @@ fn replay_through_the_runtime_stops_compacting_after_two_strikes() {
         .lines()
         .find(|l| l.contains("stored session `strikes.json`"))
         .unwrap_or_else(|| panic!("{}", out.stderr));
-    // Exactly the two strikes were attempted; later calls were held back, then refused.
-    assert!(line.contains("(2 attempted)"), "{line}");
     let number_before = |what: &str| -> usize {
         let at = line
             .find(what)
@@ -134,16 +132,14 @@ fn replay_through_the_runtime_stops_compacting_after_two_strikes() {
             .parse()
             .unwrap()
     };
+    // The two strikes, then calls held back while they fit, then compactions of requests that no
+    // longer fit; nothing refused.
     assert!(
         number_before(" sent uncompacted by the two-strike breaker") >= 1,
         "{line}"
     );
-    assert!(number_before(" refused") >= 1, "{line}");
-    assert!(
-        out.stderr.contains("automatic compaction") || out.stderr.contains("stopped"),
-        "the first refusal names the breaker: {}",
-        out.stderr
-    );
+    assert!(number_before(" attempted)") >= 3, "{line}");
+    assert_eq!(number_before(" refused"), 0, "{line}");
 }
 
 /// `--summarizer anthropic-compaction` against the simulator: every checkpoint is the provider's

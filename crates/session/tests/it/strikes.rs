@@ -1,7 +1,8 @@
 //! The two-strike breaker: when a pinned floor (here a system prompt) keeps the request above the
 //! trigger, two automatic compactions in a row fail to get under it; the third is not attempted
-//! within the same user turn (the request goes out unchanged while it fits, then a typed error names
-//! the floor); a new user turn and a manual compaction run again.
+//! within the same user turn while the request fits (it goes out unchanged); once it no longer
+//! fits it is compacted anyway (sent as it is, the provider would refuse it); a new user turn and a
+//! manual compaction run again.
 
 use crate::common::counter;
 use compact_core::budget::Budget;
@@ -81,33 +82,23 @@ fn two_compactions_above_the_trigger_stop_automatic_compaction() {
         conv.items.len(),
         "sent unchanged"
     );
-    // Grown past the usable budget: a typed error naming the floor, not a third compaction.
-    let err = loop {
+    // Grown past the usable budget: compacted anyway, back under it, and said so.
+    let compacted = loop {
         next_turn(&mut conv);
-        match manager.preflight("s", &conv) {
-            Ok(p) => assert_eq!(skipped_reason(&p).as_deref(), Some("two_strikes")),
-            Err(e) => break e,
+        let prepared = manager.preflight("s", &conv).unwrap();
+        if prepared.report.compaction.is_some() {
+            break prepared;
         }
+        assert_eq!(skipped_reason(&prepared).as_deref(), Some("two_strikes"));
+        assert!(prepared.report.effective_tokens <= budget.usable);
     };
-    match err {
-        SessionError::CompactionStopped {
-            strikes,
-            floor,
-            trigger,
-            usable,
-            tokens,
-            ..
-        } => {
-            assert_eq!(strikes, MAX_STRIKES);
-            assert!(
-                floor > trigger,
-                "the floor is what stayed above the trigger"
-            );
-            assert_eq!((trigger, usable), (budget.trigger, budget.usable));
-            assert!(tokens > usable);
-        }
-        other => panic!("expected CompactionStopped, got {other}"),
-    }
+    assert!(compacted.report.effective_tokens > budget.usable);
+    assert!(compacted.report.tokens <= budget.usable, "{:?}", compacted.report);
+    assert!(compacted
+        .report
+        .warnings
+        .iter()
+        .any(|w| w.contains("compacted anyway")));
     // A new user turn runs compaction again.
     conv.push(Item::text(Role::User, "Next: rotate the logs."));
     match manager.preflight("s", &conv) {
