@@ -1,5 +1,7 @@
 //! HTML building blocks: [`escape`] (the one function every piece of text goes through on its way
-//! into a page), path segments and query strings, and small formatting helpers.
+//! into a page), path segments and query strings, and small formatting helpers. The text helpers
+//! the charts share ([`escape`], [`escape_into`], [`thousands`], [`percent`], [`preview`]) live in
+//! `compact-chart` and are re-exported here.
 //!
 //! Transcript text is hostile input: a message may hold `<script>`, an `onerror=` attribute or a
 //! `javascript:` link. Every text and attribute value is written through [`escape`], and every URL
@@ -8,30 +10,7 @@
 
 use std::fmt::Write as _;
 
-/// Escapes `text` for HTML text and for a double- or single-quoted attribute value: `&`, `<`, `>`,
-/// `"` and `'` become character references; control characters other than tab, newline and
-/// carriage return become U+FFFD (they have no business in a page and some confuse parsers).
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + text.len() / 16);
-    escape_into(&mut out, text);
-    out
-}
-
-/// [`escape`], appending to `out`.
-pub fn escape_into(out: &mut String, text: &str) {
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            '\t' | '\n' | '\r' => out.push(c),
-            c if c.is_control() => out.push('\u{fffd}'),
-            c => out.push(c),
-        }
-    }
-}
+pub use compact_chart::{escape, escape_into, percent, preview, thousands};
 
 /// Percent-encodes one path segment or query value: every byte but ASCII letters, digits and
 /// `-._~` is escaped, so the result never holds `/`, `:`, `?`, `#`, `&`, quotes or spaces.
@@ -81,24 +60,6 @@ pub fn query_param(query: &str, key: &str) -> Option<String> {
     })
 }
 
-/// `12,345`.
-pub fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
-/// `42.0%`, or `-` when there is nothing to divide.
-pub fn percent(fraction: Option<f64>) -> String {
-    fraction.map_or_else(|| "-".to_owned(), |f| format!("{:.1}%", f * 100.0))
-}
-
 /// A UTC time as `2026-11-25 10:52:07Z` from milliseconds since the Unix epoch (civil date from
 /// days, Howard Hinnant's algorithm).
 pub fn utc(ms: u64) -> String {
@@ -122,48 +83,10 @@ pub fn utc(ms: u64) -> String {
     )
 }
 
-/// At most `max` characters of `text` (whitespace runs collapsed), with `…` when cut.
-pub fn preview(text: &str, max: usize) -> String {
-    let mut out = String::new();
-    let mut count = 0;
-    for word in text.split_whitespace() {
-        if count > 0 {
-            out.push(' ');
-            count += 1;
-        }
-        for c in word.chars() {
-            if count >= max {
-                out.push('…');
-                return out;
-            }
-            out.push(c);
-            count += 1;
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn escape_neutralises_markup_in_text_and_attributes() {
-        assert_eq!(
-            escape(r#"<script>alert("x")</script> & 'y'"#),
-            "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &#39;y&#39;"
-        );
-        assert_eq!(
-            escape("\"><svg onload=alert(1)>"),
-            "&quot;&gt;&lt;svg onload=alert(1)&gt;"
-        );
-        assert_eq!(
-            escape("a\u{0}b\u{1b}[0m\tc\n"),
-            "a\u{fffd}b\u{fffd}[0m\tc\n"
-        );
-        assert_eq!(escape("naïve — ok"), "naïve — ok");
-    }
 
     #[test]
     fn segments_cannot_carry_a_scheme_or_a_path() {
@@ -196,14 +119,8 @@ mod tests {
     }
 
     #[test]
-    fn numbers_and_times_read_well() {
-        assert_eq!(thousands(0), "0");
-        assert_eq!(thousands(1_234_567), "1,234,567");
-        assert_eq!(percent(Some(0.4567)), "45.7%");
-        assert_eq!(percent(None), "-");
+    fn times_read_well() {
         assert_eq!(utc(0), "1970-01-01 00:00:00Z");
         assert_eq!(utc(1_764_067_927_000), "2025-11-25 10:52:07Z");
-        assert_eq!(preview("a  b\n\nc", 10), "a b c");
-        assert_eq!(preview("abcdef", 3), "abc…");
     }
 }

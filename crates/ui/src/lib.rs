@@ -13,7 +13,6 @@
 //!   types).
 //! - With a [`review::Review`] desk ([`Ui::with_review`]): `/s/{id}/review` plans a compaction and
 //!   shows it with its checkpoint to edit; [`Ui::handle_post`] applies it as edited.
-//! - [`report::html`] renders a replay's report as one self-contained file.
 //!
 //! Architecture invariants: **transcript text is hostile**: every text goes through
 //! [`html::escape`], every link is built from fixed parts and percent-encoded segments, and every
@@ -43,7 +42,6 @@ pub mod diff;
 pub mod html;
 pub mod overview;
 pub mod pages;
-pub mod report;
 pub mod review;
 mod serve;
 pub mod text;

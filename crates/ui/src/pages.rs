@@ -214,6 +214,7 @@ fn sawtooth(links: &Links, o: &Overview) -> String {
         rules,
         markers,
         percent: false,
+        ..LineChart::default()
     }
     .render()
 }
@@ -272,6 +273,7 @@ pub fn session(links: &Links, o: &Overview) -> String {
             rules: Vec::new(),
             markers: Vec::new(),
             percent: true,
+            ..LineChart::default()
         }
         .render(),
     );

@@ -12,8 +12,9 @@ use compact_config::Overrides;
 use compact_core::policy::ReversibleMode;
 use compact_formats::import::ImportMode;
 use compact_replay::{
-    load_job, prune_generic_jobs, render, run_matrix, score_boundaries, setup_with, strategy_names,
-    runtime_strategy_with, strategy_with, ProgressSink, Report, SkippedFile, StrategyFactory, NONE_STRATEGY,
+    load_job, prune_generic_jobs, render, run_matrix, runtime_strategy_with, score_boundaries,
+    setup_with, strategy_names, strategy_with, ProgressSink, Report, SkippedFile, StrategyFactory,
+    NONE_STRATEGY,
 };
 use std::io::IsTerminal;
 use std::path::Path;
@@ -203,7 +204,7 @@ pub fn run(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
         .with_boundaries(&score_boundaries(&jobs, &setup.options));
 
     if let Some(path) = &args.html {
-        write_output(Some(path), &compact_ui::report::html(&report))?;
+        write_output(Some(path), &render::html(&report))?;
     }
     if let Some(url) = &args.store {
         crate::cmd::replay_store::fill(url, &jobs, &setup)?;

@@ -1,12 +1,15 @@
-//! Output of a replay: a terminal table, Markdown, an SVG plot of tokens per call, and a progress bar.
+//! Output of a replay: a terminal table, Markdown, an SVG plot of tokens per call, a self-contained
+//! HTML report, and a progress bar. The plot and the report draw their charts with `compact-chart`.
 
 mod format;
+mod html;
 mod markdown;
 mod progress;
 mod svg;
 mod table;
 
 pub use format::{human_tokens, percent};
+pub use html::{html, REPORT_POLICY};
 pub use markdown::markdown;
 pub use progress::ProgressBar;
 pub use svg::{svg, PlotOptions};

@@ -1,12 +1,13 @@
 //! A replay's report as one self-contained HTML file (`compactctl replay --html`): the per-strategy
 //! table, cost and retention charts, the probes each strategy lost, and per session the sawtooth of
-//! every strategy against the window and its retention per call. Inline CSS and SVG, no script,
-//! and a content security policy that allows nothing from anywhere, so the file can be shared and
-//! opened offline; every name from a transcript is escaped.
+//! every strategy against the window and its retention per call. Inline CSS and SVG (drawn by
+//! `compact-chart`, as the web view's are), no script, and a content security policy that allows
+//! nothing from anywhere, so the file can be shared and opened offline; every name from a
+//! transcript is escaped.
 
-use crate::chart::{bars, LineChart, Rule, Series};
-use crate::html::{escape, percent, thousands};
-use compact_replay::{ProbeKind, Report, StrategyTotals};
+use crate::probes::ProbeKind;
+use crate::report::{Report, StrategyTotals};
+use compact_chart::{bars, escape, percent, preview, thousands, LineChart, Rule, Series};
 use std::fmt::Write as _;
 
 /// The file's policy: inline styles only; no script, no network, nothing else.
@@ -102,7 +103,7 @@ fn lost_list(totals: &[StrategyTotals], lost: &[Vec<(ProbeKind, String)>]) -> St
                 out,
                 "<li><b>{}</b> {}</li>",
                 escape(kind.as_str()),
-                escape(&crate::html::preview(text, LOST_TEXT_CHARS))
+                escape(&preview(text, LOST_TEXT_CHARS))
             );
         }
         if probes.len() > MAX_LOST_LISTED {
@@ -195,6 +196,7 @@ pub fn html(report: &Report) -> String {
                 }],
                 markers: Vec::new(),
                 percent: false,
+                ..LineChart::default()
             }
             .render(),
         );
@@ -216,6 +218,7 @@ pub fn html(report: &Report) -> String {
                 rules: Vec::new(),
                 markers: Vec::new(),
                 percent: true,
+                ..LineChart::default()
             }
             .render(),
         );
