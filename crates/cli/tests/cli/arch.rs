@@ -165,3 +165,108 @@ fn arch_the_chart_crate_has_no_dependency() {
         chart["dependencies"]
     );
 }
+
+/// The modules of the crate at `src` (a top-level file or directory of it is one module; `lib.rs`
+/// and `main.rs` are the crate's root, not modules) and, per module, the other modules its code
+/// names through `crate::` (comments and `#[cfg(test)]` modules left out).
+fn module_edges(src: &std::path::Path) -> HashMap<String, BTreeSet<String>> {
+    fn files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                files(&path, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+    let mut all = Vec::new();
+    files(src, &mut all);
+    let mut edges: HashMap<String, BTreeSet<String>> = HashMap::new();
+    for path in all {
+        let rel = path.strip_prefix(src).unwrap();
+        let first = rel
+            .components()
+            .next()
+            .unwrap()
+            .as_os_str()
+            .to_string_lossy();
+        let module = first.trim_end_matches(".rs").to_owned();
+        if module == "lib" || module == "main" {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+        let targets = edges.entry(module.clone()).or_default();
+        for line in code.lines() {
+            let line = line.split("//").next().unwrap_or_default();
+            for (at, _) in line.match_indices("crate::") {
+                let name: String = line[at + "crate::".len()..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '_')
+                    .collect();
+                if !name.is_empty() && name != module {
+                    targets.insert(name);
+                }
+            }
+        }
+    }
+    let modules: BTreeSet<String> = edges.keys().cloned().collect();
+    for targets in edges.values_mut() {
+        targets.retain(|t| modules.contains(t));
+    }
+    edges
+}
+
+/// A circle of modules, if the edges hold one (the first found, in order).
+fn circle(edges: &HashMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
+    fn visit(
+        node: &str,
+        edges: &HashMap<String, BTreeSet<String>>,
+        path: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(at) = path.iter().position(|p| p == node) {
+            let mut found = path[at..].to_vec();
+            found.push(node.to_owned());
+            return Some(found);
+        }
+        if done.contains(node) {
+            return None;
+        }
+        path.push(node.to_owned());
+        for next in edges.get(node).into_iter().flatten() {
+            if let Some(found) = visit(next, edges, path, done) {
+                return Some(found);
+            }
+        }
+        path.pop();
+        done.insert(node.to_owned());
+        None
+    }
+    let mut done = BTreeSet::new();
+    let mut names: Vec<&String> = edges.keys().collect();
+    names.sort();
+    for name in names {
+        if let Some(found) = visit(name, edges, &mut Vec::new(), &mut done) {
+            return Some(found);
+        }
+    }
+    None
+}
+
+/// The session runtime's files import one way: no circle of modules (a file that implements
+/// `CompactManager` imports the manager, so the manager imports none of them).
+#[test]
+fn arch_the_session_runtime_has_no_import_circle() {
+    let edges = module_edges(&root().join("crates/session/src"));
+    assert!(edges.contains_key("manager") && edges.contains_key("preflight"));
+    assert_eq!(circle(&edges), None, "{edges:?}");
+    // The check sees a circle when there is one.
+    let mut with_one = edges.clone();
+    with_one
+        .get_mut("store")
+        .unwrap()
+        .insert("manager".to_owned());
+    assert!(circle(&with_one).is_some());
+}
