@@ -38,6 +38,9 @@
 //! | `COMPACT_PROXY_LISTEN` | `proxy.listen` |
 //! | `COMPACT_PROXY_OPENAI_BASE_URL` | `proxy.openai.base_url` |
 //! | `COMPACT_PROXY_ANTHROPIC_BASE_URL` | `proxy.anthropic.base_url` |
+//! | `COMPACT_PROXY_MAX_IN_FLIGHT` | `proxy.max_in_flight` (a number, or `off`) |
+//! | `COMPACT_PROXY_MAX_QUEUE` | `proxy.max_queue` |
+//! | `COMPACT_PROXY_QUEUE_TIMEOUT_MS` | `proxy.queue_timeout_ms` |
 //!
 //! Other `COMPACT_*` variables are ignored (other tools may use the prefix), but an empty or unparsable
 //! value of a listed variable is an error naming the variable.
@@ -47,7 +50,7 @@ use crate::layer::Overrides;
 use std::str::FromStr;
 
 /// Every variable read, in documentation order.
-pub const VARIABLES: [&str; 35] = [
+pub const VARIABLES: [&str; 38] = [
     "COMPACT_MODE",
     "COMPACT_MODEL",
     "COMPACT_MAX_CONTEXT_TOKENS",
@@ -82,6 +85,9 @@ pub const VARIABLES: [&str; 35] = [
     "COMPACT_PROXY_LISTEN",
     "COMPACT_PROXY_OPENAI_BASE_URL",
     "COMPACT_PROXY_ANTHROPIC_BASE_URL",
+    "COMPACT_PROXY_MAX_IN_FLIGHT",
+    "COMPACT_PROXY_MAX_QUEUE",
+    "COMPACT_PROXY_QUEUE_TIMEOUT_MS",
     "COMPACT_CONFIG",
 ];
 
@@ -167,6 +173,9 @@ where
             "COMPACT_PROXY_LISTEN" => o.proxy_listen = s,
             "COMPACT_PROXY_OPENAI_BASE_URL" => o.proxy_openai_base_url = s,
             "COMPACT_PROXY_ANTHROPIC_BASE_URL" => o.proxy_anthropic_base_url = s,
+            "COMPACT_PROXY_MAX_IN_FLIGHT" => o.proxy_max_in_flight = s,
+            "COMPACT_PROXY_MAX_QUEUE" => o.proxy_max_queue = num(var, value)?,
+            "COMPACT_PROXY_QUEUE_TIMEOUT_MS" => o.proxy_queue_timeout_ms = num(var, value)?,
             _ => {}
         }
     }

@@ -112,6 +112,37 @@ pub(crate) struct FileProxy {
     /// `on` or `off` (`true`/`false` too): in-band recall (the `compact_recall` tool).
     pub recall: Option<OnOff>,
     pub recall_max_detours: Option<u32>,
+    /// A number, or `off` (no bound).
+    pub max_in_flight: Option<NumberOrWord>,
+    pub max_queue: Option<usize>,
+    pub queue_timeout_ms: Option<u64>,
+}
+
+/// A setting written as a number or a word (`max_in_flight: 256` or `max_in_flight: off`), kept
+/// as text for the resolver to read as the environment's value is read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct NumberOrWord(pub String);
+
+impl<'de> Deserialize<'de> for NumberOrWord {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = NumberOrWord;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a number or a word")
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<NumberOrWord, E> {
+                Ok(NumberOrWord(v.to_string()))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<NumberOrWord, E> {
+                Ok(NumberOrWord(v.to_string()))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<NumberOrWord, E> {
+                Ok(NumberOrWord(v.to_owned()))
+            }
+        }
+        deserializer.deserialize_any(Visitor)
+    }
 }
 
 /// A switch written `on`/`off` (or `true`/`false`); anything else is an error at its line.
@@ -354,6 +385,12 @@ impl FileConfig {
                 .proxy
                 .as_ref()
                 .and_then(|x| x.anthropic.as_ref().map(|u| u.base_url.clone())),
+            proxy_max_in_flight: self
+                .proxy
+                .as_ref()
+                .and_then(|x| x.max_in_flight.as_ref().map(|n| n.0.clone())),
+            proxy_max_queue: self.proxy.as_ref().and_then(|x| x.max_queue),
+            proxy_queue_timeout_ms: self.proxy.as_ref().and_then(|x| x.queue_timeout_ms),
         }
     }
 }

@@ -79,6 +79,12 @@ pub struct Overrides {
     pub proxy_openai_base_url: Option<String>,
     /// `proxy.anthropic.base_url`.
     pub proxy_anthropic_base_url: Option<String>,
+    /// `proxy.max_in_flight`: a number, or `off`.
+    pub proxy_max_in_flight: Option<String>,
+    /// `proxy.max_queue`.
+    pub proxy_max_queue: Option<usize>,
+    /// `proxy.queue_timeout_ms`.
+    pub proxy_queue_timeout_ms: Option<u64>,
 }
 
 macro_rules! merge_fields {
@@ -130,6 +136,9 @@ impl Overrides {
             proxy_listen,
             proxy_openai_base_url,
             proxy_anthropic_base_url,
+            proxy_max_in_flight,
+            proxy_max_queue,
+            proxy_queue_timeout_ms,
         );
     }
 }

@@ -55,6 +55,9 @@
 //!   admin_token_env: COMPACT_ADMIN_TOKEN   # the admin API is off unless this variable is set
 //!   recall: on                  # offer the model `compact_recall` when a request holds stubs
 //!   recall_max_detours: 3       # recall round trips per client request
+//!   max_in_flight: 256          # requests worked on at once (default 128 per core, at most 512; off: no bound)
+//!   max_queue: 64               # requests waiting for a slot (default max_in_flight / 4; 0: none); past it: 503
+//!   queue_timeout_ms: 1000      # the longest wait for a slot; then 503 with Retry-After
 //! ```
 //!
 //! `storage: { kind: postgres, url: postgres://USER@HOST:PORT/DB }` keeps session logs in a
@@ -119,7 +122,7 @@ mod session;
 pub use error::ConfigError;
 pub use file::SUMMARY_STYLES;
 pub use layer::Overrides;
-pub use proxy::{ProxyModelSettings, ProxySettings, UpstreamSettings};
+pub use proxy::{InFlightLimit, ProxyModelSettings, ProxySettings, UpstreamSettings};
 pub use resolve::{CacheWarmSetting, Config, SummarizerKind, SummarizerSettings};
 pub use session::{
     ArchiveRetention, ArchiveSettings, ExporterSettings, MemorySettings, OtlpProtocol,

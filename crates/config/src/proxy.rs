@@ -54,6 +54,39 @@ pub struct ProxySettings {
     /// `proxy.recall_max_detours`: the most recall round trips per client request (0: the tool is
     /// offered but every recall-only reply ends the detours at once).
     pub recall_max_detours: Option<u32>,
+    /// `proxy.max_in_flight` / `COMPACT_PROXY_MAX_IN_FLIGHT` / `--max-in-flight`: requests the
+    /// proxy works on at once (`off`: no bound; 0 is the default, as unset).
+    pub max_in_flight: Option<InFlightLimit>,
+    /// `proxy.max_queue` / `COMPACT_PROXY_MAX_QUEUE` / `--max-queue`: requests that may wait for a
+    /// slot before the next is shed (0: none waits).
+    pub max_queue: Option<usize>,
+    /// `proxy.queue_timeout_ms` / `COMPACT_PROXY_QUEUE_TIMEOUT_MS` / `--queue-timeout-ms`: the
+    /// longest wait for a slot (at least 1).
+    pub queue_timeout_ms: Option<u64>,
+}
+
+/// `proxy.max_in_flight`: a bound on the requests the proxy works on at once, or none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InFlightLimit {
+    /// `off`: every request is admitted; nothing is shed.
+    Off,
+    /// At most this many (at least 1).
+    Max(usize),
+}
+
+impl InFlightLimit {
+    /// Parses a number or `off`; `None` for 0 (the default, as if unset).
+    pub(crate) fn parse(text: &str) -> Result<Option<InFlightLimit>, String> {
+        let text = text.trim();
+        if text.eq_ignore_ascii_case("off") {
+            return Ok(Some(InFlightLimit::Off));
+        }
+        match text.parse::<usize>() {
+            Ok(0) => Ok(None),
+            Ok(n) => Ok(Some(InFlightLimit::Max(n))),
+            Err(_) => Err("expected a number of requests, or off (no bound)".to_owned()),
+        }
+    }
 }
 
 /// Checks that `url` is an `http://` or `https://` URL with a host.

@@ -4,7 +4,9 @@
 use crate::error::ConfigError;
 use crate::file::{FileConfig, FileStorageKind, FileUpstream};
 use crate::layer::Overrides;
-use crate::proxy::{check_base_url, ProxyModelSettings, ProxySettings, UpstreamSettings};
+use crate::proxy::{
+    check_base_url, InFlightLimit, ProxyModelSettings, ProxySettings, UpstreamSettings,
+};
 use crate::session::{
     ArchiveRetention, ArchiveSettings, ExporterSettings, MemorySettings, OtlpProtocol,
     OtlpSettings, RedactionSettings, SessionSettings, StorageSettings, TelemetrySettings,
@@ -935,6 +937,19 @@ fn proxy_settings(file: &FileConfig, o: &Overrides) -> Result<ProxySettings, Con
             "must be at least 1".to_owned(),
         ));
     }
+    let max_in_flight = match &o.proxy_max_in_flight {
+        Some(text) => {
+            InFlightLimit::parse(text).map_err(|reason| bad("proxy.max_in_flight", text, reason))?
+        }
+        None => None,
+    };
+    if o.proxy_queue_timeout_ms == Some(0) {
+        return Err(bad(
+            "proxy.queue_timeout_ms",
+            "0",
+            "must be at least 1 (max_queue: 0 sheds without waiting)".to_owned(),
+        ));
+    }
     Ok(ProxySettings {
         listen,
         max_body_bytes: section.max_body_bytes,
@@ -946,6 +961,9 @@ fn proxy_settings(file: &FileConfig, o: &Overrides) -> Result<ProxySettings, Con
         admin_token_env: section.admin_token_env.clone(),
         recall: section.recall.map(|s| s.0),
         recall_max_detours: section.recall_max_detours,
+        max_in_flight,
+        max_queue: o.proxy_max_queue,
+        queue_timeout_ms: o.proxy_queue_timeout_ms,
     })
 }
 

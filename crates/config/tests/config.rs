@@ -600,6 +600,75 @@ fn proxy_settings_layer_and_are_validated() {
 }
 
 #[test]
+fn load_shedding_settings_layer_and_are_validated() {
+    use compact_config::InFlightLimit;
+    let c = Config::from_sources(None, &none(), &none()).unwrap();
+    let p = c.proxy();
+    assert_eq!(
+        (p.max_in_flight, p.max_queue, p.queue_timeout_ms),
+        (None, None, None),
+        "unset: the proxy's defaults"
+    );
+    let yaml = "proxy:\n  max_in_flight: 64\n  max_queue: 8\n  queue_timeout_ms: 250\n";
+    let c = Config::from_sources(Some(("p.yaml", yaml)), &none(), &none()).unwrap();
+    let p = c.proxy();
+    assert_eq!(p.max_in_flight, Some(InFlightLimit::Max(64)));
+    assert_eq!((p.max_queue, p.queue_timeout_ms), (Some(8), Some(250)));
+    let zero = "proxy:\n  max_in_flight: 0\n  max_queue: 0\n";
+    let c = Config::from_sources(Some(("p.yaml", zero)), &none(), &none()).unwrap();
+    assert_eq!(
+        (c.proxy().max_in_flight, c.proxy().max_queue),
+        (None, Some(0)),
+        "max_in_flight 0 is the default; max_queue 0 is no queue"
+    );
+    let off = "proxy:\n  max_in_flight: off\n";
+    let c = Config::from_sources(Some(("p.yaml", off)), &none(), &none()).unwrap();
+    assert_eq!(c.proxy().max_in_flight, Some(InFlightLimit::Off));
+
+    // The environment wins over the file, and the flags over both.
+    let env = env::from_vars([
+        ("COMPACT_PROXY_MAX_IN_FLIGHT", "OFF"),
+        ("COMPACT_PROXY_MAX_QUEUE", "3"),
+        ("COMPACT_PROXY_QUEUE_TIMEOUT_MS", "40"),
+    ])
+    .unwrap();
+    let c = Config::from_sources(Some(("p.yaml", yaml)), &env, &none()).unwrap();
+    let p = c.proxy();
+    assert_eq!(p.max_in_flight, Some(InFlightLimit::Off));
+    assert_eq!((p.max_queue, p.queue_timeout_ms), (Some(3), Some(40)));
+    let flags = Overrides {
+        proxy_max_in_flight: Some("12".to_owned()),
+        proxy_queue_timeout_ms: Some(5),
+        ..Overrides::default()
+    };
+    let c = Config::from_sources(Some(("p.yaml", yaml)), &env, &flags).unwrap();
+    let p = c.proxy();
+    assert_eq!(p.max_in_flight, Some(InFlightLimit::Max(12)));
+    assert_eq!((p.max_queue, p.queue_timeout_ms), (Some(3), Some(5)));
+
+    for (bad, names) in [
+        ("proxy:\n  max_in_flight: lots\n", "proxy.max_in_flight"),
+        ("proxy:\n  max_in_flight: -1\n", "proxy.max_in_flight"),
+        ("proxy:\n  queue_timeout_ms: 0\n", "proxy.queue_timeout_ms"),
+        ("proxy:\n  max_queue: -1\n", "p.yaml:2:"),
+        ("proxy:\n  max_queu: 1\n", "max_queu"),
+    ] {
+        let err = Config::from_sources(Some(("p.yaml", bad)), &none(), &none()).unwrap_err();
+        assert!(err.to_string().contains(names), "{bad}: {err}");
+    }
+    for (var, value) in [
+        ("COMPACT_PROXY_MAX_QUEUE", "many"),
+        ("COMPACT_PROXY_QUEUE_TIMEOUT_MS", "1s"),
+    ] {
+        let err = env::from_vars([(var, value)]).unwrap_err();
+        assert!(err.to_string().contains(var), "{err}");
+    }
+    let vars = env::from_vars([("COMPACT_PROXY_MAX_IN_FLIGHT", "unbounded")]).unwrap();
+    let err = Config::from_sources(None, &vars, &none()).unwrap_err();
+    assert!(err.to_string().contains("proxy.max_in_flight"), "{err}");
+}
+
+#[test]
 fn a_model_route_chooses_its_compaction_backend() {
     let yaml = "summarizer: { kind: deterministic }\nproxy:\n  models:\n    - { name: claude-a, summarizer: anthropic-compaction }\n    - { name: claude-b, context_window: 64000 }\n    - { name: claude-c, summarizer: Deterministic }\n";
     let c = Config::from_sources(Some(("p.yaml", yaml)), &none(), &none()).unwrap();

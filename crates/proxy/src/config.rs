@@ -27,6 +27,23 @@ pub const DEFAULT_DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
 /// originals for one answer is better served by the reply it can give (and its next turn can ask
 /// again); each detour is a whole upstream call.
 pub const DEFAULT_RECALL_MAX_DETOURS: u32 = 3;
+/// Default bound on in-flight requests per core: a request costs the proxy about 1.3 ms of CPU
+/// (BENCHMARKS.md, "Proxy versus peers"), so if every admitted request needed its preflight at once
+/// the last would wait about 170 ms for a core; the rest of a request's life is spent waiting on
+/// the upstream, which costs a socket and the memory of its body and conversation.
+pub const IN_FLIGHT_PER_CORE: usize = 128;
+/// Ceiling of the default in-flight bound: Tokio's default number of blocking threads. A request
+/// may hold one during its preflight (a compaction whose summariser is an LLM holds it for the
+/// summariser's call), and a preflight that found none free would stall a runtime worker.
+pub const MAX_DEFAULT_IN_FLIGHT: usize = 512;
+/// The default queue is this fraction of the in-flight bound: a slot frees when a request ends, and
+/// agent calls last seconds, so within one default queue timeout about a quarter of the slots (of
+/// calls lasting four seconds) free up; a request beyond that would wait the whole timeout and be
+/// shed anyway, and is better told at once.
+pub const QUEUE_PER_IN_FLIGHT: usize = 4;
+/// Default longest wait for a slot: short against an agent call (seconds), long enough to ride out
+/// a burst; a shed request's `Retry-After` is this, rounded up to whole seconds.
+pub const DEFAULT_QUEUE_TIMEOUT: Duration = Duration::from_secs(1);
 /// Default OpenAI upstream.
 pub const DEFAULT_OPENAI_BASE_URL: &str = "https://api.openai.com";
 /// Default Anthropic upstream.
@@ -140,6 +157,8 @@ pub struct ProxyConfig {
     pub window_cap: Option<usize>,
     /// Where `compactctl run` keeps the outputs it cut: `compact_recall` answers their ids too.
     pub kept_outputs: Option<KeptOutputs>,
+    /// The bounds on requests worked on and waiting, past which requests are shed.
+    pub admission: AdmissionConfig,
 }
 
 /// The outputs `compactctl run` (the agents' `PreToolUse` hook) kept whole: a model that sees one
@@ -161,6 +180,57 @@ pub struct RecallConfig {
     /// The most recall round trips per client request; past it the request is sent without the
     /// tool and whatever comes back goes to the client.
     pub max_detours: u32,
+}
+
+/// Admission and load shedding (see [`crate::admission`]): how many proxied requests are worked
+/// on at once and how many may wait for a slot; past that a request is answered 503 with
+/// `Retry-After` at once. Health, readiness, metrics and the admin API are never counted or shed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AdmissionConfig {
+    /// Requests worked on at once, each from its arrival to the end of its reply's body (streams
+    /// included); `None`: no bound, nothing is shed.
+    pub max_in_flight: Option<usize>,
+    /// Requests that may wait for a slot; a request that finds the queue full is shed at once
+    /// (0: none waits).
+    pub max_queue: usize,
+    /// Longest wait for a slot; a request still waiting then is shed.
+    pub queue_timeout: Duration,
+}
+
+impl AdmissionConfig {
+    /// At most `max_in_flight` (at least 1) requests at once, with the default queue for it.
+    pub fn with_max_in_flight(max_in_flight: usize) -> Self {
+        let max_in_flight = max_in_flight.max(1);
+        AdmissionConfig {
+            max_in_flight: Some(max_in_flight),
+            max_queue: max_in_flight / QUEUE_PER_IN_FLIGHT,
+            queue_timeout: DEFAULT_QUEUE_TIMEOUT,
+        }
+    }
+
+    /// No bound: every request is admitted at once (in-flight requests are still counted).
+    pub fn unbounded() -> Self {
+        AdmissionConfig {
+            max_in_flight: None,
+            ..AdmissionConfig::with_max_in_flight(1)
+        }
+    }
+
+    /// The default in-flight bound on this machine: [`IN_FLIGHT_PER_CORE`] per core the process
+    /// may use, at most [`MAX_DEFAULT_IN_FLIGHT`].
+    pub fn default_max_in_flight() -> usize {
+        let cores = std::thread::available_parallelism().map_or(1, usize::from);
+        cores
+            .saturating_mul(IN_FLIGHT_PER_CORE)
+            .min(MAX_DEFAULT_IN_FLIGHT)
+    }
+}
+
+impl Default for AdmissionConfig {
+    /// Sized from the machine: [`AdmissionConfig::default_max_in_flight`].
+    fn default() -> Self {
+        AdmissionConfig::with_max_in_flight(AdmissionConfig::default_max_in_flight())
+    }
 }
 
 impl Default for RecallConfig {
@@ -185,6 +255,7 @@ impl std::fmt::Debug for ProxyConfig {
             .field("admin_token", &self.admin_token.as_ref().map(|_| "<set>"))
             .field("session", &self.session)
             .field("recall", &self.recall)
+            .field("admission", &self.admission)
             .finish_non_exhaustive()
     }
 }
@@ -215,6 +286,7 @@ impl ProxyConfig {
             recall: RecallConfig::default(),
             window_cap: None,
             kept_outputs: None,
+            admission: AdmissionConfig::default(),
         }
     }
 
@@ -265,6 +337,21 @@ impl ProxyConfig {
         }
         if let Some(n) = settings.recall_max_detours {
             proxy.recall.max_detours = n;
+        }
+        match settings.max_in_flight {
+            Some(compact_config::InFlightLimit::Off) => {
+                proxy.admission = AdmissionConfig::unbounded();
+            }
+            Some(compact_config::InFlightLimit::Max(n)) => {
+                proxy.admission = AdmissionConfig::with_max_in_flight(n);
+            }
+            None => {}
+        }
+        if let Some(n) = settings.max_queue {
+            proxy.admission.max_queue = n;
+        }
+        if let Some(ms) = settings.queue_timeout_ms {
+            proxy.admission.queue_timeout = Duration::from_millis(ms);
         }
         proxy.registry = config.registry().clone();
         proxy

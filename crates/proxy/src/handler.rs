@@ -1,14 +1,14 @@
-//! The request entry point: operations endpoints, the admin API, the body limit, then the
-//! compacting routes ([`crate::compacting`]) or plain forwarding of everything else.
+//! The request entry point: operations endpoints, the admin API, admission (a slot, or 503 at
+//! once: [`crate::admission`]), the body limit, then the compacting routes
+//! ([`crate::compacting`]) or plain forwarding of everything else.
 
-use crate::compacting;
 use crate::log::{emit, Level};
 use crate::reply::{error_response, text_response, ErrorKind, ProxyBody};
 use crate::route::{Family, Route};
 use crate::server::Shared;
 use crate::stream::StreamBody;
 use crate::upstream::upstream_url;
-use crate::{admin, headers};
+use crate::{admin, admission, compacting, headers};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
@@ -48,9 +48,26 @@ pub(crate) async fn handle(
     }
     let route = Route::of(req.method(), &path);
     let family = route.family(&path, req.headers());
+    // Admitted before its body is read: a request waiting for a slot holds no memory.
+    let permit = match shared.admission.admit().await {
+        Ok(permit) => permit,
+        Err(shed) => {
+            let response = shared.admission.shed(route.label(), family, shed);
+            discard_body(req.into_body(), shared.config.max_body_bytes).await;
+            return Ok(response);
+        }
+    };
     let (parts, body) = req.into_parts();
-    let body = match read_body(body, shared.config.max_body_bytes).await {
-        Ok(b) => b,
+    let (response, mut detail) = match read_body(body, shared.config.max_body_bytes).await {
+        Ok(body) => match route.format() {
+            Some(format) => {
+                compacting::handle(&shared, route, family, format, &parts, body, started).await
+            }
+            None => (
+                forward_untouched(&shared, route, family, None, &parts, body, started).await,
+                None,
+            ),
+        },
         Err(kind) => {
             let message = match kind {
                 ErrorKind::TooLarge => format!(
@@ -59,22 +76,17 @@ pub(crate) async fn handle(
                 ),
                 _ => "the request body could not be read".to_owned(),
             };
-            let response = error_response(family, kind, &message);
-            finish(&shared, route, &response, started, None);
-            return Ok(response);
+            (error_response(family, kind, &message), None)
         }
     };
-    let (response, detail) = match route.format() {
-        Some(format) => {
-            compacting::handle(&shared, route, family, format, &parts, body, started).await
+    if let Some(waited) = permit.waited {
+        // A request that waited for its slot says how long in its log line.
+        if let Some(fields) = detail.get_or_insert_with(|| json!({})).as_object_mut() {
+            fields.insert("queued_ms".into(), json!(waited.as_secs_f64() * 1000.0));
         }
-        None => (
-            forward_untouched(&shared, route, family, None, &parts, body, started).await,
-            None,
-        ),
-    };
+    }
     finish(&shared, route, &response, started, detail);
-    Ok(response)
+    Ok(admission::hold(response, permit))
 }
 
 /// Counts and logs an answered request.
@@ -122,6 +134,18 @@ async fn readyz(shared: &Shared) -> Response<ProxyBody> {
             "text/plain",
             "session store unreachable\n".into(),
         )
+    }
+}
+
+/// Reads a shed request's body (at most `limit` bytes) and drops it, so that a client still
+/// sending reads the answer rather than a reset, and the connection stays usable.
+async fn discard_body(mut body: Incoming, limit: usize) {
+    let mut read = 0;
+    while let Some(Ok(frame)) = body.frame().await {
+        read += frame.data_ref().map_or(0, Bytes::len);
+        if read > limit {
+            break;
+        }
     }
 }
 

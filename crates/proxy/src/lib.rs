@@ -24,7 +24,9 @@
 //!
 //! Operations: `GET /healthz`, `GET /readyz` (503 while draining or when the store is
 //! unreachable), `GET /metrics` (Prometheus text: [`metrics`]) and an admin API under `/admin/`
-//! behind a bearer token (off without one: [`admin`]).
+//! behind a bearer token (off without one: [`admin`]). They are never shed: every other request
+//! passes [`admission`] first, a bound on the requests worked on at once and on those waiting for
+//! a slot, past which a request is answered 503 with `Retry-After` at once.
 //!
 //! Architecture invariants: the proxy owns no compaction logic (it calls the session runtime) and
 //! no configuration source (a [`ProxyConfig`] is resolved by the caller and passed in); headers
@@ -48,6 +50,7 @@
 //! ```
 
 pub mod admin;
+pub mod admission;
 mod compacting;
 pub mod config;
 mod decoders;
@@ -66,7 +69,9 @@ pub mod stream;
 pub mod upstream;
 pub mod usage;
 
-pub use config::{Backend, KeptOutputs, ModelRoute, ProxyConfig, RecallConfig, Upstream};
+pub use config::{
+    AdmissionConfig, Backend, KeptOutputs, ModelRoute, ProxyConfig, RecallConfig, Upstream,
+};
 pub use log::{LogSink, MemoryLog, StderrLog};
 pub use metrics::Metrics;
 pub use route::{Family, Route};

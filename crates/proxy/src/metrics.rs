@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -29,6 +29,9 @@ pub struct Metrics {
     latency_buckets: [AtomicU64; LATENCY_BUCKETS.len()],
     latency_count: AtomicU64,
     latency_sum_us: AtomicU64,
+    shed: Mutex<BTreeMap<&'static str, u64>>,
+    in_flight: AtomicI64,
+    queued: AtomicI64,
 }
 
 /// Writes a counter with one label (`name{label="value"} n` per value) to `out`.
@@ -114,6 +117,41 @@ impl Metrics {
             .get(outcome.label())
             .copied()
             .unwrap_or(0)
+    }
+
+    /// A request shed by admission, by reason (`queue_full`, `queue_timeout`).
+    pub fn shed(&self, reason: &'static str) {
+        bump(&self.shed, reason);
+    }
+
+    /// Requests shed so far for `reason`.
+    pub fn shed_of(&self, reason: &str) -> u64 {
+        self.shed
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(reason)
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// A request admitted (`1`) or finished (`-1`).
+    pub fn in_flight_changed(&self, by: i64) {
+        self.in_flight.fetch_add(by, Ordering::Relaxed);
+    }
+
+    /// A request joined (`1`) or left (`-1`) the queue for a slot.
+    pub fn queued_changed(&self, by: i64) {
+        self.queued.fetch_add(by, Ordering::Relaxed);
+    }
+
+    /// Requests admitted and not finished (their reply's body not yet sent).
+    pub fn in_flight(&self) -> i64 {
+        self.in_flight.load(Ordering::Relaxed)
+    }
+
+    /// Requests waiting for a slot.
+    pub fn queued(&self) -> i64 {
+        self.queued.load(Ordering::Relaxed)
     }
 
     /// Time the proxy spent on a request before sending it upstream.
@@ -217,6 +255,29 @@ impl Metrics {
             "Requests on compacting routes forwarded untouched, by reason.",
             &self.passthrough,
         );
+        labelled(
+            &mut out,
+            ("compact_proxy_shed_total", "reason"),
+            "Requests answered 503 at once because the proxy was at capacity, by reason.",
+            &self.shed,
+        );
+        for (name, help, value) in [
+            (
+                "compact_proxy_in_flight_requests",
+                "Proxied requests being worked on (until their reply's body is sent).",
+                self.in_flight.load(Ordering::Relaxed),
+            ),
+            (
+                "compact_proxy_queued_requests",
+                "Proxied requests waiting for a slot.",
+                self.queued.load(Ordering::Relaxed),
+            ),
+        ] {
+            let _ = writeln!(
+                out,
+                "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {value}"
+            );
+        }
         let counters = [
             (
                 "compact_proxy_compactions_total",
@@ -293,6 +354,9 @@ mod tests {
         m.passthrough("undecodable");
         m.passthrough("provider_compaction");
         m.passthrough("undecodable");
+        m.shed("queue_full");
+        m.in_flight_changed(3);
+        m.in_flight_changed(-1);
         m.added_latency(Duration::from_micros(300));
         m.added_latency(Duration::from_secs(10));
         let text = m.render();
@@ -303,6 +367,11 @@ mod tests {
         assert!(text.contains("compact_passthrough_total{reason=\"undecodable\"} 2"));
         assert!(text.contains("compact_passthrough_total{reason=\"provider_compaction\"} 1"));
         assert!(text.contains("compact_recall_calls_total{outcome=\"not_found\"} 1"));
+        assert!(text.contains("compact_proxy_shed_total{reason=\"queue_full\"} 1"));
+        assert!(text.contains(
+            "# TYPE compact_proxy_in_flight_requests gauge\ncompact_proxy_in_flight_requests 2\n"
+        ));
+        assert!(text.contains("compact_proxy_queued_requests 0\n"));
         assert_eq!(m.recall_calls(crate::recall::Outcome::Found), 2);
         assert!(text.contains("compact_proxy_added_latency_seconds_bucket{le=\"0.00025\"} 0"));
         assert!(text.contains("compact_proxy_added_latency_seconds_bucket{le=\"0.0005\"} 1"));

@@ -62,6 +62,10 @@ pub enum ErrorKind {
     Timeout,
     /// The proxy failed: 500.
     Internal,
+    /// The proxy is at capacity and shed the request: 503 (with `Retry-After`, which the
+    /// providers' SDKs honour when they retry). Anthropic's own overload is 529; a proxy answering
+    /// for itself says 503, which both SDKs retry as well.
+    Overloaded,
 }
 
 impl ErrorKind {
@@ -72,6 +76,7 @@ impl ErrorKind {
             ErrorKind::BadGateway => StatusCode::BAD_GATEWAY,
             ErrorKind::Timeout => StatusCode::GATEWAY_TIMEOUT,
             ErrorKind::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+            ErrorKind::Overloaded => StatusCode::SERVICE_UNAVAILABLE,
         }
     }
 
@@ -81,6 +86,7 @@ impl ErrorKind {
             ErrorKind::TooLarge => "request_too_large",
             ErrorKind::BadGateway | ErrorKind::Internal => "api_error",
             ErrorKind::Timeout => "timeout_error",
+            ErrorKind::Overloaded => "overloaded_error",
         }
     }
 
@@ -91,6 +97,7 @@ impl ErrorKind {
             ErrorKind::BadGateway => "upstream_error",
             ErrorKind::Timeout => "upstream_timeout",
             ErrorKind::Internal => "proxy_error",
+            ErrorKind::Overloaded => "proxy_overloaded",
         }
     }
 }
@@ -104,6 +111,8 @@ pub fn error_body(family: Family, kind: ErrorKind, message: &str) -> Value {
         Family::OpenAi => {
             let ty = match kind {
                 ErrorKind::InvalidRequest | ErrorKind::TooLarge => "invalid_request_error",
+                // OpenAI's own 503 ("The server is overloaded or not ready yet.").
+                ErrorKind::Overloaded => "server_error",
                 _ => "api_error",
             };
             json!({"error": {"message": message, "type": ty, "param": null, "code": kind.openai_code()}})

@@ -48,6 +48,8 @@ pub(crate) struct Shared {
     pub client: UpstreamClient,
     pub metrics: Arc<Metrics>,
     pub log: Arc<dyn LogSink>,
+    /// The bound on proxied requests in flight and waiting ([`crate::admission`]).
+    pub admission: crate::admission::Gate,
     pub draining: AtomicBool,
     /// (session, parent) links this process has logged or found (so a subagent's requests read its
     /// log for the link once); cleared past [`MAX_LINKED_CACHED`].
@@ -97,6 +99,9 @@ impl Proxy {
             compact_ui::Review::new(move |session: &str| managers.for_session(session))
         };
         let ui = compact_ui::Ui::new(crate::admin::UI_BASE).with_review(Arc::new(desk));
+        let metrics = Arc::new(Metrics::default());
+        let admission =
+            crate::admission::Gate::new(config.admission, Arc::clone(&metrics), Arc::clone(&log));
         Ok(Proxy {
             shared: Arc::new(Shared {
                 decoders: crate::decoders::Decoders::new(config.session.max_cached_sessions),
@@ -104,8 +109,9 @@ impl Proxy {
                 managers,
                 ui,
                 client: UpstreamClient::new()?,
-                metrics: Arc::new(Metrics::default()),
+                metrics,
                 log,
+                admission,
                 draining: AtomicBool::new(false),
                 linked: std::sync::Mutex::new(std::collections::HashSet::new()),
             }),
@@ -142,6 +148,9 @@ impl Proxy {
             json!({"addr": addr.to_string(),
                    "admin_api": self.shared.config.admin_token.is_some(),
                    "recall": self.shared.config.recall.enabled,
+                   "max_in_flight": self.shared.config.admission.max_in_flight,
+                   "max_queue": self.shared.config.admission.max_queue,
+                   "queue_timeout_ms": self.shared.config.admission.queue_timeout.as_millis() as u64,
                    "summarizer": self.shared.config.session.summarizer.name(),
                    "backends": self.shared.config.models.iter()
                        .filter_map(|m| m.backend.as_ref().map(|b| (m.name.clone(), json!(b.summarizer().name()))))

@@ -53,6 +53,18 @@ pub struct ServeArgs {
     /// replaced; same as `proxy.recall: off`).
     #[arg(long)]
     no_recall: bool,
+    /// Requests worked on at once, `off` for no bound (default 128 per core, at most 512; or
+    /// `proxy.max_in_flight`, or COMPACT_PROXY_MAX_IN_FLIGHT). Health, metrics and admin requests
+    /// are never counted.
+    #[arg(long, value_name = "N|off")]
+    max_in_flight: Option<String>,
+    /// Requests that may wait for a slot; past them a request gets 503 with Retry-After at once
+    /// (default a quarter of --max-in-flight; 0: none waits).
+    #[arg(long, value_name = "N")]
+    max_queue: Option<usize>,
+    /// Longest wait for a slot before the request gets 503 with Retry-After (default 1000).
+    #[arg(long, value_name = "MS")]
+    queue_timeout_ms: Option<u64>,
 }
 
 /// Runs the proxy until SIGINT or SIGTERM, then drains in-flight requests.
@@ -63,6 +75,9 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
         proxy_listen: args.listen.clone(),
         proxy_openai_base_url: args.openai_base_url.clone(),
         proxy_anthropic_base_url: args.anthropic_base_url.clone(),
+        proxy_max_in_flight: args.max_in_flight.clone(),
+        proxy_max_queue: args.max_queue,
+        proxy_queue_timeout_ms: args.queue_timeout_ms,
         ..Overrides::default()
     };
     let config = Config::load(args.config.as_deref().map(Path::new), &flags)

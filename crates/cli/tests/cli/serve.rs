@@ -93,6 +93,8 @@ fn serve_refuses_bad_settings() {
         ["serve", "--listen", "nowhere"],
         ["serve", "--openai-base-url", "ftp://example"],
         ["serve", "--store", "redis://x"],
+        ["serve", "--max-in-flight", "lots"],
+        ["serve", "--queue-timeout-ms", "0"],
     ] {
         let out = run_env(&args, &[]);
         assert_eq!(out.code, 2, "{args:?}: {}", out.stderr);
@@ -149,6 +151,37 @@ fn listening_line(args: &[&str]) -> (serde_json::Value, String) {
 fn serve_no_recall_turns_in_band_recall_off() {
     let (listening, line) = listening_line(&["--no-recall"]);
     assert_eq!(listening["recall"], false, "{line}");
+}
+
+#[test]
+fn serve_takes_the_load_shedding_bounds_from_its_flags() {
+    let (listening, line) = listening_line(&[
+        "--max-in-flight",
+        "3",
+        "--max-queue",
+        "1",
+        "--queue-timeout-ms",
+        "250",
+    ]);
+    assert_eq!(
+        (
+            &listening["max_in_flight"],
+            &listening["max_queue"],
+            &listening["queue_timeout_ms"]
+        ),
+        (
+            &serde_json::json!(3),
+            &serde_json::json!(1),
+            &serde_json::json!(250)
+        ),
+        "{line}"
+    );
+    let (listening, line) = listening_line(&["--max-in-flight", "off"]);
+    assert!(listening["max_in_flight"].is_null(), "{line}");
+    let (listening, line) = listening_line(&["--max-in-flight", "0"]);
+    let default = listening["max_in_flight"].as_u64().unwrap_or(0);
+    assert!((128..=512).contains(&default), "0 is the default: {line}");
+    assert_eq!(listening["max_queue"], default / 4, "{line}");
 }
 
 #[test]

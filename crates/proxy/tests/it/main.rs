@@ -22,4 +22,5 @@ mod recall;
 mod recovery;
 mod replicas;
 mod requests;
+mod shed;
 mod subagents;
