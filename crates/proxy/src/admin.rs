@@ -17,7 +17,7 @@
 //! and carry the key of a proposal the page was shown.
 
 use crate::reply::{json_response, ProxyBody};
-use crate::server::Shared;
+use crate::state::{Shared, UI_BASE};
 use compact_core::redact::same_secret;
 use compact_session::record::Record;
 use compact_session::{SessionError, StoreError};
@@ -99,8 +99,6 @@ pub(crate) async fn handle(shared: &Arc<Shared>, req: Request<Incoming>) -> Resp
     })
 }
 
-/// Where the web view is mounted.
-pub(crate) const UI_BASE: &str = "/admin/ui";
 /// The page that trades the token (query `token`) for the cookie.
 const UI_LOGIN: &str = "/admin/ui/login";
 /// The cookie holding the admin token for the web view.

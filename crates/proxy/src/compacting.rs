@@ -23,9 +23,9 @@ use crate::recall::sniff::Verdict;
 use crate::recall::{self, RecallTurn};
 use crate::reply::{error_response, full, stream_error_event, ErrorKind, ProxyBody};
 use crate::route::{Family, Route};
-use crate::server::Shared;
 use crate::session_id::{client_session, parent_id, session_id};
 use crate::sse::SseSplitter;
+use crate::state::Shared;
 use crate::stream::{StreamBody, StreamEnd, UsageTap};
 use crate::usage::usage_in;
 use bytes::Bytes;
@@ -272,7 +272,7 @@ async fn link(
 ) -> Result<(), String> {
     let first = {
         let mut linked = shared.linked.lock().unwrap_or_else(|e| e.into_inner());
-        if linked.len() >= crate::server::MAX_LINKED_CACHED {
+        if linked.len() >= crate::state::MAX_LINKED_CACHED {
             linked.clear();
         }
         linked.insert((session.to_owned(), parent.clone()))

@@ -5,7 +5,7 @@
 use crate::log::{emit, Level};
 use crate::reply::{error_response, text_response, ErrorKind, ProxyBody};
 use crate::route::{Family, Route};
-use crate::server::Shared;
+use crate::state::Shared;
 use crate::stream::StreamBody;
 use crate::upstream::upstream_url;
 use crate::{admin, admission, compacting, headers};

@@ -1,63 +1,20 @@
-//! [`Proxy`]: the shared state, the accept loop and graceful shutdown. On shutdown the proxy stops
+//! [`Proxy`]: the accept loop and graceful shutdown over the shared state ([`crate::state`]). On shutdown the proxy stops
 //! accepting, answers `/readyz` with 503, lets in-flight requests (streams included) finish for up
 //! to the drain timeout, then returns.
 
 use crate::config::ProxyConfig;
+use crate::error::ProxyError;
 use crate::log::{emit, Level, LogSink};
-use crate::managers::Managers;
 use crate::metrics::Metrics;
-use crate::upstream::{TlsError, UpstreamClient};
+use crate::state::Shared;
 use compact_session::Store;
 use hyper_util::rt::TokioIo;
 use hyper_util::server::graceful::GracefulShutdown;
 use serde_json::json;
 use std::future::Future;
-use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use tokio::net::TcpListener;
-
-/// Why the proxy could not start or serve.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ProxyError {
-    /// The listening socket could not be bound or read.
-    #[error("cannot listen on {addr}: {source}")]
-    Bind {
-        /// The address.
-        addr: SocketAddr,
-        /// The cause.
-        source: std::io::Error,
-    },
-    /// The TLS client could not be set up.
-    #[error(transparent)]
-    Tls(#[from] TlsError),
-    /// The session runtime refused the configuration.
-    #[error(transparent)]
-    Session(#[from] compact_session::SessionError),
-}
-
-/// What every request handler shares.
-pub(crate) struct Shared {
-    pub config: ProxyConfig,
-    pub managers: Arc<Managers>,
-    /// Per session, the last request decoded (the next is decoded from its first new message).
-    pub decoders: crate::decoders::Decoders,
-    /// The web view under `/admin/ui/`, with its review desk (proposals waiting to be applied).
-    pub ui: compact_ui::Ui,
-    pub client: UpstreamClient,
-    pub metrics: Arc<Metrics>,
-    pub log: Arc<dyn LogSink>,
-    /// The bound on proxied requests in flight and waiting ([`crate::admission`]).
-    pub admission: crate::admission::Gate,
-    pub draining: AtomicBool,
-    /// (session, parent) links this process has logged or found (so a subagent's requests read its
-    /// log for the link once); cleared past [`MAX_LINKED_CACHED`].
-    pub linked: std::sync::Mutex<std::collections::HashSet<(String, String)>>,
-}
-
-/// Most sessions remembered as linked before the set is cleared.
-pub(crate) const MAX_LINKED_CACHED: usize = 65_536;
 
 /// The compaction proxy. Build it with [`Proxy::new`], then [`Proxy::serve`] on a listener.
 #[derive(Clone)]
@@ -80,41 +37,8 @@ impl Proxy {
         store: Arc<dyn Store>,
         log: Arc<dyn LogSink>,
     ) -> Result<Self, ProxyError> {
-        let managers = Arc::new(
-            Managers::new(config.session.clone(), store)
-                .with_backends(
-                    config
-                        .models
-                        .iter()
-                        .filter_map(|m| m.backend.clone().map(|b| (m.name.clone(), b))),
-                )
-                .with_archive(config.archive.clone())
-                .with_exports(config.exports.clone()),
-        );
-        // Fail at start-up, not on the first request, when the policy cannot be used.
-        managers.default_manager()?;
-        // A reviewed compaction runs through the manager the session's calls go through.
-        let desk = {
-            let managers = Arc::clone(&managers);
-            compact_ui::Review::new(move |session: &str| managers.for_session(session))
-        };
-        let ui = compact_ui::Ui::new(crate::admin::UI_BASE).with_review(Arc::new(desk));
-        let metrics = Arc::new(Metrics::default());
-        let admission =
-            crate::admission::Gate::new(config.admission, Arc::clone(&metrics), Arc::clone(&log));
         Ok(Proxy {
-            shared: Arc::new(Shared {
-                decoders: crate::decoders::Decoders::new(config.session.max_cached_sessions),
-                config,
-                managers,
-                ui,
-                client: UpstreamClient::new()?,
-                metrics,
-                log,
-                admission,
-                draining: AtomicBool::new(false),
-                linked: std::sync::Mutex::new(std::collections::HashSet::new()),
-            }),
+            shared: Arc::new(Shared::new(config, store, log)?),
         })
     }
 
