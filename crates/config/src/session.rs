@@ -26,6 +26,71 @@ pub enum StorageSettings {
     },
 }
 
+impl StorageSettings {
+    /// Reads a store URL, as `--store` and `COMPACT_*` take one: `memory`, `sqlite:PATH` (or
+    /// `sqlite://PATH`), `postgres://...` (or `postgresql://...`). The error names what was
+    /// expected; it repeats a PostgreSQL URL by its scheme only (the URL may carry a password).
+    pub fn parse_url(url: &str) -> Result<StorageSettings, String> {
+        if url == "memory" || url == "memory:" {
+            return Ok(StorageSettings::Memory);
+        }
+        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            return Ok(StorageSettings::Postgres {
+                url: url.to_owned(),
+            });
+        }
+        if let Some(path) = url.strip_prefix("sqlite:") {
+            let path = path.strip_prefix("//").unwrap_or(path);
+            if path.is_empty() {
+                return Err(format!("`{url}`: no file after `sqlite:`"));
+            }
+            return Ok(StorageSettings::Sqlite {
+                path: PathBuf::from(path),
+            });
+        }
+        Err(format!(
+            "`{url}`: expected sqlite:PATH, postgres://USER@HOST:PORT/DB or memory"
+        ))
+    }
+
+    /// The store as a user may be shown it: a PostgreSQL URL by its scheme only.
+    pub fn describe(&self) -> String {
+        match self {
+            StorageSettings::Memory => "memory".to_owned(),
+            StorageSettings::Sqlite { path } => format!("sqlite:{}", path.display()),
+            StorageSettings::Postgres { .. } => "postgres://…".to_owned(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod storage_url_tests {
+    use super::StorageSettings;
+    use std::path::PathBuf;
+
+    #[test]
+    fn store_urls_read_one_way() {
+        assert_eq!(
+            StorageSettings::parse_url("memory"),
+            Ok(StorageSettings::Memory)
+        );
+        for url in ["sqlite:/tmp/s.db", "sqlite:///tmp/s.db"] {
+            assert_eq!(
+                StorageSettings::parse_url(url),
+                Ok(StorageSettings::Sqlite {
+                    path: PathBuf::from("/tmp/s.db")
+                })
+            );
+        }
+        let pg = StorageSettings::parse_url("postgres://u:secret@h/db").unwrap();
+        assert_eq!(pg.describe(), "postgres://…");
+        assert!(!format!("{:?}", pg.describe()).contains("secret"));
+        assert!(StorageSettings::parse_url("sqlite:").is_err());
+        let bad = StorageSettings::parse_url("mysql://u:p@h/db").unwrap_err();
+        assert!(bad.contains("expected sqlite:PATH"), "{bad}");
+    }
+}
+
 /// Where compactions' transcripts, checkpoints and events are archived (`storage.archive:`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]

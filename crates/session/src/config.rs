@@ -166,12 +166,27 @@ impl SessionConfig {
     }
 }
 
-/// Opens the store a configuration's `storage:` names (`kind: memory` or `kind: sqlite` with its
-/// `path`); `None` when the configuration names none (the caller picks).
+/// Opens the store a configuration's `storage:` names (`kind: memory`, `kind: sqlite` with its
+/// `path`, `kind: postgres` with its `url`); `None` when the configuration names none (the caller
+/// picks).
 pub fn open_store(config: &compact_config::Config) -> Option<Result<Arc<dyn Store>, StoreError>> {
-    let store: Result<Arc<dyn Store>, StoreError> = match config.session().storage.as_ref()? {
+    Some(open_storage(config.session().storage.as_ref()?, true))
+}
+
+/// Opens the store `storage` names: the one way every host opens a store (the CLI's `--store`,
+/// `serve`, a configuration's `storage:`, the Python binding). A SQLite file that does not exist is
+/// created only when `create` (a command that writes sessions); otherwise it is an error naming
+/// the file. Errors never repeat a PostgreSQL URL (it may carry a password).
+pub fn open_storage(storage: &StorageSettings, create: bool) -> Result<Arc<dyn Store>, StoreError> {
+    match storage {
         StorageSettings::Memory => Ok(Arc::new(MemoryStore::new())),
         StorageSettings::Sqlite { path } => {
+            if !create && !path.is_file() {
+                return Err(StoreError::Backend(format!(
+                    "no such file `{}`",
+                    path.display()
+                )));
+            }
             SqliteStore::open(path).map(|s| Arc::new(s) as Arc<dyn Store>)
         }
         #[cfg(feature = "postgres")]
@@ -179,10 +194,10 @@ pub fn open_store(config: &compact_config::Config) -> Option<Result<Arc<dyn Stor
             crate::store::PostgresStore::connect(url).map(|s| Arc::new(s) as Arc<dyn Store>)
         }
         other => Err(StoreError::Backend(format!(
-            "storage {other:?} is not supported by this version"
+            "storage {} is not supported by this build",
+            other.describe()
         ))),
-    };
-    Some(store)
+    }
 }
 
 /// Opens the archive a configuration's `storage.archive:` names; `None` when it names none. The

@@ -116,7 +116,7 @@ pub use archive::{Archive, ArchiveError, FsArchive};
 pub use archive::{S3Archive, S3Config};
 pub use calibration::{Calibration, CalibrationUpdate};
 pub use config::{
-    archive_retention, open_archive, open_exports, open_store, SessionConfig,
+    archive_retention, open_archive, open_exports, open_storage, open_store, SessionConfig,
     DEFAULT_MAX_CACHED_SESSIONS, DEFAULT_OVERFLOW_MAX_RETRIES,
 };
 pub use error::SessionError;

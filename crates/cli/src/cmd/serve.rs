@@ -5,9 +5,10 @@ use crate::engine::summarizer;
 use crate::exit::BadInput;
 use anyhow::Context;
 use clap::Args;
+use compact_config::StorageSettings;
 use compact_config::{Config, Overrides, SummarizerKind, SummarizerSettings};
 use compact_proxy::{Backend, Proxy, ProxyConfig, StderrLog};
-use compact_session::{MemoryStore, SessionConfig, SqliteStore, Store};
+use compact_session::{SessionConfig, SqliteStore, Store};
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -205,22 +206,12 @@ pub(crate) fn route_backends(config: &Config, proxy: &mut ProxyConfig) -> anyhow
 
 fn open_store(flag: Option<&str>, config: &Config) -> anyhow::Result<Arc<dyn Store>> {
     match flag {
-        Some("memory") => Ok(Arc::new(MemoryStore::new())),
-        Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
-            let store = compact_session::PostgresStore::connect(url)
-                // The URL may carry a password: the error never repeats it.
-                .map_err(|e| anyhow::anyhow!("cannot open the PostgreSQL session store: {e}"))?;
-            Ok(Arc::new(store))
-        }
         Some(url) => {
-            let path = url.strip_prefix("sqlite:").ok_or_else(|| {
-                BadInput(format!(
-                    "--store: expected sqlite:PATH, postgres://... or memory, got `{url}`"
-                ))
-            })?;
-            let store = SqliteStore::open(Path::new(path))
-                .with_context(|| format!("cannot open the session store {path}"))?;
-            Ok(Arc::new(store))
+            let storage =
+                StorageSettings::parse_url(url).map_err(|e| BadInput(format!("--store {e}")))?;
+            // The URL may carry a password: the error names the store as `describe` shows it.
+            compact_session::open_storage(&storage, true)
+                .with_context(|| format!("cannot open the session store {}", storage.describe()))
         }
         None => match compact_session::open_store(config) {
             Some(store) => Ok(store.context("cannot open the configured session store")?),

@@ -8,13 +8,14 @@ use crate::exit::BadInput;
 use crate::output::{outln, print_original, write_output};
 use anyhow::Context;
 use clap::{Args, Subcommand};
+use compact_config::StorageSettings;
 use compact_core::model::Format;
 use compact_core::normalize::{normalize, ProviderRules};
 use compact_core::policy::Policy;
 use compact_core::tokens::{Encoding, TokenCounter};
 use compact_session::event::EventKind;
 use compact_session::record::{ItemSource, Record};
-use compact_session::{CompactManager, SessionConfig, SessionError, SqliteStore, Store};
+use compact_session::{CompactManager, SessionConfig, SessionError, Store};
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -186,14 +187,10 @@ fn gc_archive(
 
 /// The path of `--store` when it names a SQLite file that does not exist.
 fn missing_sqlite(args: &SessionsArgs) -> Option<String> {
-    let path = sqlite_path(args.store.as_deref()?)?;
-    (!path.is_empty() && !Path::new(path).exists()).then(|| path.to_owned())
-}
-
-/// The file a `sqlite:PATH` (or `sqlite://PATH`) store URL names.
-fn sqlite_path(url: &str) -> Option<&str> {
-    let path = url.strip_prefix("sqlite:")?;
-    Some(path.strip_prefix("//").unwrap_or(path))
+    match StorageSettings::parse_url(args.store.as_deref()?).ok()? {
+        StorageSettings::Sqlite { path } if !path.exists() => Some(path.display().to_string()),
+        _ => None,
+    }
 }
 
 /// Opens `--store`: `sqlite:PATH` of an existing file, or `postgres://...`. A memory store is
@@ -206,33 +203,21 @@ pub fn open_store(url: Option<&str>) -> anyhow::Result<Arc<dyn Store>> {
 /// Opens the store at `url` (`sqlite:PATH` or `postgres://...`; a memory store is refused); a
 /// SQLite file is created when missing only if `create` (a command that writes sessions).
 pub fn open_store_url(url: &str, create: bool) -> anyhow::Result<Arc<dyn Store>> {
-    if let Some(path) = sqlite_path(url) {
-        if path.is_empty() {
-            return Err(BadInput(format!("--store `{url}`: no file after `sqlite:`")).into());
-        }
-        if !create && !Path::new(path).is_file() {
-            return Err(BadInput(format!("--store `{url}`: no such file `{path}`")).into());
-        }
-        let store = SqliteStore::open(path)
-            .map_err(|e| BadInput(format!("--store `{url}`: cannot open the store: {e}")))?;
-        return Ok(Arc::new(store));
-    }
-    if url == "memory" || url.starts_with("memory:") {
+    let storage = StorageSettings::parse_url(url).map_err(|e| BadInput(format!("--store {e}")))?;
+    if storage == StorageSettings::Memory {
         return Err(BadInput(format!(
             "--store `{url}`: an in-memory store holds nothing between two runs of compactctl; use sqlite:PATH"
         ))
         .into());
     }
-    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-        // The URL may carry a password: the message names the store by its scheme only.
-        let store = compact_session::PostgresStore::connect(url)
-            .map_err(|e| BadInput(format!("--store postgres://…: cannot open the store: {e}")))?;
-        return Ok(Arc::new(store));
-    }
-    Err(BadInput(format!(
-        "--store `{url}`: expected sqlite:PATH or postgres://USER@HOST:PORT/DB"
-    ))
-    .into())
+    // The URL may carry a password: the message names the store as `describe` shows it.
+    compact_session::open_storage(&storage, create).map_err(|e| {
+        BadInput(format!(
+            "--store `{}`: cannot open the store: {e}",
+            storage.describe()
+        ))
+        .into()
+    })
 }
 
 /// A manager over `store` for reading (its policy is never used to compact).
