@@ -64,9 +64,9 @@ pub mod recall;
 pub mod reply;
 pub mod route;
 mod server;
-mod state;
 pub mod session_id;
 pub mod sse;
+mod state;
 pub mod stream;
 pub mod upstream;
 pub mod usage;
@@ -74,8 +74,8 @@ pub mod usage;
 pub use config::{
     AdmissionConfig, Backend, KeptOutputs, ModelRoute, ProxyConfig, RecallConfig, Upstream,
 };
+pub use error::ProxyError;
 pub use log::{LogSink, MemoryLog, StderrLog};
 pub use metrics::Metrics;
 pub use route::{Family, Route};
-pub use error::ProxyError;
 pub use server::Proxy;

@@ -128,7 +128,11 @@ async fn long_session_archived(
 /// For every request after the first compaction that did not compact again, the bytes sent
 /// upstream start with the previous request's bytes up to the end of its history. Returns the
 /// number of pairs checked.
-pub(crate) fn assert_prefix_stability(wire: Wire, upstream: &[RecordedRequest], compacted: &[bool]) -> usize {
+pub(crate) fn assert_prefix_stability(
+    wire: Wire,
+    upstream: &[RecordedRequest],
+    compacted: &[bool],
+) -> usize {
     let key = wire.list_key();
     let mut checked = 0;
     let mut seen_compaction = false;

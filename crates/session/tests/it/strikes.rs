@@ -93,7 +93,11 @@ fn two_compactions_above_the_trigger_stop_automatic_compaction() {
         assert!(prepared.report.effective_tokens <= budget.usable);
     };
     assert!(compacted.report.effective_tokens > budget.usable);
-    assert!(compacted.report.tokens <= budget.usable, "{:?}", compacted.report);
+    assert!(
+        compacted.report.tokens <= budget.usable,
+        "{:?}",
+        compacted.report
+    );
     assert!(compacted
         .report
         .warnings
