@@ -65,6 +65,7 @@ impl StorageSettings {
 
 #[cfg(test)]
 mod storage_url_tests {
+    #![allow(clippy::unwrap_used)]
     use super::StorageSettings;
     use std::path::PathBuf;
 
@@ -86,8 +87,12 @@ mod storage_url_tests {
         assert_eq!(pg.describe(), "postgres://…");
         assert!(!format!("{:?}", pg.describe()).contains("secret"));
         assert!(StorageSettings::parse_url("sqlite:").is_err());
-        let bad = StorageSettings::parse_url("mysql://u:p@h/db").unwrap_err();
-        assert!(bad.contains("expected sqlite:PATH"), "{bad}");
+        let bad = StorageSettings::parse_url("mysql://u:p@h/db");
+        assert!(
+            bad.as_ref()
+                .is_err_and(|e| e.contains("expected sqlite:PATH")),
+            "{bad:?}"
+        );
     }
 }
 

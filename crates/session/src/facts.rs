@@ -39,7 +39,7 @@ impl crate::CompactManager {
         }
     }
 
-    /// The facts of `session` (or of a project's memory log, [`project_session`]), rebuilt from its
+    /// The facts of `session` (or of a project's memory log, [`crate::memory::project_session`]), rebuilt from its
     /// log when the session is not held in memory.
     pub fn memory(&self, session: &str) -> Result<Memory, crate::SessionError> {
         let handle = self.handle(session);
