@@ -71,38 +71,11 @@ pub(crate) async fn handle(
     body: Bytes,
     started: Instant,
 ) -> (Response<ProxyBody>, Option<Value>) {
-    let value: Value = match serde_json::from_slice(&body) {
-        Ok(v @ Value::Object(_)) => v,
-        Ok(_) => {
-            let r = error_response(
-                family,
-                ErrorKind::InvalidRequest,
-                "the request body must be a JSON object",
-            );
-            return (r, None);
-        }
-        Err(e) => {
-            let message = format!("the request body is not valid JSON: {e}");
+    let (value, session, parent) = match read_request(route, parts, &body) {
+        Ok(read) => read,
+        Err(message) => {
             return (
                 error_response(family, ErrorKind::InvalidRequest, &message),
-                None,
-            );
-        }
-    };
-    let session = match session_id(&parts.headers, route, &value) {
-        Ok(s) => s,
-        Err(e) => {
-            return (
-                error_response(family, ErrorKind::InvalidRequest, &e.to_string()),
-                None,
-            )
-        }
-    };
-    let parent = match parent_id(&parts.headers) {
-        Ok(p) => p,
-        Err(e) => {
-            return (
-                error_response(family, ErrorKind::InvalidRequest, &e.to_string()),
                 None,
             )
         }
@@ -219,6 +192,23 @@ pub(crate) async fn handle(
         detail["recall"] = detours.to_json();
     }
     (response, Some(detail))
+}
+
+/// The request's JSON object, its session id and its parent session (a subagent's), or why the
+/// request is refused.
+fn read_request(
+    route: Route,
+    parts: &Parts,
+    body: &[u8],
+) -> Result<(Value, String, Option<String>), String> {
+    let value = match serde_json::from_slice(body) {
+        Ok(v @ Value::Object(_)) => v,
+        Ok(_) => return Err("the request body must be a JSON object".to_owned()),
+        Err(e) => return Err(format!("the request body is not valid JSON: {e}")),
+    };
+    let session = session_id(&parts.headers, route, &value).map_err(|e| e.to_string())?;
+    let parent = parent_id(&parts.headers).map_err(|e| e.to_string())?;
+    Ok((value, session, parent))
 }
 
 /// Whether the request as prepared gets the `compact_recall` tool: recall is on, the request
