@@ -4,8 +4,7 @@
 //! whose calls the replay prices).
 
 use crate::preflighter::{
-    Compaction, History, Outcome, Preflighter, Refusal, StrategyFactory, SummarizerCalls,
-    NONE_STRATEGY,
+    Compaction, History, Outcome, Preflighter, Refusal, StrategyFactory, NONE_STRATEGY,
 };
 use crate::ReplayError;
 use compact_core::model::Conversation;
@@ -73,22 +72,7 @@ impl Preflighter for EnginePreflight {
             Ok(done) => match done.report {
                 Some(report) => Ok(Outcome {
                     conversation: done.conversation,
-                    compaction: Some(Compaction {
-                        tiers: report
-                            .tiers_applied
-                            .iter()
-                            .map(|t| format!("tier{t}"))
-                            .collect(),
-                        tokens_before: report.tokens_before,
-                        tokens_after: report.tokens_after,
-                        reversible_saved: report.reversible_saved.min(report.saved()),
-                        summarizer: SummarizerCalls {
-                            calls: report.summary_usage.calls,
-                            input_tokens: report.summary_usage.input_tokens,
-                            cached_input_tokens: report.summary_usage.cached_input_tokens,
-                            output_tokens: report.summary_usage.output_tokens,
-                        },
-                    }),
+                    compaction: Some(Compaction::of(&report)),
                     history: History::AsHeld,
                 }),
                 // Without a compaction the engine sends the normalised history: usually equal to the

@@ -18,6 +18,28 @@ pub struct Compaction {
     pub summarizer: SummarizerCalls,
 }
 
+impl Compaction {
+    /// What the engine's report of a compaction says, as the replay records it.
+    pub fn of(report: &compact_engine::Report) -> Self {
+        Compaction {
+            tiers: report
+                .tiers_applied
+                .iter()
+                .map(|t| format!("tier{t}"))
+                .collect(),
+            tokens_before: report.tokens_before,
+            tokens_after: report.tokens_after,
+            reversible_saved: report.reversible_saved.min(report.saved()),
+            summarizer: SummarizerCalls {
+                calls: report.summary_usage.calls,
+                input_tokens: report.summary_usage.input_tokens,
+                cached_input_tokens: report.summary_usage.cached_input_tokens,
+                output_tokens: report.summary_usage.output_tokens,
+            },
+        }
+    }
+}
+
 /// What a compaction's summariser calls used, as the provider reported it: priced by the replay
 /// on top of the call the compaction preceded.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -6,8 +6,7 @@
 
 use crate::engine::parse_strategy;
 use crate::preflighter::{
-    Compaction, History, Outcome, Preflighter, Refusal, StrategyFactory, SummarizerCalls,
-    NONE_STRATEGY,
+    Compaction, History, Outcome, Preflighter, Refusal, StrategyFactory, NONE_STRATEGY,
 };
 use crate::ReplayError;
 use compact_core::model::{Conversation, Item};
@@ -68,26 +67,7 @@ impl Preflighter for RuntimePreflight {
         self.history.extra.clone_from(&held.extra);
         match self.manager.preflight(SESSION, &self.history) {
             Ok(prepared) => {
-                let compaction = prepared
-                    .report
-                    .compaction
-                    .as_ref()
-                    .map(|report| Compaction {
-                        tiers: report
-                            .tiers_applied
-                            .iter()
-                            .map(|t| format!("tier{t}"))
-                            .collect(),
-                        tokens_before: report.tokens_before,
-                        tokens_after: report.tokens_after,
-                        reversible_saved: report.reversible_saved.min(report.saved()),
-                        summarizer: SummarizerCalls {
-                            calls: report.summary_usage.calls,
-                            input_tokens: report.summary_usage.input_tokens,
-                            cached_input_tokens: report.summary_usage.cached_input_tokens,
-                            output_tokens: report.summary_usage.output_tokens,
-                        },
-                    });
+                let compaction = prepared.report.compaction.as_ref().map(Compaction::of);
                 let conversation = Conversation::clone(&prepared.conversation);
                 drop(prepared);
                 self.sent = conversation.items.len();
