@@ -7,7 +7,7 @@ use std::net::TcpStream;
 use std::process::{Command, Stdio};
 
 /// A plain HTTP/1.1 GET; the whole response as text.
-fn get(addr: &str, path: &str, auth: Option<&str>) -> String {
+pub(crate) fn get(addr: &str, path: &str, auth: Option<&str>) -> String {
     let mut stream = TcpStream::connect(addr).unwrap();
     let auth = auth.map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
     write!(

@@ -38,15 +38,7 @@ fn chat(addr: &str, session: &str, turns: &[&str]) -> String {
 
 /// A plain GET; the whole response.
 fn get(addr: &str, path: &str) -> String {
-    let mut stream = TcpStream::connect(addr).unwrap();
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: proxy\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    response
+    crate::serve::get(addr, path, None)
 }
 
 /// Starts `compactctl serve --store store` against the simulator at `upstream`, has it serve
