@@ -80,6 +80,9 @@ pub enum AgentsError {
         /// How close in time counts as equally recent, in seconds.
         window_secs: u64,
     },
+    /// A file under the user's home is needed and `HOME` is not set.
+    #[error("HOME is not set: {0}")]
+    NoHome(&'static str),
     /// The session store could not be read.
     #[error("session store: {0}")]
     Session(#[from] compact_session::SessionError),

@@ -1,12 +1,14 @@
-//! Claude Code's settings: hooks in `settings.json` (`hooks.<Event>[].hooks[]`), the MCP server in
-//! `.mcp.json` (project) or `~/.claude.json` (user), both under `mcpServers`.
+//! Claude Code's settings: hooks in `settings.json` or `settings.local.json`
+//! (`hooks.<Event>[].hooks[]`), the MCP server under `mcpServers` in `.mcp.json` (project),
+//! `~/.claude.json` (user) or the project's entry of `~/.claude.json` (`projects."<key>"`, the
+//! local scope).
 //!
 //! A file is rewritten only when it changes, as JSON with two-space indentation (the layout Claude
-//! Code writes) and its keys in their order.
+//! Code writes) and its keys in their order (a key removed closes the gap: later keys keep theirs).
 
 use super::{
-    hook_command, is_compactctl, is_our_hook, read_settings, server_args, Change, InstallOptions,
-    Target, HOOK_TIMEOUT_SECS, SERVER_NAME,
+    hook_command, hook_exe, is_compactctl, is_path, read_settings, server_args, Change,
+    InstallOptions, Target, HOOK_TIMEOUT_SECS, SERVER_NAME,
 };
 use crate::error::AgentsError;
 use crate::hook::Agent;
@@ -20,6 +22,21 @@ pub enum Mode {
     Install,
     /// Remove our entries.
     Uninstall,
+    /// Remove, of the entries an install covers, ours that run `compactctl` by a path, keeping
+    /// those that run it from `PATH`: what an install into a project's other placement supersedes
+    /// (see [`super::project`]).
+    RemovePaths,
+}
+
+impl Mode {
+    /// True when this entry of ours (running `exe`) goes.
+    fn removes(self, exe: &str) -> bool {
+        match self {
+            Mode::Install => false,
+            Mode::Uninstall => true,
+            Mode::RemovePaths => is_path(exe),
+        }
+    }
 }
 
 /// The events the hook is installed for, with their matcher (`None`: every trigger).
@@ -40,6 +57,10 @@ pub fn files(target: &Target) -> (PathBuf, PathBuf) {
         Target::ClaudeCodeProject(dir) => (
             dir.join(".claude").join("settings.json"),
             dir.join(".mcp.json"),
+        ),
+        Target::ClaudeCodeLocal { project, home } => (
+            project.join(".claude").join("settings.local.json"),
+            home.join(".claude.json"),
         ),
         Target::ClaudeCodeUser(home) | Target::Codex(home) => (
             home.join(".claude").join("settings.json"),
@@ -62,7 +83,16 @@ pub fn plan(
         })?);
     }
     if options.mcp {
-        changes.push(edit(&mcp, |doc| server(doc, &options.exe, mode, &mcp))?);
+        changes.push(match target {
+            Target::ClaudeCodeLocal { project, .. } => {
+                let key = super::project::claude_project_key(project);
+                let key = key.to_string_lossy();
+                edit(&mcp, |doc| {
+                    local_server(doc, &key, &options.exe, mode, &mcp)
+                })?
+            }
+            _ => edit(&mcp, |doc| top_server(doc, &options.exe, mode, &mcp))?,
+        });
     }
     Ok(changes)
 }
@@ -125,12 +155,12 @@ fn hooks(
 ) -> Result<bool, AgentsError> {
     let agent = Agent::ClaudeCode;
     let events: Vec<(&str, Option<&str>)> = match (mode, run_hook) {
-        (Mode::Install, false) => EVENTS.to_vec(),
+        (Mode::Install | Mode::RemovePaths, false) => EVENTS.to_vec(),
         (Mode::Uninstall, true) => vec![RUN_EVENT],
         _ => EVENTS.iter().copied().chain([RUN_EVENT]).collect(),
     };
     let command = hook_command(exe, agent);
-    if mode == Mode::Uninstall && !doc.contains_key("hooks") {
+    if mode != Mode::Install && !doc.contains_key("hooks") {
         return Ok(false);
     }
     let hooks = doc
@@ -141,7 +171,7 @@ fn hooks(
     };
     let mut changed = false;
     for (event, matcher) in events {
-        if mode == Mode::Uninstall && !hooks.contains_key(event) {
+        if mode != Mode::Install && !hooks.contains_key(event) {
             continue;
         }
         let list = hooks
@@ -153,14 +183,14 @@ fn hooks(
         changed |= match mode {
             Mode::Install => install_group(groups, &command, matcher, agent)
                 .map_err(|reason| bad(path, &format!("`hooks.{event}`: {reason}")))?,
-            Mode::Uninstall => remove_ours(groups, agent),
+            Mode::Uninstall | Mode::RemovePaths => remove_ours(groups, agent, mode),
         };
         if groups.is_empty() {
-            hooks.remove(event);
+            hooks.shift_remove(event);
         }
     }
     if hooks.is_empty() {
-        doc.remove("hooks");
+        doc.shift_remove("hooks");
     }
     Ok(changed)
 }
@@ -180,7 +210,8 @@ fn install_group(
             let ours = hook
                 .get("command")
                 .and_then(Value::as_str)
-                .is_some_and(|c| is_our_hook(c, agent));
+                .and_then(|c| hook_exe(c, agent))
+                .is_some_and(is_compactctl);
             if !ours {
                 continue;
             }
@@ -206,8 +237,9 @@ fn install_group(
     Ok(true)
 }
 
-/// Removes our hooks from the groups, and the groups they leave empty; true when any was removed.
-fn remove_ours(groups: &mut Vec<Value>, agent: Agent) -> bool {
+/// Removes our hooks (those `mode` removes) from the groups, and the groups they leave empty; true
+/// when any was removed.
+fn remove_ours(groups: &mut Vec<Value>, agent: Agent, mode: Mode) -> bool {
     let mut removed = false;
     groups.retain_mut(|group| {
         let Some(list) = group.get_mut("hooks").and_then(Value::as_array_mut) else {
@@ -218,7 +250,8 @@ fn remove_ours(groups: &mut Vec<Value>, agent: Agent) -> bool {
             !hook
                 .get("command")
                 .and_then(Value::as_str)
-                .is_some_and(|c| is_our_hook(c, agent))
+                .and_then(|c| hook_exe(c, agent))
+                .is_some_and(|exe| is_compactctl(exe) && mode.removes(exe))
         });
         if list.len() == n {
             return true;
@@ -229,9 +262,80 @@ fn remove_ours(groups: &mut Vec<Value>, agent: Agent) -> bool {
     removed
 }
 
-/// Adds or removes `mcpServers.compact`; true when the document changed.
-fn server(
+/// Adds or removes `mcpServers.compact` at the top of the document; true when it changed.
+fn top_server(
     doc: &mut Map<String, Value>,
+    exe: &str,
+    mode: Mode,
+    path: &Path,
+) -> Result<bool, AgentsError> {
+    if mode != Mode::Install && !doc.contains_key("mcpServers") {
+        return Ok(false);
+    }
+    let servers = object(doc, "mcpServers", "mcpServers", path)?;
+    let changed = server(servers, exe, mode, path)?;
+    if servers.is_empty() {
+        doc.shift_remove("mcpServers");
+    }
+    Ok(changed)
+}
+
+/// Adds or removes `projects."<key>".mcpServers.compact` (`~/.claude.json`, a project's local
+/// scope); true when the document changed.
+///
+/// Claude Code keeps an `mcpServers` object, empty or not, in every project entry it writes:
+/// uninstalling leaves it, and removes only a project entry holding nothing else (one the install
+/// created).
+fn local_server(
+    doc: &mut Map<String, Value>,
+    key: &str,
+    exe: &str,
+    mode: Mode,
+    path: &Path,
+) -> Result<bool, AgentsError> {
+    let present = doc
+        .get("projects")
+        .and_then(|p| p.get(key))
+        .is_some_and(|p| p.get("mcpServers").is_some());
+    if mode != Mode::Install && !present {
+        return Ok(false);
+    }
+    let projects = object(doc, "projects", "projects", path)?;
+    let project = object(projects, key, &format!("projects.\"{key}\""), path)?;
+    let servers = object(
+        project,
+        "mcpServers",
+        &format!("projects.\"{key}\".mcpServers"),
+        path,
+    )?;
+    let changed = server(servers, exe, mode, path)?;
+    let emptied = servers.is_empty();
+    if emptied && project.len() == 1 {
+        projects.shift_remove(key);
+        if projects.is_empty() {
+            doc.shift_remove("projects");
+        }
+    }
+    Ok(changed)
+}
+
+/// The object under `key` in `map`, created empty when missing (`name`: the key's place, for
+/// errors).
+fn object<'a>(
+    map: &'a mut Map<String, Value>,
+    key: &str,
+    name: &str,
+    path: &Path,
+) -> Result<&'a mut Map<String, Value>, AgentsError> {
+    match map.entry(key).or_insert_with(|| Value::Object(Map::new())) {
+        Value::Object(inner) => Ok(inner),
+        _ => Err(bad(path, &format!("`{name}` is not an object"))),
+    }
+}
+
+/// Adds or removes `compact` in an `mcpServers` object; true when it changed.
+fn server(
+    servers: &mut Map<String, Value>,
     exe: &str,
     mode: Mode,
     path: &Path,
@@ -241,21 +345,12 @@ fn server(
         "command": exe,
         "args": server_args(Agent::ClaudeCode),
     });
-    if mode == Mode::Uninstall && !doc.contains_key("mcpServers") {
-        return Ok(false);
-    }
-    let servers = doc
-        .entry("mcpServers")
-        .or_insert_with(|| Value::Object(Map::new()));
-    let Value::Object(servers) = servers else {
-        return Err(bad(path, "`mcpServers` is not an object"));
-    };
     let existing = servers.get(SERVER_NAME);
-    let ours = existing
+    let command = existing
         .and_then(|s| s.get("command"))
-        .and_then(Value::as_str)
-        .is_some_and(is_compactctl);
-    let changed = match (mode, existing) {
+        .and_then(Value::as_str);
+    let ours = command.is_some_and(is_compactctl);
+    Ok(match (mode, existing) {
         (Mode::Install, Some(current)) if *current == entry => false,
         (Mode::Install, Some(_)) if !ours => {
             return Err(bad(
@@ -270,14 +365,10 @@ fn server(
             servers.insert(SERVER_NAME.to_owned(), entry);
             true
         }
-        (Mode::Uninstall, Some(_)) if ours => {
-            servers.remove(SERVER_NAME);
+        (_, Some(_)) if ours && command.is_some_and(|c| mode.removes(c)) => {
+            servers.shift_remove(SERVER_NAME);
             true
         }
-        (Mode::Uninstall, _) => false,
-    };
-    if servers.is_empty() {
-        doc.remove("mcpServers");
-    }
-    Ok(changed)
+        (_, _) => false,
+    })
 }

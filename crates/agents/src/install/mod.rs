@@ -10,8 +10,12 @@
 //! the install created and that holds nothing else afterwards is removed.
 //!
 //! Files (module [`claude`], [`codex`]):
-//! - Claude Code, project: `DIR/.claude/settings.json` (hooks) and `DIR/.mcp.json` (server);
-//!   user: `~/.claude/settings.json` and `~/.claude.json` (top-level `mcpServers`).
+//! - Claude Code, project: `DIR/.claude/settings.json` (hooks) and `DIR/.mcp.json` (server), files
+//!   teams commit, when they can name `compactctl` bare (found on `PATH`); else this machine's own
+//!   `DIR/.claude/settings.local.json` and the project's entry of `~/.claude.json`
+//!   (`projects."<DIR>".mcpServers`, Claude Code's local scope), with the executable's path
+//!   ([`project`] chooses); user: `~/.claude/settings.json` and `~/.claude.json` (top-level
+//!   `mcpServers`).
 //! - Codex: `config.toml` in Codex's home (`$CODEX_HOME`, default `~/.codex`):
 //!   `[mcp_servers.compact]`, and with hooks `[[hooks.SessionStart]]` (matcher `compact`) and
 //!   `[[hooks.PreCompact]]`, trusted as Codex records it (`[hooks.state."<key>"]`).
@@ -23,6 +27,7 @@ pub mod claude;
 pub mod codex;
 pub mod codex_trust;
 mod diff;
+pub mod project;
 mod sha256;
 
 use crate::error::AgentsError;
@@ -30,6 +35,9 @@ use crate::hook::Agent;
 use std::path::{Path, PathBuf};
 
 pub use diff::diff;
+
+/// The command a file shared between machines names: `compactctl`, found on the agent's `PATH`.
+pub const PATH_COMMAND: &str = "compactctl";
 
 /// The name the MCP server is registered under.
 pub const SERVER_NAME: &str = "compact";
@@ -43,8 +51,18 @@ pub const MAX_SETTINGS_BYTES: u64 = 16 * 1024 * 1024;
 /// Which settings to change.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Target {
-    /// Claude Code, one project: `DIR/.claude/settings.json` and `DIR/.mcp.json`.
+    /// Claude Code, one project: `DIR/.claude/settings.json` and `DIR/.mcp.json`, files teams
+    /// commit (see [`project`]).
     ClaudeCodeProject(PathBuf),
+    /// Claude Code, one project on this machine only: `DIR/.claude/settings.local.json` (hooks)
+    /// and the project's entry in `HOME/.claude.json` (`projects."<key>".mcpServers`, the key
+    /// [`project::claude_project_key`]), neither committed.
+    ClaudeCodeLocal {
+        /// The project directory.
+        project: PathBuf,
+        /// The user's home.
+        home: PathBuf,
+    },
     /// Claude Code, the user (`HOME`): `~/.claude/settings.json` and `~/.claude.json`.
     ClaudeCodeUser(PathBuf),
     /// Codex CLI: its home (`$CODEX_HOME`, default `~/.codex`, [`codex::home_dir`]), holding
@@ -56,7 +74,9 @@ impl Target {
     /// The agent whose settings these are.
     pub fn agent(&self) -> Agent {
         match self {
-            Target::ClaudeCodeProject(_) | Target::ClaudeCodeUser(_) => Agent::ClaudeCode,
+            Target::ClaudeCodeProject(_)
+            | Target::ClaudeCodeLocal { .. }
+            | Target::ClaudeCodeUser(_) => Agent::ClaudeCode,
             Target::Codex(_) => Agent::Codex,
         }
     }
@@ -65,7 +85,8 @@ impl Target {
 /// What to install.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InstallOptions {
-    /// The `compactctl` executable the agent will run (an absolute path, as written).
+    /// The `compactctl` executable the agent will run, as written: an absolute path, or
+    /// [`PATH_COMMAND`] in files shared between machines.
     pub exe: String,
     /// Install the hooks (Claude Code: always; Codex: when asked, see [`codex`]).
     pub hooks: bool,
@@ -119,9 +140,9 @@ impl Change {
 /// The changes installing into `target` makes (unchanged files included, with `before == after`).
 pub fn plan_install(target: &Target, options: &InstallOptions) -> Result<Vec<Change>, AgentsError> {
     match target {
-        Target::ClaudeCodeProject(_) | Target::ClaudeCodeUser(_) => {
-            claude::plan(target, options, claude::Mode::Install)
-        }
+        Target::ClaudeCodeProject(_)
+        | Target::ClaudeCodeLocal { .. }
+        | Target::ClaudeCodeUser(_) => claude::plan(target, options, claude::Mode::Install),
         Target::Codex(codex_home) => codex::plan(codex_home, options, codex::Mode::Install),
     }
 }
@@ -132,9 +153,9 @@ pub fn plan_uninstall(
     options: &InstallOptions,
 ) -> Result<Vec<Change>, AgentsError> {
     match target {
-        Target::ClaudeCodeProject(_) | Target::ClaudeCodeUser(_) => {
-            claude::plan(target, options, claude::Mode::Uninstall)
-        }
+        Target::ClaudeCodeProject(_)
+        | Target::ClaudeCodeLocal { .. }
+        | Target::ClaudeCodeUser(_) => claude::plan(target, options, claude::Mode::Uninstall),
         Target::Codex(codex_home) => codex::plan(codex_home, options, codex::Mode::Uninstall),
     }
 }
@@ -198,14 +219,20 @@ pub fn hook_command(exe: &str, agent: Agent) -> String {
 
 /// True when `command` runs `compactctl hook <agent>` (whatever the path to `compactctl`).
 pub fn is_our_hook(command: &str, agent: Agent) -> bool {
-    let Some(rest) = command.trim().strip_suffix(agent.name()) else {
-        return false;
-    };
-    let Some(exe) = rest.trim_end().strip_suffix(" hook") else {
-        return false;
-    };
-    let exe = exe.trim().trim_matches('\'');
-    is_compactctl(exe)
+    hook_exe(command, agent).is_some_and(is_compactctl)
+}
+
+/// The executable `command` runs as `<exe> hook <agent>` (unquoted), if it has that shape.
+pub fn hook_exe(command: &str, agent: Agent) -> Option<&str> {
+    let rest = command.trim().strip_suffix(agent.name())?;
+    let exe = rest.trim_end().strip_suffix(" hook")?;
+    Some(exe.trim().trim_matches('\''))
+}
+
+/// True when `exe` names an executable by a path (an earlier install's machine path), not a
+/// bare name looked up on `PATH`.
+pub fn is_path(exe: &str) -> bool {
+    exe.contains('/') || exe.contains(std::path::MAIN_SEPARATOR)
 }
 
 /// True when `exe` names a `compactctl` executable.

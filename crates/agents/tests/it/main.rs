@@ -6,6 +6,7 @@ mod corpus;
 mod hook;
 mod http;
 mod install;
+mod project;
 mod store;
 mod support;
 mod tools;

@@ -1,10 +1,14 @@
 //! `compactctl install` / `uninstall`: the hook and the MCP server in an agent's settings (merged,
-//! idempotent, `--dry-run` prints the diff; uninstall removes exactly what install adds).
+//! idempotent, `--dry-run` prints the diff; uninstall removes exactly what install adds). A
+//! project's install names `compactctl` bare in the files teams commit when it is on `PATH`, else
+//! writes this machine's path into the project's local settings, and says which
+//! (`compact_agents::install::project`).
 
 use crate::exit::BadInput;
 use crate::output::outln;
 use anyhow::Context;
 use clap::{Args, Subcommand};
+use compact_agents::install::project::{self, Placement, ProjectPlan};
 use compact_agents::install::{self, codex, Change, InstallOptions, Target};
 use compact_agents::AgentsError;
 use std::path::PathBuf;
@@ -25,8 +29,10 @@ pub struct InstallArgs {
 
 #[derive(Debug, Subcommand)]
 enum AgentTarget {
-    /// Claude Code: hooks in `.claude/settings.json`, the server in `.mcp.json` (project) or
-    /// `~/.claude/settings.json` and `~/.claude.json` (user).
+    /// Claude Code: hooks in `.claude/settings.json`, the server in `.mcp.json` (project, naming
+    /// `compactctl` found on PATH; else this machine's path in `.claude/settings.local.json` and
+    /// the project's entry of `~/.claude.json`) or `~/.claude/settings.json` and `~/.claude.json`
+    /// (user).
     ClaudeCode {
         /// The project directory (default: the current directory).
         #[arg(long, value_name = "DIR", conflicts_with = "user")]
@@ -146,6 +152,9 @@ pub fn run(args: &InstallArgs, action: Action) -> anyhow::Result<ExitCode> {
         trust,
         codex_home_env,
     };
+    if let Target::ClaudeCodeProject(dir) = &target {
+        return run_project(dir, &options, action, args.dry_run);
+    }
     let planned = match action {
         Action::Install => install::plan_install(&target, &options),
         Action::Uninstall => install::plan_uninstall(&target, &options),
@@ -159,6 +168,111 @@ pub fn run(args: &InstallArgs, action: Action) -> anyhow::Result<ExitCode> {
         codex_notes(codex_home, trust, args.dry_run);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A project's Claude Code install or uninstall: placed by whether `compactctl` is on `PATH`.
+fn run_project(
+    dir: &std::path::Path,
+    options: &InstallOptions,
+    action: Action,
+    dry_run: bool,
+) -> anyhow::Result<ExitCode> {
+    let home = std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from);
+    let path = std::env::var_os("PATH");
+    let planned = match action {
+        Action::Install => project::plan_install(dir, home.as_deref(), options, path.as_deref()),
+        Action::Uninstall => {
+            project::plan_uninstall(dir, home.as_deref(), options, path.as_deref())
+        }
+    }
+    .map_err(settings_error)?;
+    report(&planned.changes, dry_run)?;
+    if !dry_run {
+        install::apply(&planned.changes)?;
+    }
+    if action == Action::Install {
+        placement_note(&planned, options, dry_run);
+        if planned.placement == Placement::Local {
+            ignore_note(dir, &planned);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Claude Code makes git ignore `.claude/settings.local.json` when it creates the file itself; one
+/// the install created is not, unless the project or the user's git configuration says so.
+fn ignore_note(dir: &std::path::Path, planned: &ProjectPlan) {
+    let Some(local) = planned
+        .changes
+        .iter()
+        .map(|c| c.path.as_path())
+        .find(|p| p.ends_with(".claude/settings.local.json"))
+    else {
+        return;
+    };
+    let Ok(rel) = local.strip_prefix(dir) else {
+        return;
+    };
+    // `git check-ignore` exits 0 when ignored, 1 when not, 128 outside a repository.
+    let status = std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["check-ignore", "-q", "--no-index", "--"])
+        .arg(rel)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status();
+    if status.is_ok_and(|s| s.code() == Some(1)) {
+        eprintln!(
+            "compactctl: note: git does not ignore {}: add it to the project's .gitignore (or \
+             the user's git excludes) so that it is never committed",
+            rel.display()
+        );
+    }
+}
+
+/// Where a project's install went and why: committed files hold no machine path.
+fn placement_note(planned: &ProjectPlan, options: &InstallOptions, dry_run: bool) {
+    let will = if dry_run { "would be" } else { "are" };
+    let what = if options.mcp {
+        "the hooks and the MCP server"
+    } else {
+        "the hooks"
+    };
+    match planned.placement {
+        Placement::Shared => eprintln!(
+            "compactctl: note: {what} {will} written with the command `{}` (found on PATH), not \
+             a path of this machine: the project's files can be committed",
+            planned.command
+        ),
+        Placement::Local => {
+            let why = match &planned.on_path {
+                Some(other) => format!(
+                    "the `compactctl` on PATH ({}) is not this executable",
+                    other.display()
+                ),
+                None => "`compactctl` is not on PATH".to_owned(),
+            };
+            let files: Vec<String> = planned
+                .changes
+                .iter()
+                .take(usize::from(options.hooks) + usize::from(options.mcp))
+                .map(|c| c.path.display().to_string())
+                .collect();
+            eprintln!(
+                "compactctl: note: {why}, so {what} name this machine's path ({}) and {will} \
+                 written to Claude Code's settings of the project for this machine only, not to \
+                 the files teams commit: {}; with this compactctl on PATH, `compactctl install \
+                 claude-code` writes the project's shared .claude/settings.json and .mcp.json \
+                 instead",
+                planned.command,
+                files.join(" and ")
+            );
+        }
+    }
 }
 
 /// What the user must know after installing Codex's hooks: whether Codex will run them.

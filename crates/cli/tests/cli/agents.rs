@@ -109,11 +109,18 @@ fn install_dry_run_install_and_uninstall_through_the_command_line() {
     let home = temp_dir("install_cli");
     let home_s = home.to_str().unwrap();
     let project = home.join("proj");
-    std::fs::create_dir_all(&project).unwrap();
+    std::fs::create_dir_all(project.join(".git")).unwrap();
     let p = project.to_str().unwrap();
     let exe = "/opt/compact/bin/compactctl";
-    // CODEX_HOME empty: Codex's default home under HOME, whatever the caller's environment says.
-    let env = [("HOME", home_s), ("CODEX_HOME", "")];
+    // No `compactctl` on PATH. CODEX_HOME empty: Codex's default home under HOME, whatever the
+    // caller's environment says.
+    let bin = home.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let env = [
+        ("HOME", home_s),
+        ("CODEX_HOME", ""),
+        ("PATH", bin.to_str().unwrap()),
+    ];
     let dry = run_env(
         &[
             "install",
@@ -128,12 +135,21 @@ fn install_dry_run_install_and_uninstall_through_the_command_line() {
     )
     .ok();
     assert!(dry.stdout.contains("hook claude-code"), "{}", dry.stdout);
+    assert!(dry.stderr.contains("would be written"), "{}", dry.stderr);
     assert!(!project.join(".claude").exists());
-    run_env(
+    // Not on PATH: this machine's path, in the project's local settings only.
+    let installed = run_env(
         &["install", "claude-code", "--project", p, "--exe", exe],
         &env,
     )
     .ok();
+    assert!(
+        installed.stderr.contains("`compactctl` is not on PATH")
+            && installed.stderr.contains("settings.local.json")
+            && installed.stderr.contains(".claude.json"),
+        "{}",
+        installed.stderr
+    );
     let again = run_env(
         &["install", "claude-code", "--project", p, "--exe", exe],
         &env,
@@ -145,16 +161,27 @@ fn install_dry_run_install_and_uninstall_through_the_command_line() {
         "{}",
         again.stdout
     );
-    let mcp: Value =
-        serde_json::from_str(&std::fs::read_to_string(project.join(".mcp.json")).unwrap()).unwrap();
-    assert_eq!(mcp["mcpServers"]["compact"]["command"], exe);
+    assert!(!project.join(".mcp.json").exists());
+    assert!(!project.join(".claude/settings.json").exists());
+    let local = std::fs::read_to_string(project.join(".claude/settings.local.json")).unwrap();
+    assert!(
+        local.contains(&format!("\"{exe} hook claude-code\"")),
+        "{local}"
+    );
+    let user: Value =
+        serde_json::from_str(&std::fs::read_to_string(home.join(".claude.json")).unwrap()).unwrap();
+    let key = std::fs::canonicalize(&project).unwrap();
+    assert_eq!(
+        user["projects"][key.to_str().unwrap()]["mcpServers"]["compact"]["command"],
+        exe
+    );
     run_env(
         &["uninstall", "claude-code", "--project", p, "--exe", exe],
         &env,
     )
     .ok();
-    assert!(!project.join(".mcp.json").exists());
-    assert!(!project.join(".claude/settings.json").exists());
+    assert!(!project.join(".claude/settings.local.json").exists());
+    assert!(!home.join(".claude.json").exists());
 
     run_env(&["install", "codex", "--hooks", "--exe", exe], &env).ok();
     let config = std::fs::read_to_string(home.join(".codex/config.toml")).unwrap();
@@ -168,6 +195,133 @@ fn install_dry_run_install_and_uninstall_through_the_command_line() {
         &env,
     );
     bad.expect_code(2);
+}
+
+/// A directory holding `compactctl`, linked to the binary under test.
+#[cfg(unix)]
+fn path_with_compactctl(dir: &Path) -> PathBuf {
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_compactctl"), bin.join("compactctl")).unwrap();
+    bin
+}
+
+#[cfg(unix)]
+#[test]
+fn install_names_compactctl_bare_in_the_project_when_path_finds_it() {
+    let home = temp_dir("install_on_path");
+    let project = home.join("proj");
+    std::fs::create_dir_all(project.join(".git")).unwrap();
+    let bin = path_with_compactctl(&home);
+    let env = [
+        ("HOME", home.to_str().unwrap()),
+        ("PATH", bin.to_str().unwrap()),
+    ];
+    let p = project.to_str().unwrap();
+    // The default `--exe` (this executable) is the one PATH finds.
+    let out = run_env(&["install", "claude-code", "--project", p], &env).ok();
+    assert!(
+        out.stderr.contains("`compactctl` (found on PATH)"),
+        "{}",
+        out.stderr
+    );
+    let settings = std::fs::read_to_string(project.join(".claude/settings.json")).unwrap();
+    assert!(
+        settings.contains("\"compactctl hook claude-code\""),
+        "{settings}"
+    );
+    assert!(
+        !settings.contains(env!("CARGO_BIN_EXE_compactctl")),
+        "{settings}"
+    );
+    let mcp: Value =
+        serde_json::from_str(&std::fs::read_to_string(project.join(".mcp.json")).unwrap()).unwrap();
+    assert_eq!(mcp["mcpServers"]["compact"]["command"], "compactctl");
+    assert!(!project.join(".claude/settings.local.json").exists());
+    assert!(!home.join(".claude.json").exists());
+
+    // Another compactctl than the one PATH finds: not named bare.
+    let other = run_env(
+        &[
+            "install",
+            "claude-code",
+            "--project",
+            p,
+            "--exe",
+            "/opt/x/compactctl",
+            "--dry-run",
+        ],
+        &env,
+    )
+    .ok();
+    assert!(
+        other.stderr.contains("is not this executable"),
+        "{}",
+        other.stderr
+    );
+
+    run_env(&["uninstall", "claude-code", "--project", p], &env).ok();
+    assert!(!project.join(".mcp.json").exists());
+    assert!(!project.join(".claude/settings.json").exists());
+}
+
+/// The real Claude Code (`COMPACT_CLAUDE_BIN`) finds the server where each placement puts it: the
+/// local scope of the project in `~/.claude.json`, or the project's `.mcp.json`.
+#[cfg(unix)]
+#[test]
+fn claude_code_reads_the_server_from_either_placement() {
+    let Some(claude) = crate::clients::client_bin("COMPACT_CLAUDE_BIN") else {
+        return;
+    };
+    let home = temp_dir("install_claude_reads");
+    let project = home.join("proj");
+    std::fs::create_dir_all(project.join(".git")).unwrap();
+    let bin = path_with_compactctl(&home);
+    let empty = home.join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let p = project.to_str().unwrap();
+    let exe = env!("CARGO_BIN_EXE_compactctl");
+    let get = || {
+        let out = std::process::Command::new(&claude)
+            .args(["mcp", "get", "compact"])
+            .current_dir(&project)
+            .env("HOME", &home)
+            .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
+            .env("DISABLE_TELEMETRY", "1")
+            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let off_path = [
+        ("HOME", home.to_str().unwrap()),
+        ("PATH", empty.to_str().unwrap()),
+    ];
+    run_env(
+        &["install", "claude-code", "--project", p, "--exe", exe],
+        &off_path,
+    )
+    .ok();
+    let local = get();
+    assert!(
+        local.contains("Local config") && local.contains(&format!("Command: {exe}")),
+        "{local}"
+    );
+    assert!(local.contains("Connected"), "{local}");
+    let on_path = [
+        ("HOME", home.to_str().unwrap()),
+        ("PATH", bin.to_str().unwrap()),
+    ];
+    run_env(&["install", "claude-code", "--project", p], &on_path).ok();
+    let shared = get();
+    assert!(
+        shared.contains("Project config") && shared.contains("Command: compactctl"),
+        "{shared}"
+    );
+    run_env(&["uninstall", "claude-code", "--project", p], &on_path).ok();
+    assert!(!project.join(".mcp.json").exists());
+    assert!(!home.join(".claude.json").exists() || !get().contains("compact:"));
 }
 
 #[test]
