@@ -1,4 +1,5 @@
-//! The compacting routes (`/v1/chat/completions`, `/v1/responses`, `/v1/messages`): decode the
+//! The compacting routes (`/v1/chat/completions`, `/v1/responses`, `/v1/messages`, with or without
+//! `/v1`, and Azure OpenAI's paths: [`Route`]): decode the
 //! request, preflight it through the session runtime, send the result upstream in the same wire
 //! format, and handle the reply: usage fed back, streams forwarded as they arrive, and a context
 //! overflow recovered transparently (compact harder and resend, at most the runtime's attempts per
@@ -12,8 +13,12 @@
 //!   prepare: the upstream judges it as the client sent it.
 //!
 //! When preflight changes nothing, the client's own bytes are sent; otherwise the prepared
-//! conversation is encoded (unknown fields are carried by the wire codec).
+//! conversation is encoded (unknown fields are carried by the wire codec). A body that came with a
+//! `Content-Encoding` is read decoded ([`crate::content_encoding`]); what goes upstream after
+//! preflight is that JSON, uncompressed, while a request forwarded untouched keeps the client's
+//! compressed bytes and header.
 
+use crate::content_encoding::RequestBody;
 use crate::decoders::Held;
 use crate::handler::{forward_untouched, url_for};
 use crate::headers;
@@ -68,10 +73,10 @@ pub(crate) async fn handle(
     family: Family,
     format: Format,
     parts: &Parts,
-    body: Bytes,
+    body: RequestBody,
     started: Instant,
 ) -> (Response<ProxyBody>, Option<Value>) {
-    let (value, session, parent) = match read_request(route, parts, &body) {
+    let (value, session, parent) = match read_request(route, parts, &body.plain) {
         Ok(read) => read,
         Err(message) => {
             return (
@@ -80,9 +85,11 @@ pub(crate) async fn handle(
             )
         }
     };
+    // An Azure deployment's path names the model when the body does not.
     let model = value
         .get("model")
         .and_then(Value::as_str)
+        .or_else(|| Route::deployment(parts.uri.path()))
         .map(str::to_owned);
     let call = Call {
         shared,
@@ -93,17 +100,21 @@ pub(crate) async fn handle(
         started,
     };
     if let Some(reason) = untouched_reason(route, &value) {
-        return call.untouched(body, &session, reason).await;
+        return call.untouched(body.sent, &session, reason).await;
     }
     let mut held = shared.decoders.take(&session).unwrap_or_default();
     if held.decode(format, &value).is_err() {
-        return call.untouched(body, &session, "undecodable").await;
+        return call.untouched(body.sent, &session, "undecodable").await;
     }
     let window = shared.config.window_for(family, model.as_deref());
     let backend = shared.config.backend_for(model.as_deref());
     let manager = match shared.managers.for_route(window, backend) {
         Ok(m) => m,
-        Err(_) => return call.untouched(body, &session, "no_policy_for_window").await,
+        Err(_) => {
+            return call
+                .untouched(body.sent, &session, "no_policy_for_window")
+                .await
+        }
     };
     if let Some(parent) = parent {
         if let Err(message) = link(shared, &manager, &session, parent).await {
@@ -136,9 +147,15 @@ pub(crate) async fn handle(
                 json!({"route": route.label(), "session": session, "error": e.to_string()}),
             );
             record_fallback(shared, &manager, &session, h, "preflight_failed").await;
-            return call.untouched(body, &session, "preflight_failed").await;
+            return call
+                .untouched(body.sent, &session, "preflight_failed")
+                .await;
         }
-        Err(_) => return call.untouched(body, &session, "preflight_failed").await,
+        Err(_) => {
+            return call
+                .untouched(body.sent, &session, "preflight_failed")
+                .await
+        }
     };
     let report = &prepared.report;
     if let Some(c) = &report.compaction {
@@ -159,7 +176,7 @@ pub(crate) async fn handle(
     // With the tool offered, the request is written out once, with it (the bytes without it are
     // made only if a detour needs them).
     let outgoing = match (unchanged, offer) {
-        (true, _) => Outgoing::Bytes(body),
+        (true, _) => Outgoing::Bytes(body.plain),
         (false, _) => match encode(&prepared.conversation, format) {
             Ok(encoded) if offer => Outgoing::Offered {
                 request: encoded.value,
@@ -168,7 +185,7 @@ pub(crate) async fn handle(
             Ok(encoded) => Outgoing::Bytes(Bytes::from(encoded.value.to_string())),
             Err(_) => {
                 record_fallback(shared, &manager, &session, held, "encode_failed").await;
-                return call.untouched(body, &session, "encode_failed").await;
+                return call.untouched(body.sent, &session, "encode_failed").await;
             }
         },
     };
@@ -180,7 +197,7 @@ pub(crate) async fn handle(
         family,
         format,
         url: url_for(shared, family, model.as_deref(), parts),
-        headers: headers::upstream_request(&parts.headers, true),
+        headers: headers::upstream_compacted(&parts.headers),
         manager,
         session,
         client_session: client_session(&parts.headers).map(|(_, id)| id.to_owned()),

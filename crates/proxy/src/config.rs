@@ -52,8 +52,8 @@ pub const DEFAULT_ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com";
 /// One upstream.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Upstream {
-    /// Origin, optionally with a path prefix; a trailing `/v1` is accepted (request paths already
-    /// start with `/v1`).
+    /// Origin, optionally with a path prefix; a trailing `/v1` (or Azure's `/openai/v1`,
+    /// `/openai`) is accepted: the request's path, which already starts with it, is not doubled.
     pub base_url: String,
     /// The window of the models behind it, when set.
     pub context_window: Option<usize>,

@@ -1,6 +1,7 @@
 //! The request entry point: operations endpoints, the admin API, admission (a slot, or 503 at
-//! once: [`crate::admission`]), the body limit, then the compacting routes
-//! ([`crate::compacting`]) or plain forwarding of everything else.
+//! once: [`crate::admission`]), the body limit, then the compacting routes (their body decoded
+//! when compressed: [`crate::content_encoding`]; [`crate::compacting`]) or plain forwarding of
+//! everything else.
 
 use crate::log::{emit, Level};
 use crate::reply::{error_response, text_response, ErrorKind, ProxyBody};
@@ -8,7 +9,7 @@ use crate::route::{Family, Route};
 use crate::state::Shared;
 use crate::stream::StreamBody;
 use crate::upstream::upstream_url;
-use crate::{admin, admission, compacting, headers};
+use crate::{admin, admission, compacting, content_encoding, headers};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
@@ -60,8 +61,15 @@ pub(crate) async fn handle(
     let (parts, body) = req.into_parts();
     let (response, mut detail) = match read_body(body, shared.config.max_body_bytes).await {
         Ok(body) => match route.format() {
+            // A compacting route reads the JSON: a compressed body is decoded, within the limit.
             Some(format) => {
-                compacting::handle(&shared, route, family, format, &parts, body, started).await
+                match content_encoding::decode(&parts.headers, body, shared.config.max_body_bytes) {
+                    Ok(body) => {
+                        compacting::handle(&shared, route, family, format, &parts, body, started)
+                            .await
+                    }
+                    Err(e) => (error_response(family, e.kind(), &e.to_string()), None),
+                }
             }
             None => (
                 forward_untouched(&shared, route, family, None, &parts, body, started).await,

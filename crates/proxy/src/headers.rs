@@ -2,7 +2,7 @@
 //! proxy's own `x-compact-*` headers stop here, and secret headers pass through to the upstream
 //! but are never logged, stored or echoed.
 
-use hyper::header::{HeaderMap, HeaderName, CONNECTION};
+use hyper::header::{HeaderMap, HeaderName, CONNECTION, CONTENT_ENCODING};
 
 /// Headers that describe one connection, not the message: never forwarded.
 const HOP_BY_HOP: [&str; 9] = [
@@ -73,6 +73,15 @@ pub fn upstream_request(src: &HeaderMap, inspect_reply: bool) -> HeaderMap {
     })
 }
 
+/// The headers sent upstream for a request the proxy compacted: as [`upstream_request`] with the
+/// reply inspected, less `Content-Encoding` (the proxy decoded the client's body and sends the JSON
+/// it prepared uncompressed; `Content-Length` is set anew for it).
+pub fn upstream_compacted(src: &HeaderMap) -> HeaderMap {
+    let mut headers = upstream_request(src, true);
+    headers.remove(CONTENT_ENCODING);
+    headers
+}
+
 /// The headers returned to the client for an upstream reply (`Content-Length` is set by the
 /// server from the body the client gets).
 pub fn client_response(src: &HeaderMap) -> HeaderMap {
@@ -99,6 +108,13 @@ mod tests {
         let names: Vec<&str> = out.keys().map(HeaderName::as_str).collect();
         assert_eq!(names, ["authorization", "anthropic-beta"]);
         assert!(upstream_request(&h, false).contains_key("accept-encoding"));
+        h.insert("content-encoding", "gzip".parse().unwrap());
+        assert!(upstream_request(&h, false).contains_key("content-encoding"));
+        let names: Vec<String> = upstream_compacted(&h)
+            .keys()
+            .map(|k| k.as_str().to_owned())
+            .collect();
+        assert_eq!(names, ["authorization", "anthropic-beta"]);
         assert!(is_secret("X-Api-Key") && !is_secret("anthropic-beta"));
     }
 }

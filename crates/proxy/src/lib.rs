@@ -3,8 +3,10 @@
 //! inside its model's context window. Point an agent's base URL at it (`compactctl serve`); it
 //! forwards to the real provider.
 //!
-//! For each request on `POST /v1/chat/completions`, `/v1/responses` and `/v1/messages` the proxy
-//! decodes the request into Compact's conversation model, runs the session runtime's incremental
+//! For each request on `POST /v1/chat/completions`, `/v1/responses` and `/v1/messages` (also
+//! without `/v1`, and at Azure OpenAI's paths: [`Route`]) the proxy decodes the request (its body
+//! first decoded when it comes with a gzip, deflate, br or zstd `Content-Encoding`, within the
+//! body limit) into Compact's conversation model, runs the session runtime's incremental
 //! preflight ([`compact_session::CompactManager::preflight`]: the view sent last time is reused
 //! byte for byte, so prompt caches keep hitting), encodes the result in the same wire format
 //! (unknown fields intact) and forwards it. Replies stream back event by event as they arrive;
@@ -53,6 +55,7 @@ pub mod admin;
 pub mod admission;
 mod compacting;
 pub mod config;
+mod content_encoding;
 mod decoders;
 mod error;
 mod handler;

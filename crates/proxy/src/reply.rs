@@ -56,6 +56,8 @@ pub enum ErrorKind {
     InvalidRequest,
     /// The request body is over the limit: 413.
     TooLarge,
+    /// The request body's `Content-Encoding` is one the proxy does not decode: 415.
+    UnsupportedEncoding,
     /// The upstream could not be reached or answered something unreadable: 502.
     BadGateway,
     /// The upstream did not answer in time: 504.
@@ -73,6 +75,7 @@ impl ErrorKind {
         match self {
             ErrorKind::InvalidRequest => StatusCode::BAD_REQUEST,
             ErrorKind::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            ErrorKind::UnsupportedEncoding => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ErrorKind::BadGateway => StatusCode::BAD_GATEWAY,
             ErrorKind::Timeout => StatusCode::GATEWAY_TIMEOUT,
             ErrorKind::Internal => StatusCode::INTERNAL_SERVER_ERROR,
@@ -82,7 +85,7 @@ impl ErrorKind {
 
     fn anthropic_type(self) -> &'static str {
         match self {
-            ErrorKind::InvalidRequest => "invalid_request_error",
+            ErrorKind::InvalidRequest | ErrorKind::UnsupportedEncoding => "invalid_request_error",
             ErrorKind::TooLarge => "request_too_large",
             ErrorKind::BadGateway | ErrorKind::Internal => "api_error",
             ErrorKind::Timeout => "timeout_error",
@@ -94,6 +97,7 @@ impl ErrorKind {
         match self {
             ErrorKind::InvalidRequest => "invalid_request",
             ErrorKind::TooLarge => "request_too_large",
+            ErrorKind::UnsupportedEncoding => "unsupported_content_encoding",
             ErrorKind::BadGateway => "upstream_error",
             ErrorKind::Timeout => "upstream_timeout",
             ErrorKind::Internal => "proxy_error",
@@ -110,7 +114,9 @@ pub fn error_body(family: Family, kind: ErrorKind, message: &str) -> Value {
         }
         Family::OpenAi => {
             let ty = match kind {
-                ErrorKind::InvalidRequest | ErrorKind::TooLarge => "invalid_request_error",
+                ErrorKind::InvalidRequest
+                | ErrorKind::TooLarge
+                | ErrorKind::UnsupportedEncoding => "invalid_request_error",
                 // OpenAI's own 503 ("The server is overloaded or not ready yet.").
                 ErrorKind::Overloaded => "server_error",
                 _ => "api_error",

@@ -105,14 +105,25 @@ fn describe(e: &dyn std::error::Error) -> String {
     text
 }
 
-/// `base` joined with the request's path and query. Request paths start with `/v1`, so a base
-/// that ends in `/v1` (as OpenAI base URLs usually do) does not double it.
+/// Path prefixes that request paths start with and that a base URL copied from a client's
+/// settings ends with (`https://api.openai.com/v1`, Azure's
+/// `https://RESOURCE.openai.azure.com/openai/v1`), longest first: the base's copy is dropped.
+const SHARED_PREFIXES: [&str; 3] = ["/openai/v1", "/openai", "/v1"];
+
+/// `base` joined with the request's path and query, as the client sent them (`/v1/...`,
+/// unversioned, Azure's `/openai/...`). A base that ends with the prefix the path starts with
+/// does not double it.
 pub fn upstream_url(base: &str, path_and_query: &str) -> String {
     let base = base.trim_end_matches('/');
-    let base = match base.strip_suffix("/v1") {
-        Some(stripped) if path_and_query.starts_with("/v1/") || path_and_query == "/v1" => stripped,
-        _ => base,
+    let starts_with = |prefix: &str| {
+        path_and_query
+            .strip_prefix(prefix)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with(['/', '?']))
     };
+    let base = SHARED_PREFIXES
+        .iter()
+        .find_map(|prefix| base.strip_suffix(prefix).filter(|_| starts_with(prefix)))
+        .unwrap_or(base);
     format!("{base}{path_and_query}")
 }
 
@@ -134,6 +145,57 @@ mod tests {
         assert_eq!(
             upstream_url("https://gw.example/openai", "/v1/responses"),
             "https://gw.example/openai/v1/responses"
+        );
+        // Unversioned paths go as they came.
+        assert_eq!(
+            upstream_url("https://api.example/v1", "/chat/completions"),
+            "https://api.example/v1/chat/completions"
+        );
+        assert_eq!(
+            upstream_url("http://127.0.0.1:9", "/responses"),
+            "http://127.0.0.1:9/responses"
+        );
+    }
+
+    #[test]
+    fn joins_azure_paths_to_the_resource() {
+        let chat = "/openai/deployments/gpt-4o/chat/completions?api-version=2024-10-21";
+        for base in [
+            "https://res.openai.azure.com",
+            "https://res.openai.azure.com/openai/",
+        ] {
+            assert_eq!(
+                upstream_url(base, chat),
+                format!("https://res.openai.azure.com{chat}"),
+                "{base}"
+            );
+        }
+        for base in [
+            "https://res.openai.azure.com",
+            "https://res.openai.azure.com/openai",
+            "https://res.openai.azure.com/openai/v1/",
+        ] {
+            assert_eq!(
+                upstream_url(base, "/openai/v1/responses"),
+                "https://res.openai.azure.com/openai/v1/responses",
+                "{base}"
+            );
+        }
+        // An OpenAI-style path against a v1 base of Azure's.
+        assert_eq!(
+            upstream_url(
+                "https://res.openai.azure.com/openai/v1",
+                "/v1/chat/completions"
+            ),
+            "https://res.openai.azure.com/openai/v1/chat/completions"
+        );
+        assert_eq!(
+            upstream_url("https://gw.example/v1x", "/v1/responses"),
+            "https://gw.example/v1x/v1/responses"
+        );
+        assert_eq!(
+            upstream_url("https://gw.example/v1", "/v1x/responses"),
+            "https://gw.example/v1/v1x/responses"
         );
     }
 }

@@ -5,9 +5,11 @@ use serde_json::Value;
 /// The endpoint a request addressed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Api {
-    /// `POST /v1/chat/completions`.
+    /// `POST /v1/chat/completions` (also unversioned, and at Azure OpenAI's
+    /// `/openai/v1/chat/completions` and `/openai/deployments/{deployment}/chat/completions`).
     ChatCompletions,
-    /// `POST /v1/responses`.
+    /// `POST /v1/responses` (also unversioned, and at Azure OpenAI's `/openai/v1/responses` and
+    /// `/openai/responses`).
     Responses,
     /// `POST /v1/responses/compact` (the standalone compact endpoint).
     ResponsesCompact,
@@ -28,6 +30,8 @@ pub struct RecordedRequest {
     pub api: Api,
     /// Request path.
     pub path: String,
+    /// Request query string (after `?`), when there was one.
+    pub query: Option<String>,
     /// Request headers (lower-case names), in order.
     pub headers: Vec<(String, String)>,
     /// The body parsed as JSON (`Null` when it was not JSON or too large).

@@ -80,14 +80,29 @@ impl Answer {
 }
 
 fn api_of(path: &str) -> Api {
-    match path.split('?').next().unwrap_or("") {
-        "/v1/chat/completions" | "/chat/completions" => Api::ChatCompletions,
-        "/v1/responses" | "/responses" => Api::Responses,
+    let path = path.split('?').next().unwrap_or("");
+    if azure_deployment_chat(path) {
+        return Api::ChatCompletions;
+    }
+    match path {
+        "/v1/chat/completions" | "/chat/completions" | "/openai/v1/chat/completions" => {
+            Api::ChatCompletions
+        }
+        "/v1/responses" | "/responses" | "/openai/v1/responses" | "/openai/responses" => {
+            Api::Responses
+        }
         "/v1/responses/compact" | "/responses/compact" => Api::ResponsesCompact,
         "/v1/messages" | "/messages" => Api::Messages,
         "/v1/messages/count_tokens" | "/messages/count_tokens" => Api::CountTokens,
         _ => Api::Unknown,
     }
+}
+
+/// Azure OpenAI's `/openai/deployments/{deployment}/chat/completions`.
+fn azure_deployment_chat(path: &str) -> bool {
+    path.strip_prefix("/openai/deployments/")
+        .and_then(|rest| rest.strip_suffix("/chat/completions"))
+        .is_some_and(|deployment| !deployment.is_empty() && !deployment.contains('/'))
 }
 
 fn is_anthropic(api: Api) -> bool {
@@ -104,6 +119,7 @@ pub(crate) async fn handle(
     }
     let seq = state.seq.fetch_add(1, Ordering::Relaxed) + 1;
     let path = req.uri().path().to_owned();
+    let query = req.uri().query().map(str::to_owned);
     let api = api_of(&path);
     let headers: Vec<(String, String)> = req
         .headers()
@@ -120,6 +136,7 @@ pub(crate) async fn handle(
         seq,
         api,
         path,
+        query,
         headers,
         body: Value::Null,
         body_bytes: 0,

@@ -112,6 +112,56 @@ async fn chat_completion_counts_and_records() {
 }
 
 #[tokio::test]
+async fn unversioned_and_azure_paths_are_served_and_recorded_with_their_query() {
+    let sim = Simulator::spawn(SimConfig::default()).await.unwrap();
+    let responses = json!({"model": "m", "input": "hello"});
+    let cases = [
+        ("/chat/completions", None, Api::ChatCompletions),
+        ("/openai/v1/chat/completions", None, Api::ChatCompletions),
+        (
+            "/openai/deployments/gpt-4o/chat/completions",
+            Some("api-version=2024-10-21"),
+            Api::ChatCompletions,
+        ),
+        ("/responses", None, Api::Responses),
+        ("/openai/v1/responses", None, Api::Responses),
+        (
+            "/openai/responses",
+            Some("api-version=2025-03-01-preview"),
+            Api::Responses,
+        ),
+    ];
+    for (path, query, api) in cases {
+        sim.clear();
+        let target = match query {
+            Some(q) => format!("{path}?{q}"),
+            None => path.to_owned(),
+        };
+        let body = if api == Api::Responses {
+            responses.clone()
+        } else {
+            chat("hello")
+        };
+        let (status, _, text) = post(sim.addr(), &target, &body, &[]).await.unwrap();
+        assert_eq!(status, 200, "{target}: {text}");
+        let recs = sim.requests();
+        assert_eq!(recs[0].api, api, "{target}");
+        assert_eq!(recs[0].path, path);
+        assert_eq!(recs[0].query.as_deref(), query);
+    }
+    // Another deployment endpoint is not Chat Completions.
+    let (status, _, _) = post(
+        sim.addr(),
+        "/openai/deployments/gpt-4o/embeddings",
+        &chat("x"),
+        &[],
+    )
+    .await
+    .unwrap();
+    assert_eq!(status, 404);
+}
+
+#[tokio::test]
 async fn chat_overflow_errors_are_exact() {
     let sim = Simulator::spawn(SimConfig::with_window(20)).await.unwrap();
     let long = "word ".repeat(50);

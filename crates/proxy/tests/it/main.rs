@@ -15,6 +15,7 @@ mod faults;
 mod idle;
 mod long_session;
 mod ops;
+mod paths_and_encodings;
 mod provider_compaction;
 mod provider_state;
 mod python;
