@@ -774,7 +774,16 @@ impl Turn<'_> {
             );
         };
         if let (Some(usage), true) = (usage_in(self.route, &value), pass.prepared) {
-            record_usage(Arc::clone(&self.manager), self.session.clone(), usage);
+            // Logged before the reply goes back: the client's next request, whichever replica
+            // serves it, and the admin API find it in the log (no race with the next turn).
+            let manager = Arc::clone(&self.manager);
+            let session = self.session.clone();
+            let _ = run_blocking(move || {
+                // A usage that cannot be recorded (the store failing) only costs one
+                // calibration sample.
+                let _ = manager.record_usage(&session, &usage);
+            })
+            .await;
         }
         let reply = with_parts(&reply_parts, full(bytes));
         if let (true, Some(turn)) = (pass.sniff, recall::reply::recall_turn(self.route, &value)) {
