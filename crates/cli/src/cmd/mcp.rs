@@ -128,7 +128,8 @@ pub fn run(args: &McpArgs) -> anyhow::Result<ExitCode> {
         runs,
         options,
         |url| eprintln!("compactctl mcp: serving MCP over streamable HTTP at {url}"),
-        crate::cmd::serve::shutdown_signal(),
+        // Called inside the server's runtime (the handlers need its reactor).
+        async { crate::cmd::serve::shutdown_signal().await },
     )?;
     Ok(ExitCode::SUCCESS)
 }

@@ -237,24 +237,39 @@ fn open_store(flag: Option<&str>, config: &Config) -> anyhow::Result<Arc<dyn Sto
     }
 }
 
-pub(crate) async fn shutdown_signal() {
+/// Completes on SIGTERM or SIGINT (Ctrl-C). The handlers are installed when this is called, not when
+/// the future is first polled: a server says it listens only after, so a signal that comes right
+/// after that line is a shutdown (drained, exit 0), never the default action (killed by the signal).
+pub(crate) fn shutdown_signal() -> impl std::future::Future<Output = ()> {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{signal, SignalKind};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = term.recv() => {}
+        let term = signal(SignalKind::terminate()).ok();
+        let interrupt = signal(SignalKind::interrupt()).ok();
+        async move {
+            match (term, interrupt) {
+                (Some(mut term), Some(mut interrupt)) => {
+                    tokio::select! {
+                        _ = term.recv() => {}
+                        _ = interrupt.recv() => {}
+                    }
                 }
-            }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
+                (Some(mut term), None) => {
+                    term.recv().await;
+                }
+                (None, Some(mut interrupt)) => {
+                    interrupt.recv().await;
+                }
+                (None, None) => {
+                    let _ = tokio::signal::ctrl_c().await;
+                }
             }
         }
     }
     #[cfg(not(unix))]
     {
-        let _ = tokio::signal::ctrl_c().await;
+        async {
+            let _ = tokio::signal::ctrl_c().await;
+        }
     }
 }

@@ -87,8 +87,10 @@ pub fn run(args: &UiArgs) -> anyhow::Result<ExitCode> {
             .await
             .map_err(|e| BadInput(format!("cannot listen on {addr}: {e}")))?;
         let local = listener.local_addr()?;
+        // Installed before the line that says the server listens.
+        let shutdown = shutdown_signal();
         outln!("listening on http://{local}/");
-        compact_ui::serve(listener, ui, store, shutdown_signal()).await?;
+        compact_ui::serve(listener, ui, store, shutdown).await?;
         Ok::<_, anyhow::Error>(())
     })?;
     Ok(ExitCode::SUCCESS)
