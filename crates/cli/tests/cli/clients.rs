@@ -16,7 +16,7 @@
 //! a missing CLI fails them.
 
 use serde_json::Value;
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -165,11 +165,7 @@ impl Proxy {
             .spawn()
             .unwrap();
         let mut stderr = BufReader::new(child.stderr.take().unwrap());
-        let mut line = String::new();
-        stderr.read_line(&mut line).unwrap();
-        let listening: Value = serde_json::from_str(&line)
-            .unwrap_or_else(|e| panic!("compactctl serve did not start ({e}): {line}"));
-        let addr = listening["addr"].as_str().unwrap().to_owned();
+        let addr = crate::support::listening_addr(&mut stderr, "client");
         let stderr = std::thread::spawn(move || {
             let mut text = String::new();
             let _ = stderr.read_to_string(&mut text);

@@ -115,10 +115,7 @@ fn serve_logs_to_sqlite_in_the_state_directory_by_default() {
         .spawn()
         .unwrap();
     let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    stderr.read_line(&mut line).unwrap();
-    let listening: serde_json::Value = serde_json::from_str(&line).unwrap();
-    let addr = listening["addr"].as_str().unwrap().to_owned();
+    let addr = crate::support::listening_addr(&mut stderr, "serve");
     assert!(get(&addr, "/healthz", None).starts_with("HTTP/1.1 200"));
     let db = state.join("compact").join("sessions.db");
     assert!(db.is_file(), "{} was not created", db.display());

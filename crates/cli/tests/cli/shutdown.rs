@@ -6,7 +6,7 @@
 //! saying so, unless `COMPACT_REQUIRE_SERVICES` (or `CI`) is set.
 
 use crate::support::{simulator, temp_dir};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufReader, Read, Write};
 use std::net::TcpStream;
 use std::process::{Command, Stdio};
 
@@ -57,11 +57,7 @@ fn serves_and_stops_cleanly(store: &str, upstream: &str, turns: &[&[&str]]) {
         .spawn()
         .unwrap();
     let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    stderr.read_line(&mut line).unwrap();
-    let listening: serde_json::Value = serde_json::from_str(&line)
-        .unwrap_or_else(|e| panic!("{store}: compactctl serve did not start ({e}): {line}"));
-    let addr = listening["addr"].as_str().unwrap().to_owned();
+    let addr = crate::support::listening_addr(&mut stderr, store);
     let rest = std::thread::spawn(move || {
         let mut text = String::new();
         let _ = stderr.read_to_string(&mut text);

@@ -172,3 +172,17 @@ pub fn simulator(
         .expect("simulator");
     (rt, sim)
 }
+
+/// The address `compactctl serve` (spawned with `--listen 127.0.0.1:0` and stderr piped) says it
+/// listens on: its first log line, `listening`. Panics naming `what` and the line when it is not.
+pub fn listening_addr(
+    stderr: &mut std::io::BufReader<std::process::ChildStderr>,
+    what: &str,
+) -> String {
+    use std::io::BufRead;
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    let listening: Value = serde_json::from_str(&line)
+        .unwrap_or_else(|e| panic!("{what}: compactctl serve did not start ({e}): {line}"));
+    listening["addr"].as_str().unwrap().to_owned()
+}
