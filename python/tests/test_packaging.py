@@ -134,7 +134,19 @@ def test_extras_name_the_ranges_the_tests_run_against() -> None:
             req = Requirement(line)
             assert req.specifier, f"{extra}: {line} names no range"
             if req.name in tested:
-                assert tested[req.name].specifier == req.specifier, (extra, line, str(tested[req.name]))
+                # The test requirements pin one version (`==`): the extra's range holds it.
+                pinned = [s.version for s in tested[req.name].specifier if s.operator == "=="]
+                assert len(pinned) == 1, f"{tested[req.name]} is not pinned"
+                assert req.specifier.contains(pinned[0], prereleases=True), (extra, line, str(tested[req.name]))
             # What the tests ran against is inside the range.
             version = importlib.metadata.version(req.name)
             assert req.specifier.contains(version, prereleases=True), (extra, line, version)
+
+
+def test_the_test_requirements_are_pinned() -> None:
+    # Each tool the tests install is one exact version: a new release reaches CI only by a commit.
+    tested = requirement_lines(ROOT / "scripts" / "python-test-requirements.txt")
+    assert tested
+    for name, req in tested.items():
+        operators = [s.operator for s in req.specifier]
+        assert operators == ["=="], f"{name}: {req} is not pinned to one version"
