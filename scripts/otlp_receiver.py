@@ -15,7 +15,7 @@ names (`resource_spans`, `scope_spans`, `time_unix_nano`, `int_value` as a strin
 does not decode is answered 400 and recorded with `"error"`. Over gRPC (grpcio, the official
 services of `opentelemetry-proto`) the same line is written with `"transport": "grpc"` and the call's
 metadata as `headers`; HTTP lines have `"transport": "http"`. Used because no packaged OpenTelemetry
-Collector with a file exporter installs from Debian, PyPI or npm (see ARCHITECTURE.md).
+Collector with a file exporter installs from Debian, PyPI or npm (see docs/design/testing.md).
 """
 
 import argparse

@@ -2,7 +2,7 @@
 //! provider's own compaction call (which Compact never compacts), where the last provider compaction
 //! is, and what before it the provider already ignores (the cheapest thing to drop, at no loss).
 //!
-//! The rules (see `ARCHITECTURE.md`, "Provider compaction"):
+//! The rules (see `docs/design/provider-compaction.md`):
 //! - a conversation whose last model-visible item is a Responses `compaction_trigger`, or whose
 //!   request carries a top-level Anthropic `compaction` field, is a compaction call: it goes to the
 //!   provider as it is;
