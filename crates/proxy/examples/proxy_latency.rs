@@ -20,33 +20,16 @@ use hyper_util::rt::TokioExecutor;
 use serde_json::json;
 use std::time::{Duration, Instant};
 
+#[path = "support/body.rs"]
+mod body;
+use body::body;
+
 type HttpClient = Client<hyper_util::client::legacy::connect::HttpConnector, Full<Bytes>>;
 
 /// The bearer token sent with every request (`PROXY_LATENCY_TOKEN`; a peer proxy may require its
 /// own key, the simulator takes any).
 fn auth() -> String {
     std::env::var("PROXY_LATENCY_TOKEN").unwrap_or_else(|_| "sk-bench".to_owned())
-}
-
-fn body(kb: usize, model: &str) -> String {
-    let mut messages = vec![
-        json!({"role": "system", "content": "You are a careful coding agent."}),
-        json!({"role": "user", "content": "Fix the failing tests."}),
-    ];
-    let mut step = 0;
-    while serde_json::to_string(&messages).unwrap().len() < kb * 1024 {
-        let id = format!("call_{step}");
-        let output: String = (0..30)
-            .map(|i| {
-                format!("src/lib.rs:{i}: fn handler_{step}_{i}() -> Result<(), Error> {{ ok }}\n")
-            })
-            .collect();
-        messages.push(json!({"role": "assistant", "content": null, "tool_calls": [{"id": id, "type": "function", "function": {"name": "read_file", "arguments": "{\"path\":\"src/lib.rs\"}"}}]}));
-        messages.push(json!({"role": "tool", "tool_call_id": id, "content": output}));
-        step += 1;
-    }
-    messages.push(json!({"role": "user", "content": "Go on."}));
-    json!({"model": model, "max_tokens": 64, "messages": messages}).to_string()
 }
 
 async fn send(client: &HttpClient, url: &str, session: &str, body: &str) -> Duration {

@@ -364,3 +364,156 @@ fn sqlite_and_memory_read_records_of_one_kind() {
     reads_records_of_one_kind(Arc::new(SqliteStore::open(temp_db("read_kind")).unwrap()));
     reads_records_of_one_kind(Arc::new(MemoryStore::new()));
 }
+
+/// Run by [`sqlite_keeps_every_acknowledged_append_through_a_sigkill`] as a child process: four
+/// threads append to their own sessions at once (so appends commit in groups) and print
+/// `ack <session> <version>` once an append has returned, as a proxy answers its client once the
+/// turn is logged; until killed. In an ordinary test run (without the variable) it returns at once.
+#[test]
+fn zz_child_group_writer_for_the_ack_test() {
+    let Ok(path) = std::env::var("COMPACT_SESSION_ACK_DB") else {
+        return;
+    };
+    let store = Arc::new(SqliteStore::open(&path).unwrap());
+    let out = Arc::new(std::sync::Mutex::new(std::io::stdout()));
+    let threads: Vec<_> = (0..4)
+        .map(|t| {
+            let (store, out) = (Arc::clone(&store), Arc::clone(&out));
+            std::thread::spawn(move || {
+                let session = format!("g{t}");
+                store.create(&session).unwrap();
+                let mut version = store.version(&session).unwrap();
+                loop {
+                    let records = vec![
+                        Record::Event(Event::new(EventKind::Sent, json!({"n": version}))),
+                        Record::Event(Event::new(EventKind::Sent, json!({"n": version + 1}))),
+                    ];
+                    version = store.append(&session, version, records).unwrap();
+                    let mut out = out.lock().unwrap();
+                    use std::io::Write;
+                    writeln!(out, "ack {session} {version}").unwrap();
+                    out.flush().unwrap();
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+}
+
+/// Group commit loses nothing acknowledged: a writer killed with SIGKILL after it acknowledged
+/// appends (four threads at once, so appends share transactions) leaves every acknowledged append
+/// in the log on reopen, the log of each session without a gap and ending on a whole append.
+#[test]
+fn sqlite_keeps_every_acknowledged_append_through_a_sigkill() {
+    use std::io::BufRead;
+    let path = temp_db("ack");
+    let exe = std::env::current_exe().unwrap();
+    let mut child = std::process::Command::new(exe)
+        .args([
+            "--exact",
+            "sqlite::zz_child_group_writer_for_the_ack_test",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("COMPACT_SESSION_ACK_DB", &path)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut acked: std::collections::BTreeMap<String, u64> = Default::default();
+    let mut lines = std::io::BufReader::new(stdout).lines();
+    let mut seen = 0;
+    // Kill it mid-stream, once it has acknowledged a good number of appends...
+    while seen < 2_000 {
+        let Some(line) = lines.next() else {
+            panic!("the writer stopped on its own after {seen} acknowledgements");
+        };
+        let line = line.unwrap();
+        let mut parts = line.split(' ');
+        if parts.next() != Some("ack") {
+            continue;
+        }
+        let (session, version) = (parts.next().unwrap(), parts.next().unwrap());
+        acked.insert(session.to_owned(), version.parse().unwrap());
+        seen += 1;
+    }
+    // SIGKILL on Unix; then the acknowledgements it printed before it died count too.
+    child.kill().unwrap();
+    for line in lines {
+        let Ok(line) = line else { break };
+        let mut parts = line.split(' ');
+        if let (Some("ack"), Some(session), Some(Ok(version))) = (
+            parts.next(),
+            parts.next(),
+            parts.next().map(str::parse::<u64>),
+        ) {
+            acked.insert(session.to_owned(), version);
+        }
+    }
+    child.wait().unwrap();
+    assert_eq!(acked.len(), 4, "every thread acknowledged appends");
+
+    let store = SqliteStore::open(&path).unwrap();
+    for (session, version) in &acked {
+        let records = store.read(session, 0).unwrap();
+        let logged = records.len() as u64;
+        assert!(
+            logged >= *version,
+            "{session}: {version} acknowledged, {logged} in the log"
+        );
+        assert_eq!(store.version(session).unwrap(), logged);
+        let seqs: Vec<u64> = records.iter().map(|r| r.seq).collect();
+        assert_eq!(seqs, (1..=logged).collect::<Vec<_>>(), "{session}: no gap");
+        assert_eq!(logged % 2, 0, "{session}: whole appends only");
+    }
+}
+
+/// Appends racing on one session through one store (so they meet in one group): each is either
+/// written whole at the version it named or refused as a conflict writing nothing, never both or
+/// neither, and the log has no gap.
+#[test]
+fn racing_appends_on_one_session_are_each_written_or_refused_whole() {
+    let path = temp_db("race");
+    let store = Arc::new(SqliteStore::open(&path).unwrap());
+    store.create("s").unwrap();
+    let written = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let threads: Vec<_> = (0..6)
+        .map(|t| {
+            let (store, written) = (Arc::clone(&store), Arc::clone(&written));
+            std::thread::spawn(move || {
+                for i in 0..200 {
+                    let v = store.version("s").unwrap();
+                    let records = vec![
+                        Record::Event(Event::new(EventKind::Sent, json!({"t": t, "i": i}))),
+                        Record::Event(Event::new(EventKind::Sent, json!({"t": t, "i": i}))),
+                    ];
+                    match store.append("s", v, records) {
+                        Ok(next) => {
+                            assert_eq!(next, v + 2);
+                            written.lock().unwrap().push((t, i, v));
+                        }
+                        Err(StoreError::Conflict { expected, .. }) => assert_eq!(expected, v),
+                        Err(e) => panic!("{e}"),
+                    }
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let written = written.lock().unwrap();
+    let records = store.read("s", 0).unwrap();
+    assert_eq!(records.len(), written.len() * 2);
+    for (t, i, v) in written.iter() {
+        for seq in [v + 1, v + 2] {
+            let Record::Event(e) = &records[(seq - 1) as usize].record else {
+                panic!("record {seq} is not an event");
+            };
+            assert_eq!((e.get("t"), e.get("i")), (Some(&json!(t)), Some(&json!(i))));
+        }
+    }
+}
