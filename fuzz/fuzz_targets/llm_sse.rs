@@ -1,4 +1,4 @@
-//! The LLM client's SSE splitter and response parsers (streamed and not, both providers).
+//! The LLM client's response parsers (streamed and not, both providers) over the one SSE reader.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;

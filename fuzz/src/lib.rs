@@ -99,20 +99,63 @@ pub fn config_file(data: &[u8]) {
     }
 }
 
-/// The LLM client's response parsing: the SSE splitter, the streamed and plain response parsers of
-/// both providers, and the stream-event overflow classifier on every event.
+/// The LLM client's response parsing: the SSE reader on the whole body, the streamed and plain
+/// response parsers of both providers, and the stream-event overflow classifier on every event.
 pub fn llm_sse(data: &[u8]) {
-    use compact_llm::provider::{parse_response, sse_events, ProviderKind, StreamMode};
-    let body = String::from_utf8_lossy(data);
-    for event in sse_events(&body) {
+    use compact_formats::sse::parse_body;
+    use compact_llm::provider::{parse_response, ProviderKind, StreamMode};
+    for event in parse_body(data) {
         let _ = compact_llm::classify_stream_event(event.event.as_deref(), &event.data);
     }
+    let body = String::from_utf8_lossy(data);
     for kind in [ProviderKind::OpenAi, ProviderKind::Anthropic] {
         for stream in [StreamMode::On, StreamMode::Off] {
             if let Err(e) = parse_response(kind, stream, &body) {
                 let _ = e.to_string();
             }
         }
+    }
+}
+
+/// The one SSE reader (`compact_formats::sse`), fed in chunks the input chooses: the first byte
+/// picks the reader's most bytes an event may hold (1 to 255, or the default for 0), the second
+/// seeds the chunk lengths (1 to 16 bytes, a fixed pseudo-random walk), the rest is the stream.
+/// Checked: the chunked reading gives the same events and errors as one push of the whole, and no
+/// event's data is longer than the reader's maximum.
+pub fn sse(data: &[u8]) {
+    use compact_formats::sse::{SseParser, DEFAULT_MAX_EVENT_BYTES};
+    let (limit, seed, stream) = match data {
+        [limit, seed, rest @ ..] => (*limit, *seed, rest),
+        _ => return,
+    };
+    let limit = match limit {
+        0 => DEFAULT_MAX_EVENT_BYTES,
+        n => usize::from(*n),
+    };
+    let mut whole = SseParser::with_max_event_bytes(limit);
+    let mut expected = whole.push(stream);
+    expected.extend(whole.finish().map(Ok));
+
+    let mut chunked = SseParser::with_max_event_bytes(limit);
+    let mut got = Vec::new();
+    let mut state = u32::from(seed) | 0x100;
+    let mut rest = stream;
+    while !rest.is_empty() {
+        // A linear congruential step; only the low bits pick the length.
+        state = state.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+        let len = (((state >> 16) % 16) as usize + 1).min(rest.len());
+        let (chunk, tail) = rest.split_at(len);
+        got.extend(chunked.push(chunk));
+        rest = tail;
+    }
+    got.extend(chunked.finish().map(Ok));
+    assert_eq!(got, expected, "chunked reading differs from whole");
+    for event in got.iter().flatten() {
+        assert!(
+            event.data.len() <= limit,
+            "an event of {} bytes from a reader holding at most {limit}",
+            event.data.len()
+        );
     }
 }
 

@@ -4,6 +4,7 @@
 pub mod error;
 pub mod import;
 pub mod overflow;
+pub mod sse;
 pub mod validate;
 pub mod wire;
 

@@ -3,6 +3,7 @@
 
 use crate::error::{excerpt, LlmError};
 use crate::overflow::classify_stream_event;
+use compact_formats::sse::{parse_body, SseEvent};
 use serde_json::{json, Value};
 
 /// Which API a summariser speaks.
@@ -195,7 +196,7 @@ pub fn parse_response(
             let mut blocks = Vec::new();
             let mut stop = None;
             let mut usage = Value::Null;
-            for ev in sse_events(body) {
+            for ev in parse_body(body.as_bytes()) {
                 let Ok(v) = serde_json::from_str::<Value>(&ev.data) else {
                     continue;
                 };
@@ -335,67 +336,6 @@ fn chat_cached(u: &Value) -> Option<u64> {
         .and_then(Value::as_u64)
 }
 
-/// One server-sent event.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct SseEvent {
-    /// The `event:` name, if any.
-    pub event: Option<String>,
-    /// The joined `data:` lines.
-    pub data: String,
-}
-
-/// Splits an SSE body into events, as the HTML event-stream rules read it: lines end with CRLF, LF
-/// or CR; a blank line ends an event; `:` opens a comment; a field is `name: value` (one leading
-/// space dropped) or a bare `name` (empty value); `data` lines join with `\n`; an event with no data
-/// is skipped. Unlike a live reader, a last event without its blank line is kept (the body is whole).
-pub fn sse_events(body: &str) -> Vec<SseEvent> {
-    let mut out = Vec::new();
-    let mut ev = SseEvent::default();
-    let mut data: Option<String> = None;
-    let mut dispatch = |ev: &mut SseEvent, data: &mut Option<String>| {
-        let event = std::mem::take(ev);
-        if let Some(d) = data.take() {
-            out.push(SseEvent { data: d, ..event });
-        }
-    };
-    let body = body.strip_prefix('\u{feff}').unwrap_or(body);
-    let mut rest = body;
-    while !rest.is_empty() {
-        let end = rest.find(['\r', '\n']).unwrap_or(rest.len());
-        let line = &rest[..end];
-        let after = &rest[end..];
-        rest = if let Some(r) = after.strip_prefix("\r\n") {
-            r
-        } else {
-            after.get(1..).unwrap_or("")
-        };
-        if line.is_empty() {
-            dispatch(&mut ev, &mut data);
-            continue;
-        }
-        if line.starts_with(':') {
-            continue;
-        }
-        let (name, value) = match line.split_once(':') {
-            Some((n, v)) => (n, v.strip_prefix(' ').unwrap_or(v)),
-            None => (line, ""),
-        };
-        match name {
-            "event" => ev.event = Some(value.trim().to_owned()),
-            "data" => match &mut data {
-                Some(d) => {
-                    d.push('\n');
-                    d.push_str(value);
-                }
-                None => data = Some(value.to_owned()),
-            },
-            _ => {}
-        }
-    }
-    dispatch(&mut ev, &mut data);
-    out
-}
-
 /// An error object inside a stream: an overflow, or a status-like error.
 fn stream_error(ev: &SseEvent, v: &Value) -> LlmError {
     if let Some(o) = classify_stream_event(ev.event.as_deref(), &ev.data) {
@@ -417,7 +357,7 @@ fn stream_error(ev: &SseEvent, v: &Value) -> LlmError {
 fn parse_chat_stream(body: &str) -> Result<Completion, LlmError> {
     let mut out = Completion::default();
     let mut done = false;
-    for ev in sse_events(body) {
+    for ev in parse_body(body.as_bytes()) {
         if ev.data.trim() == "[DONE]" {
             done = true;
             break;
@@ -472,7 +412,7 @@ fn parse_chat_stream(body: &str) -> Result<Completion, LlmError> {
 fn parse_messages_stream(body: &str) -> Result<Completion, LlmError> {
     let mut out = Completion::default();
     let mut done = false;
-    for ev in sse_events(body) {
+    for ev in parse_body(body.as_bytes()) {
         let v = json_of(&ev.data)?;
         match v.get("type").and_then(Value::as_str).unwrap_or("") {
             "error" => return Err(stream_error(&ev, &v)),
@@ -525,33 +465,6 @@ fn parse_messages_stream(body: &str) -> Result<Completion, LlmError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn sse_line_endings_and_bare_fields() {
-        let lf = sse_events("event: a\ndata: 1\ndata: 2\n\ndata\n\n");
-        let crlf = sse_events("event: a\r\ndata: 1\r\ndata: 2\r\n\r\ndata\r\n\r\n");
-        let cr = sse_events("event: a\rdata: 1\rdata: 2\r\rdata\r\r");
-        assert_eq!(lf, crlf);
-        assert_eq!(lf, cr);
-        assert_eq!(lf.len(), 2);
-        assert_eq!(lf[0].event.as_deref(), Some("a"));
-        assert_eq!(lf[0].data, "1\n2");
-        assert_eq!(lf[1].data, "");
-        // The event name belongs to one event only; a last event without its blank line is kept.
-        let evs = sse_events("\u{feff}event: a\n\ndata:x\n\ndata: y");
-        assert_eq!(evs.len(), 2);
-        assert_eq!(evs[0].event, None);
-        assert_eq!(evs[0].data, "x");
-        assert_eq!(evs[1].data, "y");
-    }
-
-    #[test]
-    fn sse_split() {
-        let evs = sse_events("event: a\ndata: {\"x\":1}\n\n: comment\n\ndata: [DONE]\n\n");
-        assert_eq!(evs.len(), 2);
-        assert_eq!(evs[0].event.as_deref(), Some("a"));
-        assert_eq!(evs[1].data, "[DONE]");
-    }
 
     #[test]
     fn chat_without_choices_is_malformed() {

@@ -29,13 +29,13 @@ use crate::recall::{self, RecallTurn};
 use crate::reply::{error_response, full, stream_error_event, ErrorKind, ProxyBody};
 use crate::route::{Family, Route};
 use crate::session_id::{client_session, parent_id, session_id};
-use crate::sse::SseSplitter;
 use crate::state::Shared;
 use crate::stream::{StreamBody, StreamEnd, UsageTap};
 use crate::usage::usage_in;
 use bytes::Bytes;
 use compact_core::model::{Conversation, Format};
 use compact_formats::overflow::{classify, classify_stream_event};
+use compact_formats::sse::SseParser;
 use compact_formats::wire::encode;
 use compact_session::{CompactManager, Recovery, Usage};
 use http_body_util::{BodyExt, Limited};
@@ -945,7 +945,7 @@ async fn peek_responses(incoming: &mut Incoming, idle: std::time::Duration) -> P
         broken: false,
         overflow: None,
     };
-    let mut splitter = SseSplitter::default();
+    let mut sse = SseParser::default();
     let mut held = 0;
     loop {
         let frame = match tokio::time::timeout(idle, incoming.frame()).await {
@@ -960,9 +960,10 @@ async fn peek_responses(incoming: &mut Incoming, idle: std::time::Duration) -> P
             continue;
         };
         held += data.len();
-        let events = splitter.push(&data);
+        let events = sse.push(&data);
         peeked.head.push(data);
-        for event in events {
+        // An event too large to read is skipped, as any unreadable one.
+        for event in events.into_iter().flatten() {
             let value: Value = serde_json::from_str(&event.data).unwrap_or(Value::Null);
             let name = event
                 .event

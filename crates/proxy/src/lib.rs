@@ -68,7 +68,6 @@ pub mod reply;
 pub mod route;
 mod server;
 pub mod session_id;
-pub mod sse;
 mod state;
 pub mod stream;
 pub mod upstream;

@@ -7,9 +7,9 @@
 
 use crate::reply::BodyError;
 use crate::route::Route;
-use crate::sse::SseSplitter;
 use crate::usage::usage_in;
 use bytes::Bytes;
+use compact_formats::sse::SseParser;
 use compact_session::Usage;
 use hyper::body::{Body, Frame, Incoming, SizeHint};
 use std::collections::VecDeque;
@@ -38,7 +38,7 @@ pub type OnEnd = Box<dyn FnOnce(StreamEnd, Option<Usage>) + Send>;
 #[derive(Debug)]
 pub struct UsageTap {
     route: Route,
-    splitter: SseSplitter,
+    sse: SseParser,
     usage: Option<Usage>,
 }
 
@@ -47,13 +47,14 @@ impl UsageTap {
     pub fn new(route: Route) -> Self {
         UsageTap {
             route,
-            splitter: SseSplitter::default(),
+            sse: SseParser::default(),
             usage: None,
         }
     }
 
     fn feed(&mut self, chunk: &[u8]) {
-        for event in self.splitter.push(chunk) {
+        // An event too large to read is skipped: it is still forwarded, only not read.
+        for event in self.sse.push(chunk).into_iter().flatten() {
             if !event.data.contains("usage") {
                 continue;
             }

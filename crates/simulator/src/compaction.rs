@@ -24,6 +24,7 @@
 
 use crate::body::sse;
 use bytes::Bytes;
+use compact_formats::sse::parse_body;
 use serde_json::{json, Value};
 use std::collections::HashMap;
 
@@ -406,12 +407,10 @@ pub fn on_demand_reply(
     Err(out)
 }
 
-/// Splits an SSE event this simulator wrote into its name and data.
+/// The name and data of an SSE event this simulator wrote (one named event a chunk).
 fn parse_event(bytes: &Bytes) -> Option<(String, Value)> {
-    let text = std::str::from_utf8(bytes).ok()?;
-    let rest = text.strip_prefix("event: ")?;
-    let (name, data) = rest.split_once("\ndata: ")?;
-    Some((name.to_owned(), serde_json::from_str(data.trim_end()).ok()?))
+    let [event] = <[_; 1]>::try_from(parse_body(bytes)).ok()?;
+    Some((event.event?, serde_json::from_str(&event.data).ok()?))
 }
 
 /// A threshold-mode reply: `block` first, then (unless `pause`) the normal reply `normal` (a JSON

@@ -8,7 +8,7 @@
 use super::reply::{recall_turn, RecallTurn};
 use super::TOOL_NAME;
 use crate::route::Route;
-use crate::sse::SseSplitter;
+use compact_formats::sse::SseParser;
 use serde_json::{json, Map, Value};
 
 /// Most bytes of a stream held while it could still be a recall-only turn. Such a turn is a few
@@ -30,7 +30,7 @@ pub enum Verdict {
 #[derive(Debug)]
 pub struct Sniffer {
     route: Route,
-    splitter: SseSplitter,
+    sse: SseParser,
     held: usize,
     /// Chat: the message's tool calls by index, its finish reason and the usage.
     chat_calls: Vec<Map<String, Value>>,
@@ -47,7 +47,7 @@ impl Sniffer {
     pub fn new(route: Route) -> Self {
         Sniffer {
             route,
-            splitter: SseSplitter::default(),
+            sse: SseParser::default(),
             held: 0,
             chat_calls: Vec::new(),
             chat_finish: Value::Null,
@@ -64,7 +64,8 @@ impl Sniffer {
         if self.held > MAX_HELD_BYTES {
             return Verdict::Forward;
         }
-        for event in self.splitter.push(chunk) {
+        // An event too large to read is skipped (the stream is held under MAX_HELD_BYTES anyway).
+        for event in self.sse.push(chunk).into_iter().flatten() {
             let verdict = self.event(event.event.as_deref(), &event.data);
             if verdict != Verdict::Undecided {
                 return verdict;

@@ -431,8 +431,10 @@ impl Wire {
     }
 
     fn read_stream(self, body: &[u8]) -> Turn {
-        let mut splitter = compact_proxy::sse::SseSplitter::default();
-        let events = splitter.push(body);
+        let events = compact_formats::sse::SseParser::default()
+            .push(body)
+            .into_iter()
+            .flatten();
         let mut turn = Turn::default();
         // Chat: text and tool calls by index; Anthropic: blocks by index.
         let mut chat_calls: Vec<(String, String, String)> = Vec::new();
