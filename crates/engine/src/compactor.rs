@@ -25,6 +25,33 @@ use std::sync::Arc;
 /// that ignores its budget cannot cause a loop.
 pub const MAX_PLANS: u32 = 3;
 
+/// A request made ready for planning: normalised, with what the provider's last compaction
+/// superseded hidden.
+struct Input<'a> {
+    /// The request as given.
+    conv: &'a Conversation,
+    /// `conv` normalised, superseded items hidden: what the strategy plans.
+    base: Conversation,
+    /// What the provider's last compaction superseded (dropped from the result).
+    dropped: Superseded,
+    rules: ProviderRules,
+    tokens_before: usize,
+    /// Normalisation repairs `conv` needed.
+    input_repairs: usize,
+}
+
+/// What the plans of one compaction carry from one to the next: the warnings so far, who produced
+/// the checkpoint text, what the summariser calls cost, and the last summary made.
+#[derive(Default)]
+struct Draft {
+    warnings: Vec<String>,
+    produced_by: Option<String>,
+    usage: SummaryUsage,
+    /// The last summary and the items it covers: a re-plan that summarises the same items reuses
+    /// it instead of asking again.
+    cached: Option<(Vec<compact_core::model::ItemId>, String)>,
+}
+
 /// The result of a compaction.
 #[derive(Debug, Clone)]
 pub struct Compaction {
@@ -179,6 +206,8 @@ impl Compactor {
         self.compact_freeing(conv, min_gain.max(1)).await
     }
 
+    /// Compacts `conv`, requiring `min_gain` tokens freed when the request fits: first by dropping
+    /// only what the provider's last compaction superseded, when that is enough, else by planning.
     async fn compact_freeing(
         &self,
         conv: &Conversation,
@@ -192,105 +221,78 @@ impl Compactor {
         // What the provider's last compaction already stands for goes first, at no loss: hidden
         // from the strategy, and dropped from the result.
         let dropped = Superseded::of(conv, &normalized.conversation, &self.counter);
-        let base = provider::hide(normalized.conversation, &dropped.indices);
-        let tokens_before = self.counter.total(conv);
+        let input = Input {
+            conv,
+            base: provider::hide(normalized.conversation, &dropped.indices),
+            dropped,
+            rules,
+            tokens_before: self.counter.total(conv),
+            input_repairs: normalized.diagnostics.len(),
+        };
         if let Some(done) = self.superseded_only(
             conv,
-            &base,
-            &dropped,
-            (tokens_before, min_gain),
-            normalized.diagnostics.len(),
+            &input.base,
+            &input.dropped,
+            (input.tokens_before, min_gain),
+            input.input_repairs,
         )? {
             return Ok(done);
         }
-        let mut warnings: Vec<String> = Vec::new();
-        if !normalized.diagnostics.is_empty() {
-            warnings.push(format!(
+        self.plan_and_apply(&input, min_gain).await
+    }
+
+    /// Plans `input`, fills the checkpoint, applies, and re-plans (at most [`MAX_PLANS`] plans)
+    /// when the summary came out larger than planned or the result is still over the usable window.
+    async fn plan_and_apply(
+        &self,
+        input: &Input<'_>,
+        min_gain: usize,
+    ) -> Result<Compaction, CompactError> {
+        let mut draft = Draft::default();
+        if input.input_repairs > 0 {
+            draft.warnings.push(format!(
                 "input needed {} normalisation repairs",
-                normalized.diagnostics.len()
+                input.input_repairs
             ));
         }
         let mut summary_tokens: Option<usize> = None;
-        let mut usage = SummaryUsage::default();
-        let mut produced_by: Option<String> = None;
-        let mut cached: Option<(Vec<compact_core::model::ItemId>, String)> = None;
-        let mut last_after = tokens_before;
+        let mut last_after = input.tokens_before;
         for attempt in 1..=MAX_PLANS {
             let request = Request {
                 summary_tokens,
-                ..Request::new(&base, &self.budget, &self.policy, &self.counter)
+                ..Request::new(&input.base, &self.budget, &self.policy, &self.counter)
             };
             let mut plan = strategy::run(self.strategy, &request)?;
-            if plan.is_noop() && dropped.indices.is_empty() {
+            if plan.is_noop() && input.dropped.indices.is_empty() {
                 return Err(CompactError::NoProgress {
-                    before: tokens_before,
+                    before: input.tokens_before,
                     after: plan.estimated_after(),
                 });
             }
-            let text = match &plan.checkpoint {
-                None => None,
-                Some(slot) => {
-                    if let Some(fixed) = &slot.fixed_text {
-                        produced_by = Some(self.strategy.as_str().to_owned());
-                        Some(fixed.clone())
-                    } else if let Some((_, text)) =
-                        cached.as_ref().filter(|(covers, _)| *covers == slot.covers)
-                    {
-                        Some(text.clone())
-                    } else {
-                        let text = self
-                            .summarize(
-                                (conv, &base),
-                                &plan,
-                                &mut usage,
-                                &mut produced_by,
-                                &mut warnings,
-                            )
-                            .await?;
-                        cached = Some((slot.covers.clone(), text.clone()));
-                        Some(text)
-                    }
-                }
-            };
+            let text = self.checkpoint_text(input, &plan, &mut draft).await?;
             let text_tokens = text.as_deref().map(|t| self.counter.count_text(t));
             let planned = plan.checkpoint.as_ref().map_or(0, |c| c.max_tokens);
             if let Some(actual) = text_tokens.filter(|&t| t > planned) {
-                if attempt < MAX_PLANS
-                    && plan
-                        .checkpoint
-                        .as_ref()
-                        .is_some_and(|c| c.fixed_text.is_none())
-                {
-                    warnings.push(format!(
+                // A fixed text comes out the same whatever the plan: re-planning cannot help it.
+                let summarised = plan
+                    .checkpoint
+                    .as_ref()
+                    .is_some_and(|c| c.fixed_text.is_none());
+                if attempt < MAX_PLANS && summarised {
+                    draft.warnings.push(format!(
                         "summary of {actual} tokens exceeded the planned {planned}: re-planned"
                     ));
                     summary_tokens = Some(actual);
                     continue;
                 }
             }
-            dropped.mark(&mut plan);
-            let applied = plan.apply(&base, text.as_deref())?;
-            let check = normalize(&applied, &rules);
-            let out = if check.diagnostics.is_empty() {
-                applied
-            } else {
-                warnings.push(format!(
-                    "output needed {} normalisation repairs",
-                    check.diagnostics.len()
-                ));
-                check.conversation
-            };
+            input.dropped.mark(&mut plan);
+            let out = self.apply_checked(input, &plan, text.as_deref(), &mut draft.warnings)?;
             let tokens_after = self.counter.total(&out);
             last_after = tokens_after;
-            // A request that fits is only worth rewriting (and its prompt cache losing) when the
-            // compaction frees enough to keep the next one away for a while.
-            // Under `reversible: only` nothing is lost, so any gain is worth it.
-            let too_little = self.budget.fits(tokens_before)
-                && self.policy.reversible != ReversibleMode::Only
-                && tokens_before.saturating_sub(tokens_after) < min_gain;
-            if tokens_after >= tokens_before || too_little {
+            if self.too_little_freed(input.tokens_before, tokens_after, min_gain) {
                 return Err(CompactError::NoProgress {
-                    before: tokens_before,
+                    before: input.tokens_before,
                     after: tokens_after,
                 });
             }
@@ -305,24 +307,13 @@ impl Compactor {
                     usable: self.budget.usable,
                 });
             }
-            warnings.extend(plan.notes.iter().cloned());
-            let report = Report {
-                tokens_before,
-                tokens_after,
-                items_before: conv.items.len(),
-                items_after: out.items.len(),
-                strategy: self.strategy,
-                tiers_applied: plan.tiers_applied(),
-                summarizer: produced_by,
-                summary_usage: usage,
-                summary_tokens: text_tokens,
-                usable: self.budget.usable,
-                target: self.budget.target,
-                plans: attempt,
-                input_repairs: normalized.diagnostics.len(),
-                warnings,
-                reversible_saved: plan.reversible_saved(),
-            };
+            let report = self.report(
+                input,
+                (&out, tokens_after),
+                &plan,
+                draft,
+                (attempt, text_tokens),
+            );
             return Ok(Compaction {
                 conversation: out,
                 plan,
@@ -333,6 +324,105 @@ impl Compactor {
             after: last_after,
             usable: self.budget.usable,
         })
+    }
+
+    /// The text of `plan`'s checkpoint, if it has one: the strategy's fixed text, the summary made
+    /// for an earlier plan that covers the same items, or a new summary of `input`.
+    async fn checkpoint_text(
+        &self,
+        input: &Input<'_>,
+        plan: &Plan,
+        draft: &mut Draft,
+    ) -> Result<Option<String>, CompactError> {
+        let Some(slot) = &plan.checkpoint else {
+            return Ok(None);
+        };
+        if let Some(fixed) = &slot.fixed_text {
+            draft.produced_by = Some(self.strategy.as_str().to_owned());
+            return Ok(Some(fixed.clone()));
+        }
+        if let Some((_, text)) = draft
+            .cached
+            .as_ref()
+            .filter(|(covers, _)| *covers == slot.covers)
+        {
+            return Ok(Some(text.clone()));
+        }
+        let text = self
+            .summarize(
+                (input.conv, &input.base),
+                plan,
+                &mut draft.usage,
+                &mut draft.produced_by,
+                &mut draft.warnings,
+            )
+            .await?;
+        draft.cached = Some((slot.covers.clone(), text.clone()));
+        Ok(Some(text))
+    }
+
+    /// `plan` applied to `input` with the checkpoint `text`, normalised again (a repair that needed
+    /// is a warning).
+    fn apply_checked(
+        &self,
+        input: &Input<'_>,
+        plan: &Plan,
+        text: Option<&str>,
+        warnings: &mut Vec<String>,
+    ) -> Result<Conversation, CompactError> {
+        let applied = plan.apply(&input.base, text)?;
+        let check = normalize(&applied, &input.rules);
+        if check.diagnostics.is_empty() {
+            return Ok(applied);
+        }
+        warnings.push(format!(
+            "output needed {} normalisation repairs",
+            check.diagnostics.len()
+        ));
+        Ok(check.conversation)
+    }
+
+    /// Whether going from `tokens_before` to `tokens_after` is no progress: nothing freed, or, for
+    /// a request that fits, less than `min_gain`.
+    fn too_little_freed(&self, tokens_before: usize, tokens_after: usize, min_gain: usize) -> bool {
+        // A request that fits is only worth rewriting (and its prompt cache losing) when the
+        // compaction frees enough to keep the next one away for a while.
+        // Under `reversible: only` nothing is lost, so any gain is worth it.
+        let too_little = self.budget.fits(tokens_before)
+            && self.policy.reversible != ReversibleMode::Only
+            && tokens_before.saturating_sub(tokens_after) < min_gain;
+        tokens_after >= tokens_before || too_little
+    }
+
+    /// The report of a compaction of `input` into `out` (of `tokens_after` tokens) by `plan`, the
+    /// plan number `attempt`, whose checkpoint text counted `text_tokens`.
+    fn report(
+        &self,
+        input: &Input<'_>,
+        (out, tokens_after): (&Conversation, usize),
+        plan: &Plan,
+        draft: Draft,
+        (attempt, text_tokens): (u32, Option<usize>),
+    ) -> Report {
+        let mut warnings = draft.warnings;
+        warnings.extend(plan.notes.iter().cloned());
+        Report {
+            tokens_before: input.tokens_before,
+            tokens_after,
+            items_before: input.conv.items.len(),
+            items_after: out.items.len(),
+            strategy: self.strategy,
+            tiers_applied: plan.tiers_applied(),
+            summarizer: draft.produced_by,
+            summary_usage: draft.usage,
+            summary_tokens: text_tokens,
+            usable: self.budget.usable,
+            target: self.budget.target,
+            plans: attempt,
+            input_repairs: input.input_repairs,
+            warnings,
+            reversible_saved: plan.reversible_saved(),
+        }
     }
 
     /// The compaction that only drops what the provider's last compaction superseded, when that
