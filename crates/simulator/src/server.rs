@@ -109,7 +109,8 @@ fn is_anthropic(api: Api) -> bool {
     matches!(api, Api::Messages | Api::CountTokens)
 }
 
-/// Handles one request.
+/// Handles one request: answers it and records it, or drops the connection for a reset fault
+/// (recorded with status 0).
 pub(crate) async fn handle(
     state: Arc<State>,
     req: Request<Incoming>,
@@ -118,6 +119,20 @@ pub(crate) async fn handle(
         return Ok(crate::control::handle(&state, req).await);
     }
     let seq = state.seq.fetch_add(1, Ordering::Relaxed) + 1;
+    let mut record = new_record(seq, &req);
+    let config = lock(&state.config).clone();
+    match respond(&state, &config, req, &mut record).await {
+        Ok(answer) => Ok(finish(&state, record, answer)),
+        Err(Reset) => {
+            record.status = 0;
+            lock(&state.records).push(record);
+            Err(Reset)
+        }
+    }
+}
+
+/// The record of request number `seq` as it arrives: its endpoint, path, query and headers.
+fn new_record(seq: u64, req: &Request<Incoming>) -> RecordedRequest {
     let path = req.uri().path().to_owned();
     let query = req.uri().query().map(str::to_owned);
     let api = api_of(&path);
@@ -131,8 +146,7 @@ pub(crate) async fn handle(
             )
         })
         .collect();
-    let config = lock(&state.config).clone();
-    let mut record = RecordedRequest {
+    RecordedRequest {
         seq,
         api,
         path,
@@ -147,83 +161,28 @@ pub(crate) async fn handle(
         status: 0,
         fault: None,
         usage: None,
-    };
-    let header_fault = record.header(FAULT_HEADER).map(Fault::parse);
-    let fault = match header_fault {
-        Some(Ok(f)) => Some(f),
-        Some(Err(e)) => {
-            let answer = Answer::json(
-                StatusCode::BAD_REQUEST,
-                anthropic::invalid_request(seq, &e.to_string()),
-            );
-            return Ok(finish(&state, record, answer));
-        }
-        None if api != Api::Unknown => lock(&state.faults).pop_front(),
-        None => None,
+    }
+}
+
+/// The answer to a request, filling in `record` on the way; `Err` for a reset fault. In order:
+/// the fault to apply, the checks a provider makes before it reads the conversation, the count,
+/// the faults and limits that replace the reply, a compaction alone, and the reply itself.
+async fn respond(
+    state: &State,
+    config: &SimConfig,
+    req: Request<Incoming>,
+    record: &mut RecordedRequest,
+) -> Result<Answer, Reset> {
+    let (seq, api) = (record.seq, record.api);
+    let fault = match fault_of(state, record) {
+        Ok(fault) => fault,
+        Err(answer) => return Ok(answer),
     };
     record.fault = fault.as_ref().map(|f| format!("{f:?}"));
-
-    let bytes = match Limited::new(req.into_body(), config.max_body_bytes)
-        .collect()
-        .await
-    {
-        Ok(b) => b.to_bytes(),
-        Err(_) => {
-            let body = if is_anthropic(api) {
-                anthropic::request_too_large(seq)
-            } else {
-                serde_json::json!({"error": {"message": "Request body too large.", "type": "invalid_request_error", "param": null, "code": "request_too_large"}}).to_string()
-            };
-            return Ok(finish(
-                &state,
-                record,
-                Answer::json(StatusCode::PAYLOAD_TOO_LARGE, body),
-            ));
-        }
+    let (body, mode) = match admit(state, config, req, record).await {
+        Ok(admitted) => admitted,
+        Err(answer) => return Ok(answer),
     };
-    record.body_bytes = bytes.len();
-    record.raw = bytes.clone();
-    if api == Api::Unknown {
-        let body = serde_json::json!({"error": {"message": format!("Unknown path {}", record.path), "type": "invalid_request_error", "param": null, "code": "unknown_url"}});
-        return Ok(finish(
-            &state,
-            record,
-            Answer::json(StatusCode::NOT_FOUND, body.to_string()),
-        ));
-    }
-    let body: Value = match serde_json::from_slice(&bytes) {
-        Ok(v) => v,
-        Err(e) => {
-            let answer = Answer::json(
-                StatusCode::BAD_REQUEST,
-                anthropic::invalid_request(seq, &format!("request body is not JSON: {e}")),
-            );
-            return Ok(finish(&state, record, answer));
-        }
-    };
-    let mode = match api {
-        Api::Messages => compaction::anthropic_mode(&record.headers, &body, &lock(&state.issued)),
-        Api::Responses | Api::ResponsesCompact => {
-            compaction::check_openai_items(&body, &lock(&state.issued))
-                .map(|()| AnthropicMode::None)
-        }
-        _ => Ok(AnthropicMode::None),
-    };
-    let mode = match mode {
-        Ok(mode) => mode,
-        Err(refusal) => {
-            record.body = body;
-            return Ok(finish(&state, record, refusal_answer(seq, api, &refusal)));
-        }
-    };
-    if let Some(answer) = config
-        .validate
-        .then(|| rule_answer(seq, api, &body))
-        .flatten()
-    {
-        record.body = body;
-        return Ok(finish(&state, record, answer));
-    }
     let counted = match api {
         Api::ChatCompletions => count_chat(&body, config.openai_encoding),
         Api::Responses | Api::ResponsesCompact => count_responses(&body, config.openai_encoding),
@@ -242,58 +201,35 @@ pub(crate) async fn handle(
         tokio::time::sleep(*delay).await;
     }
     if let Some(answer) = fault_answer(seq, api, &counted, fault.as_ref()) {
-        return Ok(finish(&state, record, answer));
+        return Ok(answer);
     }
     if matches!(fault, Some(Fault::Reset)) {
-        record.status = 0;
-        lock(&state.records).push(record);
         return Err(Reset);
     }
     let forced = matches!(fault, Some(Fault::Overflow));
-    if let Some(answer) = overflow_answer(seq, api, &counted, &config, forced) {
-        return Ok(finish(&state, record, answer));
+    if let Some(answer) = overflow_answer(seq, api, &counted, config, forced) {
+        return Ok(answer);
     }
     if api == Api::CountTokens {
-        return Ok(finish(
-            &state,
-            record,
-            Answer::json(
-                StatusCode::OK,
-                anthropic::count_tokens(counted.input_tokens),
-            ),
+        return Ok(Answer::json(
+            StatusCode::OK,
+            anthropic::count_tokens(counted.input_tokens),
         ));
     }
 
-    if let Some(answer) =
-        compaction_answer(&state, seq, api, &mode, &body, &counted, fault.as_ref())
+    if let Some(answer) = compaction_answer(state, seq, api, &mode, &body, &counted, fault.as_ref())
     {
-        return Ok(finish(&state, record, answer));
+        return Ok(answer);
     }
-    let queued = lock(&state.replies).pop_front();
-    let script = queued
-        .or_else(|| crate::agent::reply(config.agent.as_ref()?, &body))
-        .unwrap_or_else(|| {
-            let mut reply = default_reply(counted.input_tokens, &counted.last_user);
-            // A summary the client asks for in the middle of the scripted task says how far it
-            // got, so that the task goes on after the client's own compaction.
-            if let Some(note) = config
-                .agent
-                .as_ref()
-                .and_then(|_| crate::agent::progress_note(&body))
-            {
-                reply.text = format!("{} {note}", reply.text);
-            }
-            reply
-        })
-        .resolve_stub(&String::from_utf8_lossy(&bytes));
+    let script = script_of(state, config, &body, &record.raw, &counted);
     let encoding = if is_anthropic(api) {
         config.anthropic_encoding
     } else {
         config.openai_encoding
     };
     let reply = Reply::new(script, counted.max_output, encoding);
-    let mut usage = usage_of(&state, api, &counted, &config, &reply);
-    let mut answer = match threshold_compaction(&state, seq, api, &mode, &body, &counted) {
+    let mut usage = usage_of(state, api, &counted, config, &reply);
+    let mut answer = match threshold_compaction(state, seq, api, &mode, &body, &counted) {
         None => success(seq, api, &counted, &reply, &usage),
         Some(done) => with_compaction(seq, api, &counted, &reply, &mut usage, &done),
     };
@@ -304,7 +240,116 @@ pub(crate) async fn handle(
         answer.body = stall(answer.body, *after_events);
     }
     record.usage = Some(usage);
-    Ok(finish(&state, record, answer))
+    Ok(answer)
+}
+
+/// The fault for this request: the one its fault header names, else the next queued one (only
+/// for a known endpoint, so a stray request does not use it up). `Err` with the 400 for a header
+/// that names no fault.
+fn fault_of(state: &State, record: &RecordedRequest) -> Result<Option<Fault>, Answer> {
+    match record.header(FAULT_HEADER).map(Fault::parse) {
+        Some(Ok(f)) => Ok(Some(f)),
+        Some(Err(e)) => Err(Answer::json(
+            StatusCode::BAD_REQUEST,
+            anthropic::invalid_request(record.seq, &e.to_string()),
+        )),
+        None if record.api != Api::Unknown => Ok(lock(&state.faults).pop_front()),
+        None => Ok(None),
+    }
+}
+
+/// Reads the body (recording its bytes) and makes the checks a provider makes before it reads
+/// the conversation: the body limit, the path, JSON, the use of compactions and (if configured)
+/// the provider's request rules. The body and the compaction mode it asks for, or the answer that
+/// refuses it.
+async fn admit(
+    state: &State,
+    config: &SimConfig,
+    req: Request<Incoming>,
+    record: &mut RecordedRequest,
+) -> Result<(Value, AnthropicMode), Answer> {
+    let (seq, api) = (record.seq, record.api);
+    let bytes = match Limited::new(req.into_body(), config.max_body_bytes)
+        .collect()
+        .await
+    {
+        Ok(b) => b.to_bytes(),
+        Err(_) => {
+            let body = if is_anthropic(api) {
+                anthropic::request_too_large(seq)
+            } else {
+                serde_json::json!({"error": {"message": "Request body too large.", "type": "invalid_request_error", "param": null, "code": "request_too_large"}}).to_string()
+            };
+            return Err(Answer::json(StatusCode::PAYLOAD_TOO_LARGE, body));
+        }
+    };
+    record.body_bytes = bytes.len();
+    record.raw = bytes.clone();
+    if api == Api::Unknown {
+        let body = serde_json::json!({"error": {"message": format!("Unknown path {}", record.path), "type": "invalid_request_error", "param": null, "code": "unknown_url"}});
+        return Err(Answer::json(StatusCode::NOT_FOUND, body.to_string()));
+    }
+    let body: Value = match serde_json::from_slice(&bytes) {
+        Ok(v) => v,
+        Err(e) => {
+            return Err(Answer::json(
+                StatusCode::BAD_REQUEST,
+                anthropic::invalid_request(seq, &format!("request body is not JSON: {e}")),
+            ));
+        }
+    };
+    let mode = match api {
+        Api::Messages => compaction::anthropic_mode(&record.headers, &body, &lock(&state.issued)),
+        Api::Responses | Api::ResponsesCompact => {
+            compaction::check_openai_items(&body, &lock(&state.issued))
+                .map(|()| AnthropicMode::None)
+        }
+        _ => Ok(AnthropicMode::None),
+    };
+    let mode = match mode {
+        Ok(mode) => mode,
+        Err(refusal) => {
+            record.body = body;
+            return Err(refusal_answer(seq, api, &refusal));
+        }
+    };
+    if let Some(answer) = config
+        .validate
+        .then(|| rule_answer(seq, api, &body))
+        .flatten()
+    {
+        record.body = body;
+        return Err(answer);
+    }
+    Ok((body, mode))
+}
+
+/// What to reply: the next scripted reply, else the configured agent's next step, else the default
+/// reply (`raw` is the request's body, for a script's stubs).
+fn script_of(
+    state: &State,
+    config: &SimConfig,
+    body: &Value,
+    raw: &Bytes,
+    counted: &Counted,
+) -> ScriptedReply {
+    let queued = lock(&state.replies).pop_front();
+    queued
+        .or_else(|| crate::agent::reply(config.agent.as_ref()?, body))
+        .unwrap_or_else(|| {
+            let mut reply = default_reply(counted.input_tokens, &counted.last_user);
+            // A summary the client asks for in the middle of the scripted task says how far it
+            // got, so that the task goes on after the client's own compaction.
+            if let Some(note) = config
+                .agent
+                .as_ref()
+                .and_then(|_| crate::agent::progress_note(body))
+            {
+                reply.text = format!("{} {note}", reply.text);
+            }
+            reply
+        })
+        .resolve_stub(&String::from_utf8_lossy(raw))
 }
 
 /// The provider's 400 for a request that breaks its rules ([`SimConfig::validate`]): a changed
