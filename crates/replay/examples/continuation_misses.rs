@@ -20,10 +20,11 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
 use compact_core::model::{Conversation, Item, ItemBody};
+use compact_core::tokens::TokenCounter;
 use compact_formats::import::ImportMode;
 use compact_replay::{
     call_points, load_job, prune_generic_jobs, replay_session_with_cuts, setup, strategy,
-    tail_within, Job, Outcome, Preflighter, Refusal,
+    tail_within, Cut, Job, Outcome, Preflighter, Refusal, ReplayOptions, StrategyFactory,
 };
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -84,57 +85,94 @@ fn age_bucket(age: usize) -> &'static str {
     }
 }
 
-fn main() {
-    let mut window = 32_000usize;
-    let mut name = "tiered".to_owned();
-    let mut config: Option<std::path::PathBuf> = None;
-    let mut list = false;
-    let mut files = Vec::new();
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
-        match a.as_str() {
-            "--window" => {
-                window = args
-                    .next()
-                    .and_then(|v| v.parse().ok())
-                    .expect("--window N")
+/// The command line: flags, files, and the environment's extra printouts.
+struct Args {
+    window: usize,
+    strategy: String,
+    config: Option<std::path::PathBuf>,
+    /// Print every missed anchor.
+    list: bool,
+    files: Vec<String>,
+    /// `PERCUT`: print each cut's count against the tail's.
+    percut: bool,
+    /// `DUMP`: the cut whose request items to print.
+    dump: Option<String>,
+    /// `FULL`: the history index of the item whose whole text the dump prints.
+    full: Option<String>,
+}
+
+impl Args {
+    fn read() -> Self {
+        let mut window = 32_000usize;
+        let mut strategy = "tiered".to_owned();
+        let mut config: Option<std::path::PathBuf> = None;
+        let mut list = false;
+        let mut files = Vec::new();
+        let mut args = std::env::args().skip(1);
+        while let Some(a) = args.next() {
+            match a.as_str() {
+                "--window" => {
+                    window = args
+                        .next()
+                        .and_then(|v| v.parse().ok())
+                        .expect("--window N")
+                }
+                "--strategy" => strategy = args.next().expect("--strategy NAME"),
+                "--config" => config = args.next().map(Into::into),
+                "--list" => list = true,
+                _ => files.push(a),
             }
-            "--strategy" => name = args.next().expect("--strategy NAME"),
-            "--config" => config = args.next().map(Into::into),
-            "--list" => list = true,
-            _ => files.push(a),
+        }
+        Args {
+            window,
+            strategy,
+            config,
+            list,
+            files,
+            percut: std::env::var("PERCUT").is_ok(),
+            dump: std::env::var("DUMP").ok(),
+            full: std::env::var("FULL").ok(),
         }
     }
-    let percut = std::env::var("PERCUT").is_ok();
-    let dump = std::env::var("DUMP").ok();
-    let full = std::env::var("FULL").ok();
-    let setup = setup(config.as_deref(), window, None).expect("setup");
-    let options = &setup.options;
-    let counter = options.counter;
-    let mut jobs: Vec<Job> = files
-        .iter()
-        .filter_map(|f| {
-            let bytes = std::fs::read(f).ok()?;
-            load_job(&bytes, f, ImportMode::Lenient, options)
-                .ok()
-                .map(|(j, _)| j)
-        })
-        .collect();
-    prune_generic_jobs(&mut jobs);
-    let factory = strategy(&name, &setup.policy, counter).expect("strategy");
+}
 
-    // (fate, label, age bucket, tail held it) -> count
-    let mut misses: BTreeMap<(String, String, &str, bool), usize> = BTreeMap::new();
-    // label:fate -> tokens in the requests at cuts
-    let mut spend: BTreeMap<String, usize> = BTreeMap::new();
-    let mut unique: BTreeMap<String, usize> = BTreeMap::new();
-    let (mut expected, mut held_total, mut tail_total) = (0usize, 0usize, 0usize);
-    let (mut only_strategy, mut only_tail) = (0usize, 0usize);
-    for job in &jobs {
+/// The counts the summary prints, summed over every cut of every session.
+#[derive(Default)]
+struct Tally {
+    /// (fate, label, age bucket, tail held it) -> count
+    misses: BTreeMap<(String, String, &'static str, bool), usize>,
+    /// label:fate -> tokens in the requests at cuts
+    spend: BTreeMap<String, usize>,
+    /// label:fate -> anchors of a cut that only that item of the request holds
+    unique: BTreeMap<String, usize>,
+    expected: usize,
+    held_total: usize,
+    tail_total: usize,
+    only_strategy: usize,
+    only_tail: usize,
+}
+
+/// One session replayed: the strategy's requests at its cuts, and what each history item holds.
+struct Session<'a> {
+    job: &'a Job,
+    /// The request the strategy returned at each cut, by the cut's item index.
+    captured: HashMap<usize, Conversation>,
+    /// Tool names by call id (for results that do not name their tool).
+    names: HashMap<String, String>,
+    /// Tokens every request spends besides its items (tools, framing).
+    fixed: usize,
+    /// The anchors each history item holds, found once for every cut of the session.
+    in_history: Vec<Vec<u32>>,
+}
+
+impl<'a> Session<'a> {
+    /// Replays `job` with the strategy, keeping its request at each continuation cut; `None` for
+    /// a session without cuts.
+    fn replay(job: &'a Job, factory: &StrategyFactory, options: &ReplayOptions) -> Option<Self> {
         let items = &job.conversation.items;
         let cuts: HashSet<usize> = job.continuation.cuts().iter().map(|c| c.at).collect();
         if cuts.is_empty() {
-            continue;
+            return None;
         }
         let captured: Captured = Arc::default();
         let mut capture = Capture {
@@ -158,164 +196,255 @@ fn main() {
                 _ => None,
             })
             .collect();
-        let captured = captured.lock().unwrap();
+        let captured = std::mem::take(&mut *captured.lock().unwrap());
+        let counter = options.counter;
         let fixed =
             counter.count_tools(&job.conversation.tools) + counter.framing().per_request as usize;
-        // The anchors each history item holds, found once for every cut of the session.
         let in_history: Vec<Vec<u32>> = items
             .iter()
             .map(|i| job.continuation.find_in(&i.plain_text()))
             .collect();
-        for cut in job.continuation.cuts() {
-            let Some(request) = captured.get(&cut.at) else {
-                continue;
-            };
-            let originals: HashMap<&str, &Item> = items[..cut.at]
-                .iter()
-                .map(|i| (i.meta.id.as_str(), i))
-                .collect();
-            // Each visible request item once: its label and fate, tokens, and the anchors it holds.
-            let per: Vec<(String, usize, Vec<u32>)> = request
-                .items
-                .iter()
-                .filter(|i| i.meta.visibility.model)
-                .map(|item| {
-                    let text = item.plain_text();
-                    let fate = match originals.get(item.meta.id.as_str()) {
-                        Some(o) if o.plain_text() == text => "verbatim",
-                        Some(_) => "rewritten",
-                        None => "new",
-                    };
-                    let found = job.continuation.find_in(&text);
-                    let lab = format!("{} {fate}", label(item, &names));
-                    (lab, counter.count_item(item), found)
-                })
-                .collect();
-            let present: HashSet<u32> =
-                per.iter().flat_map(|(_, _, f)| f.iter().copied()).collect();
-            let tokens = fixed + per.iter().map(|(_, n, _)| n).sum::<usize>();
-            // Anchors of this cut that only one item of the request holds, per item label.
-            let cut_set: HashSet<u32> = cut.anchors.iter().copied().collect();
-            let mut holders: HashMap<u32, usize> = HashMap::new();
-            for a in per
-                .iter()
-                .flat_map(|(_, _, f)| f)
-                .filter(|a| cut_set.contains(a))
-            {
-                *holders.entry(*a).or_default() += 1;
-            }
-            for (lab, n, found) in &per {
-                *spend.entry(lab.clone()).or_default() += n;
-                *unique.entry(lab.clone()).or_default() +=
-                    found.iter().filter(|a| holders.get(a) == Some(&1)).count();
-            }
-            let mut tail: HashSet<u32> = HashSet::new();
-            for item in tail_within(&items[..cut.at], &counter, fixed, tokens) {
-                tail.extend(job.continuation.find_in(&item.plain_text()));
-            }
-            let held_ids: HashMap<&str, &Item> = request
-                .items
-                .iter()
-                .map(|i| (i.meta.id.as_str(), i))
-                .collect();
-            if percut {
-                let s = cut.anchors.iter().filter(|a| present.contains(a)).count();
-                let t = cut.anchors.iter().filter(|a| tail.contains(a)).count();
-                println!(
-                    "cut {} @{} tokens {} anchors {} strategy {} tail {} diff {:+.3}",
-                    job.name,
-                    cut.at,
-                    tokens,
-                    cut.anchors.len(),
-                    s,
-                    t,
-                    (s as f64 - t as f64) / cut.anchors.len() as f64
-                );
-            }
-            if dump.as_deref() == Some(cut.at.to_string().as_str()) {
-                let index: HashMap<&str, usize> = items[..cut.at]
-                    .iter()
-                    .enumerate()
-                    .map(|(i, it)| (it.meta.id.as_str(), i))
-                    .collect();
-                for (item, (lab, n, found)) in request
-                    .items
-                    .iter()
-                    .filter(|i| i.meta.visibility.model)
-                    .zip(&per)
-                {
-                    let at = index.get(item.meta.id.as_str()).copied();
-                    let held = found.iter().filter(|a| cut_set.contains(a)).count();
-                    let whole = at.is_some_and(|a| full.as_deref() == Some(a.to_string().as_str()));
-                    let text: String = item
-                        .plain_text()
-                        .chars()
-                        .take(if whole { 4000 } else { 90 })
-                        .collect();
-                    println!(
-                        "  {:>5} {n:6} {held:3} {lab:28} {}",
-                        at.map_or("-".into(), |a| a.to_string()),
-                        text.replace('\n', " ")
-                    );
-                }
-            }
-            for &a in &cut.anchors {
-                expected += 1;
-                let (s, t) = (present.contains(&a), tail.contains(&a));
-                held_total += usize::from(s);
-                tail_total += usize::from(t);
-                only_strategy += usize::from(s && !t);
-                only_tail += usize::from(t && !s);
-                if s {
-                    continue;
-                }
-                let last = in_history[..cut.at].iter().rposition(|f| f.contains(&a));
-                let Some(idx) = last else { continue };
-                let item = &items[idx];
-                let fate = match held_ids.get(item.meta.id.as_str()) {
-                    Some(h) if !h.meta.visibility.model => "hidden",
-                    Some(_) => "rewritten",
-                    None => "gone",
-                };
-                let lab = label(item, &names);
-                let age = cut.at - idx;
-                if list {
-                    println!(
-                        "{}\t{}\t{}\t{}\t{}\tage {}\ttail {}",
-                        job.name,
-                        cut.at,
-                        job.continuation.anchors()[a as usize].text,
-                        lab,
-                        fate,
-                        age,
-                        t
-                    );
-                }
-                *misses
-                    .entry((fate.to_owned(), lab, age_bucket(age), t))
-                    .or_default() += 1;
-            }
-        }
+        Some(Session {
+            job,
+            captured,
+            names,
+            fixed,
+            in_history,
+        })
     }
+
+    /// Each visible item of `request` (the request at `cut`) once: its label and fate, its
+    /// tokens, and the anchors it holds.
+    fn request_items(
+        &self,
+        cut: &Cut,
+        request: &Conversation,
+        counter: &TokenCounter,
+    ) -> Vec<(String, usize, Vec<u32>)> {
+        let originals: HashMap<&str, &Item> = self.job.conversation.items[..cut.at]
+            .iter()
+            .map(|i| (i.meta.id.as_str(), i))
+            .collect();
+        request
+            .items
+            .iter()
+            .filter(|i| i.meta.visibility.model)
+            .map(|item| {
+                let text = item.plain_text();
+                let fate = match originals.get(item.meta.id.as_str()) {
+                    Some(o) if o.plain_text() == text => "verbatim",
+                    Some(_) => "rewritten",
+                    None => "new",
+                };
+                let found = self.job.continuation.find_in(&text);
+                let lab = format!("{} {fate}", label(item, &self.names));
+                (lab, counter.count_item(item), found)
+            })
+            .collect()
+    }
+}
+
+/// Counts (and prints, as asked) what the request at `cut` holds against the same-size tail.
+fn tally_cut(
+    tally: &mut Tally,
+    session: &Session<'_>,
+    cut: &Cut,
+    request: &Conversation,
+    counter: &TokenCounter,
+    args: &Args,
+) {
+    let (job, items) = (session.job, &session.job.conversation.items);
+    let per = session.request_items(cut, request, counter);
+    let present: HashSet<u32> = per.iter().flat_map(|(_, _, f)| f.iter().copied()).collect();
+    let tokens = session.fixed + per.iter().map(|(_, n, _)| n).sum::<usize>();
+    // Anchors of this cut that only one item of the request holds, per item label.
+    let cut_set: HashSet<u32> = cut.anchors.iter().copied().collect();
+    let mut holders: HashMap<u32, usize> = HashMap::new();
+    for a in per
+        .iter()
+        .flat_map(|(_, _, f)| f)
+        .filter(|a| cut_set.contains(a))
+    {
+        *holders.entry(*a).or_default() += 1;
+    }
+    for (lab, n, found) in &per {
+        *tally.spend.entry(lab.clone()).or_default() += n;
+        *tally.unique.entry(lab.clone()).or_default() +=
+            found.iter().filter(|a| holders.get(a) == Some(&1)).count();
+    }
+    let mut tail: HashSet<u32> = HashSet::new();
+    for item in tail_within(&items[..cut.at], counter, session.fixed, tokens) {
+        tail.extend(job.continuation.find_in(&item.plain_text()));
+    }
+    let held_ids: HashMap<&str, &Item> = request
+        .items
+        .iter()
+        .map(|i| (i.meta.id.as_str(), i))
+        .collect();
+    if args.percut {
+        let s = cut.anchors.iter().filter(|a| present.contains(a)).count();
+        let t = cut.anchors.iter().filter(|a| tail.contains(a)).count();
+        println!(
+            "cut {} @{} tokens {} anchors {} strategy {} tail {} diff {:+.3}",
+            job.name,
+            cut.at,
+            tokens,
+            cut.anchors.len(),
+            s,
+            t,
+            (s as f64 - t as f64) / cut.anchors.len() as f64
+        );
+    }
+    if args.dump.as_deref() == Some(cut.at.to_string().as_str()) {
+        print_dump(session, cut, request, &per, args.full.as_deref());
+    }
+    tally_anchors(tally, session, cut, (&present, &tail), &held_ids, args.list);
+}
+
+/// Counts each anchor of `cut` as held by the request (`present`), the same-size tail, both or
+/// neither; a miss is counted (and listed, as asked) by the fate of the history item that last
+/// held it, its label and its age.
+fn tally_anchors(
+    tally: &mut Tally,
+    session: &Session<'_>,
+    cut: &Cut,
+    (present, tail): (&HashSet<u32>, &HashSet<u32>),
+    held_ids: &HashMap<&str, &Item>,
+    list: bool,
+) {
+    let (job, items) = (session.job, &session.job.conversation.items);
+    for &a in &cut.anchors {
+        tally.expected += 1;
+        let (s, t) = (present.contains(&a), tail.contains(&a));
+        tally.held_total += usize::from(s);
+        tally.tail_total += usize::from(t);
+        tally.only_strategy += usize::from(s && !t);
+        tally.only_tail += usize::from(t && !s);
+        if s {
+            continue;
+        }
+        let last = session.in_history[..cut.at]
+            .iter()
+            .rposition(|f| f.contains(&a));
+        let Some(idx) = last else { continue };
+        let item = &items[idx];
+        let fate = match held_ids.get(item.meta.id.as_str()) {
+            Some(h) if !h.meta.visibility.model => "hidden",
+            Some(_) => "rewritten",
+            None => "gone",
+        };
+        let lab = label(item, &session.names);
+        let age = cut.at - idx;
+        if list {
+            println!(
+                "{}\t{}\t{}\t{}\t{}\tage {}\ttail {}",
+                job.name,
+                cut.at,
+                job.continuation.anchors()[a as usize].text,
+                lab,
+                fate,
+                age,
+                t
+            );
+        }
+        *tally
+            .misses
+            .entry((fate.to_owned(), lab, age_bucket(age), t))
+            .or_default() += 1;
+    }
+}
+
+/// Prints every visible item of the request at `cut` (`DUMP`): its history index, tokens, how
+/// many of the cut's anchors it holds, label, and the start of its text (all of it for `full`).
+fn print_dump(
+    session: &Session<'_>,
+    cut: &Cut,
+    request: &Conversation,
+    per: &[(String, usize, Vec<u32>)],
+    full: Option<&str>,
+) {
+    let cut_set: HashSet<u32> = cut.anchors.iter().copied().collect();
+    let index: HashMap<&str, usize> = session.job.conversation.items[..cut.at]
+        .iter()
+        .enumerate()
+        .map(|(i, it)| (it.meta.id.as_str(), i))
+        .collect();
+    for (item, (lab, n, found)) in request
+        .items
+        .iter()
+        .filter(|i| i.meta.visibility.model)
+        .zip(per)
+    {
+        let at = index.get(item.meta.id.as_str()).copied();
+        let held = found.iter().filter(|a| cut_set.contains(a)).count();
+        let whole = at.is_some_and(|a| full == Some(a.to_string().as_str()));
+        let text: String = item
+            .plain_text()
+            .chars()
+            .take(if whole { 4000 } else { 90 })
+            .collect();
+        println!(
+            "  {:>5} {n:6} {held:3} {lab:28} {}",
+            at.map_or("-".into(), |a| a.to_string()),
+            text.replace('\n', " ")
+        );
+    }
+}
+
+/// Prints the totals, the misses by fate, holder and age, and the tokens the requests spend per
+/// item kind and fate.
+fn print_summary(tally: Tally) {
     println!(
-        "anchors expected {expected}, strategy {held_total}, tail {tail_total}, only strategy {only_strategy}, only tail {only_tail}"
+        "anchors expected {}, strategy {}, tail {}, only strategy {}, only tail {}",
+        tally.expected, tally.held_total, tally.tail_total, tally.only_strategy, tally.only_tail
     );
     println!("\nmisses by fate, last holder, age, tail held it:");
-    let mut rows: Vec<_> = misses.into_iter().collect();
+    let mut rows: Vec<_> = tally.misses.into_iter().collect();
     rows.sort_by_key(|r| std::cmp::Reverse(r.1));
     for ((fate, lab, age, t), n) in rows.iter().take(60) {
         println!("{n:6}  {fate:9} {lab:28} {age:9} tail={t}");
     }
     println!("\ntokens of the requests at cuts, by item and fate:");
-    let mut rows: Vec<_> = spend.into_iter().collect();
+    let mut rows: Vec<_> = tally.spend.into_iter().collect();
     rows.sort_by_key(|r| std::cmp::Reverse(r.1));
     let total: usize = rows.iter().map(|r| r.1).sum();
     for (k, n) in rows.iter().take(40) {
-        let u = unique.get(k).copied().unwrap_or(0);
+        let u = tally.unique.get(k).copied().unwrap_or(0);
         println!(
             "{n:9} {:5.1}%  unique {u:5} ({:.2}/1k)  {k}",
             100.0 * *n as f64 / total as f64,
             1000.0 * u as f64 / *n as f64
         );
     }
+}
+
+fn main() {
+    let args = Args::read();
+    let setup = setup(args.config.as_deref(), args.window, None).expect("setup");
+    let options = &setup.options;
+    let counter = options.counter;
+    let mut jobs: Vec<Job> = args
+        .files
+        .iter()
+        .filter_map(|f| {
+            let bytes = std::fs::read(f).ok()?;
+            load_job(&bytes, f, ImportMode::Lenient, options)
+                .ok()
+                .map(|(j, _)| j)
+        })
+        .collect();
+    prune_generic_jobs(&mut jobs);
+    let factory = strategy(&args.strategy, &setup.policy, counter).expect("strategy");
+    let mut tally = Tally::default();
+    for job in &jobs {
+        let Some(session) = Session::replay(job, &factory, options) else {
+            continue;
+        };
+        for cut in job.continuation.cuts() {
+            if let Some(request) = session.captured.get(&cut.at) {
+                tally_cut(&mut tally, &session, cut, request, &counter, &args);
+            }
+        }
+    }
+    print_summary(tally);
 }
