@@ -99,7 +99,8 @@ fn rendered(line: &str) -> String {
     render_line(line).trim_end().to_owned()
 }
 
-fn main() {
+/// The budgets (`--budgets N,N`, first) and the transcript files.
+fn arguments() -> (Vec<usize>, Vec<String>) {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
     let mut budgets = vec![500usize, 1_000, 2_000];
     if args.first().map(String::as_str) == Some("--budgets") {
@@ -109,31 +110,28 @@ fn main() {
             .collect();
         args.drain(..2);
     }
-    // SHELL_FILTER_MISSES=1 lists, on stderr, every cut output whose error lines were not all kept.
-    let show_misses = std::env::var_os("SHELL_FILTER_MISSES").is_some();
-    let show_errors = std::env::var_os("SHELL_FILTER_ERRORS").is_some();
-    let counter = TokenCounter::new(Encoding::O200kBase);
-    let mut tallies: Vec<Tally> = budgets.iter().map(|_| Tally::default()).collect();
-    let mut skipped = 0;
-    for file in &args {
-        let bytes = std::fs::read(file).expect("reading a transcript");
-        // Lenient, as `compactctl replay --lenient`: a broken line is skipped, not the whole session.
-        let options = ImportOptions {
-            mode: ImportMode::Lenient,
-            ..ImportOptions::default()
-        };
-        let imported = match import(&bytes, file, &options) {
-            Ok(i) => i,
-            Err(e) => {
-                eprintln!("skipped {file}: {e}");
-                skipped += 1;
-                continue;
-            }
-        };
-        let conv = &imported.conversation;
+    (budgets, args)
+}
+
+/// One transcript's shell results, with the probes found in it before any filtering.
+struct Transcript<'a> {
+    file: &'a str,
+    conv: &'a Conversation,
+    /// Indices of the shell results.
+    shell: Vec<usize>,
+    probes: ProbeSet,
+    /// Probes the whole transcript holds.
+    found_before: HashSet<u32>,
+    /// Probes the items other than shell results hold (the filter cannot lose them).
+    found_other: HashSet<u32>,
+}
+
+impl<'a> Transcript<'a> {
+    /// The transcript `conv` read from `file`; `None` when it has no shell result.
+    fn of(file: &'a str, conv: &'a Conversation) -> Option<Self> {
         let shell = shell_results(conv);
         if shell.is_empty() {
-            continue;
+            return None;
         }
         let probes = ProbeSet::derive(conv);
         let mut found_before: HashSet<u32> = HashSet::new();
@@ -147,97 +145,141 @@ fn main() {
                 found_other.extend(probes.find_in_item(item));
             }
         }
-        if show_errors {
-            for &i in &shell {
-                let Some(text) = text_of(&conv.items[i]) else {
-                    continue;
-                };
-                let errors: HashSet<&str> = text.lines().filter(|l| is_error_line(l)).collect();
-                for line in errors {
-                    eprintln!("{}\t{}", conv.items[i].meta.id, line.trim_end());
-                }
+        Some(Transcript {
+            file,
+            conv,
+            shell,
+            probes,
+            found_before,
+            found_other,
+        })
+    }
+
+    /// Lists on stderr every error line of every shell output, once per output
+    /// (`SHELL_FILTER_ERRORS`).
+    fn print_error_lines(&self) {
+        for &i in &self.shell {
+            let Some(text) = text_of(&self.conv.items[i]) else {
+                continue;
+            };
+            let errors: HashSet<&str> = text.lines().filter(|l| is_error_line(l)).collect();
+            for line in errors {
+                eprintln!("{}\t{}", self.conv.items[i].meta.id, line.trim_end());
             }
-        }
-        for (b, &budget) in budgets.iter().enumerate() {
-            let t = &mut tallies[b];
-            t.sessions += 1;
-            let mut found_after = found_other.clone();
-            let (mut before, mut after) = (0usize, 0usize);
-            for &i in &shell {
-                let item = &conv.items[i];
-                let Some(text) = text_of(item) else { continue };
-                let (out, cut) = filter_shell_output(&text, budget, &counter, &item.meta.id);
-                t.outputs += 1;
-                before += cut.original_tokens;
-                after += cut.tokens;
-                found_after.extend(probes.find_in(&out));
-                if !cut.changed {
-                    t.unchanged += 1;
-                    continue;
-                }
-                let errors: HashSet<String> = text
-                    .lines()
-                    .filter(|l| is_error_line(l))
-                    .map(rendered)
-                    .filter(|l| !l.trim().is_empty())
-                    .collect();
-                let mut missed = Vec::new();
-                for line in &errors {
-                    t.error_lines += 1;
-                    let probe: String = line.chars().take(400).collect();
-                    if out.contains(&probe) {
-                        t.error_kept += 1;
-                    } else {
-                        missed.push(probe);
-                    }
-                }
-                // The same message (digits aside) counts once, kept when any of its lines is.
-                let mut messages: HashMap<String, bool> = HashMap::new();
-                for line in &errors {
-                    let probe: String = line.chars().take(400).collect();
-                    *messages.entry(error_message_key(line)).or_default() |= out.contains(&probe);
-                }
-                let error_tokens: usize = errors.iter().map(|l| counter.count_text(l)).sum();
-                if error_tokens <= budget / 2 {
-                    t.fitting_lines += errors.len();
-                    t.fitting_kept += errors.len() - missed.len();
-                }
-                t.error_messages += messages.len();
-                t.error_messages_kept += messages.values().filter(|k| **k).count();
-                if show_misses && !missed.is_empty() {
-                    eprintln!(
-                        "{budget}\t{file}\t{}\t{} of {} error lines missed, {} -> {} tokens",
-                        item.meta.id,
-                        missed.len(),
-                        errors.len(),
-                        cut.original_tokens,
-                        cut.tokens
-                    );
-                    for m in &missed {
-                        eprintln!("\t\t{}", m.chars().take(160).collect::<String>());
-                    }
-                }
-                if let Some(last) = text.lines().map(rendered).rfind(|l| !l.trim().is_empty()) {
-                    t.last_lines += 1;
-                    let tail = out.trim_end();
-                    let last_out = tail.rsplit('\n').next().unwrap_or("");
-                    if tail.ends_with(&last)
-                        || tail.contains(&format!("{last} (repeated"))
-                        || (last_out.len() >= 16 && last.ends_with(last_out))
-                    {
-                        t.last_kept += 1;
-                    }
-                }
-            }
-            t.tokens_before += before;
-            t.tokens_after += after;
-            if before > 0 {
-                t.session_savings.push(1.0 - after as f64 / before as f64);
-            }
-            t.probes_before += found_before.len();
-            t.probes_lost += found_before.difference(&found_after).count();
         }
     }
+}
+
+/// Filters every shell output of `tr` to `budget` and adds what it kept to `t`; with
+/// `show_misses`, lists on stderr each cut output that lost error lines.
+fn tally_budget(
+    t: &mut Tally,
+    tr: &Transcript<'_>,
+    budget: usize,
+    counter: &TokenCounter,
+    show_misses: bool,
+) {
+    t.sessions += 1;
+    let mut found_after = tr.found_other.clone();
+    let (mut before, mut after) = (0usize, 0usize);
+    for &i in &tr.shell {
+        let item = &tr.conv.items[i];
+        let Some(text) = text_of(item) else { continue };
+        let (out, cut) = filter_shell_output(&text, budget, counter, &item.meta.id);
+        t.outputs += 1;
+        before += cut.original_tokens;
+        after += cut.tokens;
+        found_after.extend(tr.probes.find_in(&out));
+        if !cut.changed {
+            t.unchanged += 1;
+            continue;
+        }
+        let (missed, errors) = tally_errors(t, &text, &out, budget, counter);
+        if show_misses && !missed.is_empty() {
+            eprintln!(
+                "{budget}\t{}\t{}\t{} of {} error lines missed, {} -> {} tokens",
+                tr.file,
+                item.meta.id,
+                missed.len(),
+                errors,
+                cut.original_tokens,
+                cut.tokens
+            );
+            for m in &missed {
+                eprintln!("\t\t{}", m.chars().take(160).collect::<String>());
+            }
+        }
+        tally_last_line(t, &text, &out);
+    }
+    t.tokens_before += before;
+    t.tokens_after += after;
+    if before > 0 {
+        t.session_savings.push(1.0 - after as f64 / before as f64);
+    }
+    t.probes_before += tr.found_before.len();
+    t.probes_lost += tr.found_before.difference(&found_after).count();
+}
+
+/// Counts the error lines of the shell output `text` that its filtered form `out` kept (lines,
+/// distinct messages, and lines whose errors fit in half the budget). The lines missed (each
+/// as looked for) and how many error lines there were.
+fn tally_errors(
+    t: &mut Tally,
+    text: &str,
+    out: &str,
+    budget: usize,
+    counter: &TokenCounter,
+) -> (Vec<String>, usize) {
+    let errors: HashSet<String> = text
+        .lines()
+        .filter(|l| is_error_line(l))
+        .map(rendered)
+        .filter(|l| !l.trim().is_empty())
+        .collect();
+    let mut missed = Vec::new();
+    for line in &errors {
+        t.error_lines += 1;
+        let probe: String = line.chars().take(400).collect();
+        if out.contains(&probe) {
+            t.error_kept += 1;
+        } else {
+            missed.push(probe);
+        }
+    }
+    // The same message (digits aside) counts once, kept when any of its lines is.
+    let mut messages: HashMap<String, bool> = HashMap::new();
+    for line in &errors {
+        let probe: String = line.chars().take(400).collect();
+        *messages.entry(error_message_key(line)).or_default() |= out.contains(&probe);
+    }
+    let error_tokens: usize = errors.iter().map(|l| counter.count_text(l)).sum();
+    if error_tokens <= budget / 2 {
+        t.fitting_lines += errors.len();
+        t.fitting_kept += errors.len() - missed.len();
+    }
+    t.error_messages += messages.len();
+    t.error_messages_kept += messages.values().filter(|k| **k).count();
+    (missed, errors.len())
+}
+
+/// Counts whether the filtered output `out` kept the last non-blank line of `text` (itself, as
+/// the count of a repeat, or the end of a long line).
+fn tally_last_line(t: &mut Tally, text: &str, out: &str) {
+    if let Some(last) = text.lines().map(rendered).rfind(|l| !l.trim().is_empty()) {
+        t.last_lines += 1;
+        let tail = out.trim_end();
+        let last_out = tail.rsplit('\n').next().unwrap_or("");
+        if tail.ends_with(&last)
+            || tail.contains(&format!("{last} (repeated"))
+            || (last_out.len() >= 16 && last.ends_with(last_out))
+        {
+            t.last_kept += 1;
+        }
+    }
+}
+
+/// Prints the Markdown table: one row per budget.
+fn print_table(budgets: &[usize], tallies: &mut [Tally]) {
     println!(
         "| budget | sessions | shell outputs | passed unchanged | shell tokens before | after | saved | median session saved | error lines kept | error lines kept where they fit in half the budget | distinct error messages kept | last line kept | probes lost (all in recallable outputs) |"
     );
@@ -277,6 +319,42 @@ fn main() {
             pct(t.probes_lost, t.probes_before),
         );
     }
+}
+
+fn main() {
+    let (budgets, files) = arguments();
+    // SHELL_FILTER_MISSES=1 lists, on stderr, every cut output whose error lines were not all kept.
+    let show_misses = std::env::var_os("SHELL_FILTER_MISSES").is_some();
+    let show_errors = std::env::var_os("SHELL_FILTER_ERRORS").is_some();
+    let counter = TokenCounter::new(Encoding::O200kBase);
+    let mut tallies: Vec<Tally> = budgets.iter().map(|_| Tally::default()).collect();
+    let mut skipped = 0;
+    for file in &files {
+        let bytes = std::fs::read(file).expect("reading a transcript");
+        // Lenient, as `compactctl replay --lenient`: a broken line is skipped, not the whole session.
+        let options = ImportOptions {
+            mode: ImportMode::Lenient,
+            ..ImportOptions::default()
+        };
+        let imported = match import(&bytes, file, &options) {
+            Ok(i) => i,
+            Err(e) => {
+                eprintln!("skipped {file}: {e}");
+                skipped += 1;
+                continue;
+            }
+        };
+        let Some(transcript) = Transcript::of(file, &imported.conversation) else {
+            continue;
+        };
+        if show_errors {
+            transcript.print_error_lines();
+        }
+        for (t, &budget) in tallies.iter_mut().zip(&budgets) {
+            tally_budget(t, &transcript, budget, &counter, show_misses);
+        }
+    }
+    print_table(&budgets, &mut tallies);
     if skipped > 0 {
         eprintln!("{skipped} files could not be read");
     }
