@@ -16,10 +16,10 @@ use std::collections::HashSet;
 
 #[derive(Default)]
 struct Tally {
-    probes: [usize; 5],
-    hook: [usize; 5],
-    summary: [usize; 5],
-    both: [usize; 5],
+    probes: [usize; ProbeKind::COUNT],
+    hook: [usize; ProbeKind::COUNT],
+    summary: [usize; ProbeKind::COUNT],
+    both: [usize; ProbeKind::COUNT],
     hook_tokens: Vec<usize>,
     summary_tokens: Vec<usize>,
     cuts: usize,
@@ -102,7 +102,7 @@ fn main() {
     );
     println!("| probes | count | in hook output | in the agent's summary | in either |");
     println!("|---|---:|---:|---:|---:|");
-    let sum = |a: &[usize; 5]| a.iter().sum::<usize>();
+    let sum = |a: &[usize; ProbeKind::COUNT]| a.iter().sum::<usize>();
     for kind in ProbeKind::ALL {
         let k = kind.index();
         println!(

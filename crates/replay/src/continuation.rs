@@ -347,6 +347,11 @@ pub struct BoundaryScore {
     pub checkpoint: Held,
     /// Anchors a tail of the summary's size holds.
     pub tail: Held,
+    /// Tokens of the checkpoint built with the summary's size as its budget (an upper bound the
+    /// builder stays under: the comparison before checkpoints were sized to the summary).
+    pub budgeted_tokens: usize,
+    /// Anchors that checkpoint holds.
+    pub budgeted: Held,
 }
 
 impl ContinuationSet {

@@ -57,6 +57,7 @@ mod retention;
 mod runtime;
 mod session;
 mod setup;
+pub mod split;
 mod stats;
 
 pub use cache::{PrefixCache, RequestShape};
@@ -69,7 +70,9 @@ pub use engine::{strategy, strategy_names, strategy_with};
 pub use error::ReplayError;
 pub use fingerprint::fingerprint;
 pub use load::{load_job, undo_source_compactions, LoadNotes};
-pub use parallel::{prune_generic_jobs, run_matrix, score_boundaries, Job, ProgressSink};
+pub use parallel::{
+    checkpoint_of_size, prune_generic_jobs, run_matrix, score_boundaries, Job, ProgressSink,
+};
 pub use preflighter::{
     Compaction, History, NoCompaction, Outcome, Preflighter, Refusal, StrategyFactory,
     SummarizerCalls, NONE_STRATEGY,
@@ -83,4 +86,5 @@ pub use session::{
     replay_session, replay_session_with_cuts, CallRecord, ReplayOptions, SessionRun,
 };
 pub use setup::{setup, setup_with, Setup, DEFAULT_MODEL};
+pub use split::{family_of, project_of, split, Half, SplitEntry};
 pub use stats::percentile;

@@ -116,6 +116,63 @@ pub fn prune_generic_jobs(jobs: &mut [Job]) {
     );
 }
 
+/// Builds at most this many checkpoints to find the one of a summary's size.
+const SIZE_SEARCH_BUILDS: usize = 12;
+
+/// The largest deterministic checkpoint of `history` that counts at most `size` tokens: the
+/// builder's budget is an upper bound it often stays well under (entries are whole, sections have
+/// floors), so the budget is searched for the one whose checkpoint comes closest to `size` from
+/// below. The comparison with a summary is then at the summary's size, not a fifth under it.
+pub fn checkpoint_of_size(
+    history: &[compact_core::model::Item],
+    size: usize,
+    counter: compact_core::tokens::TokenCounter,
+) -> compact_core::model::Checkpoint {
+    let make = |max_tokens: usize| {
+        let c = build(
+            history,
+            None,
+            &CheckpointOptions {
+                max_tokens,
+                counter,
+            },
+        );
+        let tokens = counter.count_text(&c.text);
+        (c, tokens)
+    };
+    let (first, first_tokens) = make(size);
+    let mut best = (first, first_tokens);
+    // `lo` fits, `hi` (when known) does not.
+    let mut lo = size;
+    let mut hi: Option<usize> = None;
+    if first_tokens > size {
+        hi = Some(size);
+        lo = 0;
+    }
+    for _ in 1..SIZE_SEARCH_BUILDS {
+        let next = match hi {
+            None => lo.saturating_mul(2).max(lo + 1),
+            Some(h) if h > lo + 1 => lo + (h - lo) / 2,
+            Some(_) => break,
+        };
+        let (c, tokens) = make(next);
+        if tokens <= size {
+            lo = next;
+            // Everything the history holds already fits: a larger budget changes nothing.
+            let plateau = hi.is_none() && tokens == best.1;
+            if tokens > best.1 || best.1 > size {
+                best = (c, tokens);
+            }
+            if tokens == size || plateau {
+                break;
+            }
+        } else {
+            hi = Some(next);
+        }
+    }
+    best.0
+}
+
 /// Scores every compaction the transcripts recorded: the agent's own summary, a deterministic
 /// checkpoint of the same size built from the history before it, and a tail of that size. Returned
 /// with the job's format, in job order.
@@ -131,7 +188,8 @@ pub fn score_boundaries(jobs: &[Job], options: &ReplayOptions) -> Vec<(String, B
                 .filter(|i| i.meta.visibility.model)
                 .cloned()
                 .collect();
-            let checkpoint = build(
+            let checkpoint = checkpoint_of_size(&history, summary_tokens, counter);
+            let budgeted = build(
                 &history,
                 None,
                 &CheckpointOptions {
@@ -155,6 +213,8 @@ pub fn score_boundaries(jobs: &[Job], options: &ReplayOptions) -> Vec<(String, B
                     summary: in_text(summary),
                     checkpoint: in_text(&checkpoint.text),
                     tail: set.held_by(cut, tail),
+                    budgeted_tokens: counter.count_text(&budgeted.text),
+                    budgeted: in_text(&budgeted.text),
                 },
             ));
         }

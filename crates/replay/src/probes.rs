@@ -35,16 +35,22 @@ pub enum ProbeKind {
     Constraint,
     /// A step of the latest plan or todo list.
     PlanStep,
+    /// A call that failed: its command (first line), or the file a failed edit or read named.
+    FailedAction,
 }
 
 impl ProbeKind {
+    /// How many kinds there are.
+    pub const COUNT: usize = 6;
+
     /// Every kind, in report order.
-    pub const ALL: [ProbeKind; 5] = [
+    pub const ALL: [ProbeKind; ProbeKind::COUNT] = [
         ProbeKind::FileModified,
         ProbeKind::FailedCommand,
         ProbeKind::UserRequest,
         ProbeKind::Constraint,
         ProbeKind::PlanStep,
+        ProbeKind::FailedAction,
     ];
 
     /// Name used in reports.
@@ -55,6 +61,7 @@ impl ProbeKind {
             ProbeKind::UserRequest => "requests",
             ProbeKind::Constraint => "constraints",
             ProbeKind::PlanStep => "plan",
+            ProbeKind::FailedAction => "failed_actions",
         }
     }
 
@@ -96,9 +103,11 @@ impl ProbeSet {
     pub fn derive(conv: &Conversation) -> ProbeSet {
         let mut builder = Builder::default();
         let mut open_file: Option<String> = None;
+        let mut calls: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
         for (idx, item) in conv.items.iter().enumerate() {
             match item.body() {
                 ItemBody::ToolCall(call) => {
+                    calls.insert(call.call_id.as_str(), idx);
                     let actions = classify(call);
                     for path in modified_paths(call, &actions, &mut open_file) {
                         builder.add(ProbeKind::FileModified, path, idx, item);
@@ -119,6 +128,18 @@ impl ProbeSet {
                     if let Some(line) = error_line(&output).filter(|_| failed) {
                         let probe = if wrapped { json_clip(line) } else { clip(line) };
                         builder.add(ProbeKind::FailedCommand, probe, idx, item);
+                    }
+                    let call = calls
+                        .get(result.call_id.as_str())
+                        .and_then(|&c| conv.items.get(c));
+                    if let Some((call_item, call)) = call
+                        .and_then(|i| i.as_tool_call().map(|c| (i, c)))
+                        .filter(|_| failed)
+                    {
+                        if let Some(action) = failed_action(call) {
+                            // Found verbatim in the call; expected from the failed result on.
+                            builder.add(ProbeKind::FailedAction, action, idx, call_item);
+                        }
                     }
                 }
                 ItemBody::Message(m) if m.role == Role::User => {
@@ -229,6 +250,24 @@ impl Builder {
             }
         }
     }
+}
+
+/// What a failed call attempted, as a probe: the first line of its command (a shell call), else
+/// the file it edited or read; `None` for calls that name neither.
+fn failed_action(call: &ToolCall) -> Option<String> {
+    let actions = classify(call);
+    let command = actions.iter().find_map(|a| match a {
+        Action::Command(c) => Some(c.as_str()),
+        _ => None,
+    });
+    if let Some(c) = command {
+        let line = c.lines().map(str::trim).find(|l| !l.is_empty())?;
+        return Some(json_clip(line));
+    }
+    actions.iter().find_map(|a| match a {
+        Action::Modify(p) | Action::Read(p) => Some(json_clip(p)),
+        _ => None,
+    })
 }
 
 /// The longest prefix of `s` of at most [`PROBE_MAX_BYTES`] bytes ending on a char boundary, trimmed.

@@ -204,6 +204,10 @@ pub struct BoundaryTotals {
     pub checkpoint_sum: f64,
     /// Sum of the tails' shares.
     pub tail_sum: f64,
+    /// Sum of the tokens of the checkpoints given the summary's size as budget.
+    pub budgeted_tokens: u64,
+    /// Sum of their shares.
+    pub budgeted_sum: f64,
 }
 
 impl BoundaryTotals {
@@ -217,6 +221,8 @@ impl BoundaryTotals {
             t.summary_sum += b.summary.share();
             t.checkpoint_sum += b.checkpoint.share();
             t.tail_sum += b.tail.share();
+            t.budgeted_tokens += b.budgeted_tokens as u64;
+            t.budgeted_sum += b.budgeted.share();
         }
         t
     }
@@ -235,6 +241,8 @@ impl BoundaryTotals {
             "summary": self.mean(self.summary_sum),
             "checkpoint": self.mean(self.checkpoint_sum),
             "tail": self.mean(self.tail_sum),
+            "checkpoint_budgeted_tokens": self.mean(self.budgeted_tokens as f64),
+            "checkpoint_budgeted": self.mean(self.budgeted_sum),
         })
     }
 }
@@ -368,7 +376,7 @@ pub struct SessionReport {
     /// Items in the transcript.
     pub items: usize,
     /// Probes derived, per [`ProbeKind::index`].
-    pub probes: [usize; 5],
+    pub probes: [usize; ProbeKind::COUNT],
     /// Figures per strategy, in the order of the comparison.
     pub strategies: Vec<StrategyTotals>,
     /// Request tokens per call, per strategy (for plots).
@@ -429,7 +437,7 @@ impl Report {
             .iter()
             .zip(runs)
             .map(|(job, row)| {
-                let mut probes = [0usize; 5];
+                let mut probes = [0usize; ProbeKind::COUNT];
                 job.probes
                     .probes()
                     .iter()

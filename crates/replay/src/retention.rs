@@ -7,9 +7,9 @@ use crate::probes::{ProbeKind, ProbeSet};
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Retention {
     /// Probes expected at this call, per [`ProbeKind::index`].
-    pub expected: [u32; 5],
+    pub expected: [u32; ProbeKind::COUNT],
     /// Of those, the ones present in the visible context.
-    pub present: [u32; 5],
+    pub present: [u32; ProbeKind::COUNT],
 }
 
 impl Retention {

@@ -12,9 +12,9 @@ use compact_config::Overrides;
 use compact_core::policy::ReversibleMode;
 use compact_formats::import::ImportMode;
 use compact_replay::{
-    load_job, prune_generic_jobs, render, run_matrix, runtime_strategy_with, score_boundaries,
-    setup_with, strategy_names, strategy_with, ProgressSink, Report, SkippedFile, StrategyFactory,
-    NONE_STRATEGY,
+    family_of, load_job, project_of, prune_generic_jobs, render, run_matrix, runtime_strategy_with,
+    score_boundaries, setup_with, split, strategy_names, strategy_with, Half, Job, ProgressSink,
+    Report, SkippedFile, SplitEntry, StrategyFactory, NONE_STRATEGY,
 };
 use std::io::IsTerminal;
 use std::path::Path;
@@ -82,6 +82,25 @@ pub struct ReplayArgs {
     /// or `engine` (the engine's stateless preflight on the history as last sent).
     #[arg(long, value_enum, default_value_t = PreflightPath::Runtime)]
     pub preflight: PreflightPath,
+    /// Replay only one half of the files given, split by project (source repository) and balanced
+    /// per agent family by a stable hash of the project name (`compact_replay::split` documents
+    /// the rule): tune on one half, report on the other.
+    #[arg(long, value_enum)]
+    pub split: Option<SplitHalf>,
+    /// Print each file's project, family and half (tab separated), without replaying.
+    #[arg(long)]
+    pub list_split: bool,
+}
+
+/// See [`ReplayArgs::split`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SplitHalf {
+    /// The first half.
+    #[value(name = "A", alias = "a")]
+    A,
+    /// The second half.
+    #[value(name = "B", alias = "b")]
+    B,
 }
 
 /// See [`ReplayArgs::preflight`].
@@ -140,6 +159,7 @@ pub fn run(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
         ImportMode::Strict
     };
     let mut jobs = Vec::with_capacity(args.files.len());
+    let mut loaded_files: Vec<&str> = Vec::with_capacity(args.files.len());
     let mut skipped = Vec::new();
     for file in &args.files {
         let loaded = read_input(file).and_then(|bytes| {
@@ -166,6 +186,14 @@ pub fn run(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
             );
         }
         jobs.push(job);
+        loaded_files.push(file);
+    }
+    if args.split.is_some() || args.list_split {
+        let kept = select_half(args, &mut jobs, &loaded_files, setup.options.counter);
+        if args.list_split {
+            write_output(None, &kept)?;
+            return Ok(ExitCode::SUCCESS);
+        }
     }
     if jobs.is_empty() {
         let reasons: Vec<String> = skipped
@@ -226,6 +254,45 @@ pub fn run(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
     };
     write_output(None, &text)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Keeps the jobs of the half `--split` names (all with `--list-split` alone) and returns the
+/// listing `--list-split` prints: file, project, family and half, one line each.
+fn select_half(
+    args: &ReplayArgs,
+    jobs: &mut Vec<Job>,
+    files: &[&str],
+    counter: compact_core::tokens::TokenCounter,
+) -> String {
+    let mut manifests = std::collections::HashMap::new();
+    let entries: Vec<SplitEntry> = jobs
+        .iter()
+        .zip(files)
+        .map(|(job, file)| SplitEntry {
+            project: project_of(Path::new(file), &mut manifests),
+            family: family_of(&job.format).to_owned(),
+            weight: counter.total(&job.conversation) as u64,
+        })
+        .collect();
+    let halves = split(&entries);
+    let want = args.split.map(|h| match h {
+        SplitHalf::A => Half::A,
+        SplitHalf::B => Half::B,
+    });
+    let mut listing = String::new();
+    for ((file, entry), half) in files.iter().zip(&entries).zip(&halves) {
+        if want.is_none_or(|w| w == *half) {
+            listing.push_str(&format!(
+                "{file}\t{}\t{}\t{}\n",
+                entry.project,
+                entry.family,
+                half.as_str()
+            ));
+        }
+    }
+    let mut keep = halves.iter().map(|h| want.is_none_or(|w| w == *h));
+    jobs.retain(|_| keep.next().unwrap_or(false));
+    listing
 }
 
 /// The strategies to replay, baseline first, without duplicates.

@@ -193,7 +193,7 @@ mod tests {
                     name: "s".to_owned(),
                     format: "f".to_owned(),
                     items: 0,
-                    probes: [0; 5],
+                    probes: [0; crate::ProbeKind::COUNT],
                     strategies: strategies.iter().map(|n| totals(n)).collect(),
                     tokens_per_call: strategies.iter().map(|_| calls.to_vec()).collect(),
                     retention_per_call: Vec::new(),
