@@ -106,6 +106,36 @@ fn a_subagent_transcript_is_a_conversation_of_its_own() {
 }
 
 #[test]
+fn a_transcript_opening_with_the_assistant_is_exported_as_a_valid_request() {
+    // Issue 45: a subagent transcript whose first record is the assistant's was written as an
+    // Anthropic request unchanged, its first message not the user's.
+    use compact_formats::validate::validate;
+    use compact_formats::wire::anthropic::LEADING_USER_TEXT;
+    use compact_formats::wire::LossKind;
+    let name = "agent-opens-with-assistant.jsonl";
+    let imp = run(name, ImportMode::Strict).unwrap();
+    assert_eq!(kinds(&imp)[..2], [A, C]);
+    let out = encode(&imp.conversation, Format::Anthropic).unwrap();
+    let messages = out.value["messages"].as_array().unwrap();
+    assert_eq!(
+        messages[0],
+        serde_json::json!({"role": "user", "content": LEADING_USER_TEXT})
+    );
+    assert_eq!(messages[1]["role"], "assistant");
+    assert_eq!(messages[1]["content"][1]["name"], "Read");
+    assert!(out
+        .losses
+        .iter()
+        .any(|l| l.kind == LossKind::PlaceholderAdded));
+    assert_eq!(validate(&out.value, Format::Anthropic), vec![]);
+    // The other wire formats accept a conversation that opens with the assistant.
+    for format in [Format::OpenAiChat, Format::OpenAiResponses] {
+        let out = encode(&imp.conversation, format).unwrap();
+        assert_eq!(validate(&out.value, format), vec![], "{format}");
+    }
+}
+
+#[test]
 fn comment_lines_are_named_in_strict_mode_and_skipped_in_lenient_mode() {
     let name = "session-comment.jsonl";
     assert_eq!(detect(&load(name), name), Some(Format::ClaudeCode));

@@ -36,7 +36,8 @@ struct Msg {
     extra: Extra,
     /// Built (at least partly) from items of another format: may be merged with its neighbours.
     canonical: bool,
-    /// Starts with the first message of the Anthropic request its items were decoded from.
+    /// Starts with the first message of the Anthropic request its items were decoded from (not of
+    /// a transcript imported record by record).
     opens_source: bool,
 }
 
@@ -70,6 +71,9 @@ pub(crate) fn encode_request(conv: &Conversation, losses: &mut Vec<Loss>) -> Val
                     Some("system") => "system",
                     _ => items.first().map_or("user", |(_, i)| wire_role(i)),
                 };
+                let decoded = items
+                    .first()
+                    .is_some_and(|(_, i)| i.meta.origin == Some(FORMAT));
                 let mut blocks = Vec::new();
                 for (idx, item) in items {
                     enc.item_blocks(idx, item, Keep::Extra, &mut blocks);
@@ -80,7 +84,10 @@ pub(crate) fn encode_request(conv: &Conversation, losses: &mut Vec<Loss>) -> Val
                     was_string: env.content_was_string,
                     extra: env.extra.clone(),
                     canonical: false,
-                    opens_source: env.message == 0,
+                    // Only a decoded request has a first message to keep: a transcript imported
+                    // record by record (Claude Code's, origin `claude-code`) is no request, and
+                    // its opening assistant record gets the leading user turn.
+                    opens_source: env.message == 0 && decoded,
                 });
             }
             Unit::Loose { idx, item, keep } => {
