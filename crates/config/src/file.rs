@@ -212,7 +212,7 @@ pub(crate) struct FileStorage {
     /// The archive of compactions' transcripts, checkpoints and events.
     pub archive: Option<FileArchive>,
     /// Parsed only to be rejected by name (see [`NOT_YET`]).
-    pub adapter: Option<serde_yaml_ng::Value>,
+    pub adapter: Option<serde::de::IgnoredAny>,
 }
 
 /// `storage.archive:`.

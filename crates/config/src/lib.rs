@@ -118,6 +118,7 @@ mod layer;
 mod proxy;
 mod resolve;
 mod session;
+mod yaml;
 
 pub use error::ConfigError;
 pub use file::SUMMARY_STYLES;

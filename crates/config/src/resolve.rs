@@ -12,6 +12,7 @@ use crate::session::{
     OtlpSettings, RedactionSettings, SessionSettings, StorageSettings, TelemetrySettings,
     MAX_OVERFLOW_MAX_RETRIES, MEMORY_KINDS,
 };
+use crate::yaml;
 use compact_core::model::Role;
 use compact_core::policy::{
     Mode, Policy, ReversibleMode, StrategyName, SummarizerFailure, TruncationMode,
@@ -153,14 +154,11 @@ fn parse_file(name: &str, text: &str) -> Result<FileConfig, ConfigError> {
     if text.trim().is_empty() {
         return Ok(FileConfig::default());
     }
-    let parsed = serde_yaml_ng::from_str::<FileConfig>(text).map_err(|e| {
-        let (line, column) = e.location().map_or((0, 0), |l| (l.line(), l.column()));
-        ConfigError::Parse {
-            file: name.to_owned(),
-            line,
-            column,
-            message: e.to_string(),
-        }
+    let parsed = yaml::from_str::<FileConfig>(text).map_err(|e| ConfigError::Parse {
+        file: name.to_owned(),
+        line: e.line,
+        column: e.column,
+        message: e.message,
     })?;
     let at = |section: Option<&str>, key: &str, message: String| {
         let (line, column) = match section {
