@@ -26,6 +26,20 @@ pub(crate) struct FileConfig {
     pub proxy: Option<FileProxy>,
     /// Structured fact memory.
     pub memory: Option<FileMemory>,
+    /// The outbound network: proxy and trusted CAs.
+    pub network: Option<FileNetwork>,
+}
+
+/// `network:`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct FileNetwork {
+    /// `http://[user:password@]host:port`, or `off`.
+    pub proxy: Option<String>,
+    /// Hosts reached directly (the `NO_PROXY` syntax).
+    pub no_proxy: Option<String>,
+    /// A PEM bundle of extra trusted CAs.
+    pub ca_file: Option<String>,
 }
 
 /// `memory:`.

@@ -58,6 +58,10 @@
 //!   max_in_flight: 256          # requests worked on at once (default 128 per core, at most 512; off: no bound)
 //!   max_queue: 64               # requests waiting for a slot (default max_in_flight / 4; 0: none); past it: 503
 //!   queue_timeout_ms: 1000      # the longest wait for a slot; then 503 with Retry-After
+//! network:                      # everything Compact sends (upstreams, summarisers, S3, OTLP)
+//!   proxy: "http://proxy.corp:3128"   # or off; unset: HTTPS_PROXY / HTTP_PROXY / ALL_PROXY
+//!   no_proxy: "localhost,.corp,10.0.0.0/8"   # unset: NO_PROXY
+//!   ca_file: /etc/corp/ca.pem   # trusted besides the system's roots (and SSL_CERT_FILE's)
 //! ```
 //!
 //! `storage: { kind: postgres, url: postgres://USER@HOST:PORT/DB }` keeps session logs in a
@@ -115,6 +119,7 @@ pub mod env;
 mod error;
 mod file;
 mod layer;
+mod network;
 mod proxy;
 mod resolve;
 mod session;
@@ -123,6 +128,7 @@ mod yaml;
 pub use error::ConfigError;
 pub use file::SUMMARY_STYLES;
 pub use layer::Overrides;
+pub use network::{NetworkSettings, PROXY_OFF};
 pub use proxy::{InFlightLimit, ProxyModelSettings, ProxySettings, UpstreamSettings};
 pub use resolve::{CacheWarmSetting, Config, SummarizerKind, SummarizerSettings};
 pub use session::{

@@ -4,6 +4,7 @@
 use crate::error::ConfigError;
 use crate::file::{FileConfig, FileStorageKind, FileUpstream};
 use crate::layer::Overrides;
+use crate::network::{check_proxy, NetworkSettings};
 use crate::proxy::{
     check_base_url, InFlightLimit, ProxyModelSettings, ProxySettings, UpstreamSettings,
 };
@@ -116,6 +117,7 @@ pub struct Config {
     summarizer: SummarizerSettings,
     session: SessionSettings,
     proxy: ProxySettings,
+    network: NetworkSettings,
     window_set: Option<usize>,
 }
 
@@ -208,6 +210,17 @@ fn parse_file(name: &str, text: &str) -> Result<FileConfig, ConfigError> {
                 };
                 return Err(at(Some("redaction"), key, e.to_string()));
             }
+        }
+    }
+    if let Some(n) = &parsed.network {
+        let bad = |key: &str, message: String| Err(at(Some("network"), key, message));
+        if let Some(proxy) = &n.proxy {
+            if let Err(why) = check_proxy(proxy) {
+                return bad("proxy", why);
+            }
+        }
+        if n.ca_file.as_deref().is_some_and(|f| f.trim().is_empty()) {
+            return bad("ca_file", "`network.ca_file` is empty".to_owned());
         }
     }
     if let Some(m) = &parsed.memory {
@@ -783,6 +796,15 @@ impl Config {
             summarizer,
             session,
             proxy,
+            network: parsed
+                .network
+                .as_ref()
+                .map(|n| NetworkSettings {
+                    proxy: n.proxy.as_ref().map(|p| p.trim().to_owned()),
+                    no_proxy: n.no_proxy.clone(),
+                    ca_file: n.ca_file.as_ref().map(std::path::PathBuf::from),
+                })
+                .unwrap_or_default(),
             window_set: o.max_context_tokens,
         })
     }
@@ -854,6 +876,12 @@ impl Config {
     /// The compaction proxy's settings.
     pub fn proxy(&self) -> &ProxySettings {
         &self.proxy
+    }
+
+    /// The outbound network's settings (`network:`): the host builds the one outbound client
+    /// from them and its environment's proxy variables.
+    pub fn network(&self) -> &NetworkSettings {
+        &self.network
     }
 }
 

@@ -846,3 +846,35 @@ fn summarizer_cache_warm_from_the_file_and_the_environment() {
     let err = Config::from_sources(None, &vars, &none()).unwrap_err();
     assert!(err.to_string().contains("summarizer.cache_warm"), "{err}");
 }
+
+#[test]
+fn the_network_section_sets_proxy_no_proxy_and_ca_file() {
+    let yaml = "network:\n  proxy: http://u:p@proxy.corp:3128\n  no_proxy: \"localhost,.corp\"\n  ca_file: /etc/corp/ca.pem\n";
+    let config = Config::from_sources(Some(("c.yaml", yaml)), &none(), &none()).unwrap();
+    let n = config.network();
+    assert_eq!(n.proxy.as_deref(), Some("http://u:p@proxy.corp:3128"));
+    assert_eq!(n.no_proxy.as_deref(), Some("localhost,.corp"));
+    assert_eq!(
+        n.ca_file.as_deref(),
+        Some(std::path::Path::new("/etc/corp/ca.pem"))
+    );
+    let unset = Config::from_sources(None, &none(), &none()).unwrap();
+    assert_eq!(*unset.network(), compact_config::NetworkSettings::default());
+}
+
+#[test]
+fn bad_network_settings_name_the_key_and_line_but_never_the_password() {
+    for (yaml, key, line) in [
+        ("network:\n  proxy: https://u:hunter2@proxy:443\n", "proxy", 2),
+        ("model: gpt-4o\nnetwork:\n  ca_file: \"\"\n", "ca_file", 3),
+        ("network:\n  proxy: http://u:hunter2@\n", "proxy", 2),
+        ("network:\n  proxy_url: http://p:1\n", "proxy_url", 2),
+    ] {
+        let e = Config::from_sources(Some(("c.yaml", yaml)), &none(), &none())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(&format!("c.yaml:{line}")), "{e}");
+        assert!(e.contains(key), "{e}");
+        assert!(!e.contains("hunter2"), "{e}");
+    }
+}

@@ -77,6 +77,9 @@ pub struct SummarizerConfig {
     /// Whether a summary may be asked for at the end of the conversation's own request, to read the
     /// prompt cache its agent calls warmed (see [`crate::warm`]).
     pub cache_warm: CacheWarm,
+    /// The outbound client (the host's, with its proxies and trusted roots); `None`: direct
+    /// connections trusting the system's roots.
+    pub client: Option<compact_net::Client>,
 }
 
 impl SummarizerConfig {
@@ -109,6 +112,7 @@ impl SummarizerConfig {
             stream: StreamMode::Off,
             limits: InputLimits::default(),
             cache_warm: CacheWarm::Auto,
+            client: None,
         }
     }
 
@@ -233,7 +237,10 @@ pub fn build_summarizer(
         })?),
         None => PromptSource::Builtin(config.template),
     };
-    let http = HttpClient::new(config.timeout, config.retries)?;
+    let http = match config.client.clone() {
+        Some(client) => HttpClient::with_client(client, config.timeout, config.retries),
+        None => HttpClient::new(config.timeout, config.retries)?,
+    };
     let seed = match config.kind {
         ProviderKind::OpenAi => config.seed,
         ProviderKind::Anthropic | ProviderKind::AnthropicCompaction => None,

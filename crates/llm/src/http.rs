@@ -1,5 +1,6 @@
-//! The HTTP transport: one JSON POST with a timeout over hyper (HTTP/1.1, rustls for HTTPS), with
-//! retries, response size bounds, and overflow classification of error responses.
+//! The HTTP transport: one JSON POST with a timeout over the workspace's outbound client
+//! (`compact-net`: proxies, trusted roots, HTTP/2 where offered), with retries, response size
+//! bounds, and overflow classification of error responses.
 
 use crate::error::{excerpt, LlmError};
 use crate::overflow::classify;
@@ -8,10 +9,6 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::header::HeaderValue;
 use hyper::Request;
-use hyper_rustls::HttpsConnector;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::client::legacy::Client;
-use hyper_util::rt::TokioExecutor;
 use std::fmt;
 use std::time::Duration;
 
@@ -59,7 +56,7 @@ pub enum HeaderSpec {
 /// A pooled HTTP(S) client.
 #[derive(Clone)]
 pub struct HttpClient {
-    client: Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
+    client: compact_net::Client,
     timeout: Duration,
     retry: RetryPolicy,
 }
@@ -81,22 +78,20 @@ pub struct RetryLog {
 }
 
 impl HttpClient {
-    /// A client with this per-attempt timeout and retry policy.
+    /// A client with this per-attempt timeout and retry policy, connecting directly and trusting
+    /// the system's roots (hosts pass their configured client to [`HttpClient::with_client`]).
     pub fn new(timeout: Duration, retry: RetryPolicy) -> Result<Self, LlmError> {
-        // An explicit provider: relying on the process default would panic if feature unification
-        // ever enabled a second rustls provider in the same binary.
-        let https = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_provider_and_webpki_roots(rustls::crypto::ring::default_provider())
-            .map_err(|e| LlmError::Config(format!("TLS setup: {e}")))?
-            .https_or_http()
-            .enable_http1()
-            .build();
-        let client = Client::builder(TokioExecutor::new()).build(https);
-        Ok(HttpClient {
+        let client = compact_net::Client::direct().map_err(|e| LlmError::Config(e.to_string()))?;
+        Ok(HttpClient::with_client(client, timeout, retry))
+    }
+
+    /// The same over `client` (the host's, with its proxies and trusted roots).
+    pub fn with_client(client: compact_net::Client, timeout: Duration, retry: RetryPolicy) -> Self {
+        HttpClient {
             client,
             timeout,
             retry,
-        })
+        }
     }
 
     /// POSTs `body` as JSON, retrying retryable failures. Error statuses that classify as a context
@@ -166,9 +161,12 @@ impl HttpClient {
         let exchange = async {
             let response = self
                 .client
-                .request(request)
+                .send(request, self.timeout)
                 .await
-                .map_err(|e| LlmError::Connection(error_chain(&e)))?;
+                .map_err(|e| match e {
+                    compact_net::NetError::Timeout { .. } => LlmError::Timeout(self.timeout),
+                    other => LlmError::Connection(other.to_string()),
+                })?;
             let status = response.status().as_u16();
             let header = |n: &str| {
                 response
@@ -209,16 +207,4 @@ impl HttpClient {
             }
         }
     }
-}
-
-/// An error and its sources on one line.
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut out = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        out.push_str(": ");
-        out.push_str(&s.to_string());
-        source = s.source();
-    }
-    out
 }

@@ -18,10 +18,13 @@ struct Counts {
     forwards: AtomicUsize,
     refused: AtomicUsize,
     targets: std::sync::Mutex<Vec<String>>,
+    request_lines: std::sync::Mutex<Vec<String>>,
 }
 
 /// An HTTP proxy. `CONNECT host:port` opens a tunnel; a request with an absolute URL
-/// (`GET http://host:port/path`) is passed on to that host with the rest of its connection.
+/// (`GET http://host:port/path`) is passed on to that host as a real proxy does: in origin form
+/// (`GET /path`), without `Proxy-Authorization`, with `Connection: close` (one request per
+/// connection, so each is rewritten).
 /// With credentials set, anything without the matching `Proxy-Authorization: Basic` gets 407.
 /// It stops when dropped.
 #[derive(Debug)]
@@ -89,6 +92,16 @@ impl TestProxy {
         self.counts.refused.load(Ordering::SeqCst)
     }
 
+    /// The request line of every request received (`CONNECT host:port HTTP/1.1`,
+    /// `POST http://host:port/path HTTP/1.1`), in order.
+    pub fn request_lines(&self) -> Vec<String> {
+        self.counts
+            .request_lines
+            .lock()
+            .map(|t| t.clone())
+            .unwrap_or_default()
+    }
+
     /// Every `host:port` a tunnel or a forward went to, in order.
     pub fn targets(&self) -> Vec<String> {
         self.counts
@@ -112,6 +125,9 @@ async fn handle(mut client: TcpStream, expected: Option<&str>, counts: &Counts) 
     let request_line = lines.next().unwrap_or("");
     let mut parts = request_line.split(' ');
     let (method, target) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+    if let Ok(mut seen) = counts.request_lines.lock() {
+        seen.push(request_line.to_owned());
+    }
     let authorized = match expected {
         None => true,
         Some(expected) => lines.any(|line| {
@@ -143,9 +159,12 @@ async fn handle(mut client: TcpStream, expected: Option<&str>, counts: &Counts) 
         tokio::io::copy_bidirectional(&mut client, &mut upstream).await?;
         return Ok(());
     }
-    let Some(authority) = target
+    let Some((authority, path)) = target
         .strip_prefix("http://")
-        .and_then(|rest| rest.split('/').next())
+        .map(|rest| match rest.find('/') {
+            Some(at) => rest.split_at(at),
+            None => (rest, "/"),
+        })
     else {
         client
             .write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
@@ -155,7 +174,20 @@ async fn handle(mut client: TcpStream, expected: Option<&str>, counts: &Counts) 
     let mut upstream = TcpStream::connect(authority).await?;
     counts.forwards.fetch_add(1, Ordering::SeqCst);
     record(counts, authority);
-    upstream.write_all(&head).await?;
+    let version = parts.next().unwrap_or("HTTP/1.1");
+    let mut forwarded = format!("{method} {path} {version}\r\n");
+    for line in text.split("\r\n").skip(1).filter(|l| !l.is_empty()) {
+        let name = line.split(':').next().unwrap_or("").trim();
+        if !["proxy-authorization", "proxy-connection", "connection"]
+            .iter()
+            .any(|n| name.eq_ignore_ascii_case(n))
+        {
+            forwarded.push_str(line);
+            forwarded.push_str("\r\n");
+        }
+    }
+    forwarded.push_str("Connection: close\r\n\r\n");
+    upstream.write_all(forwarded.as_bytes()).await?;
     tokio::io::copy_bidirectional(&mut client, &mut upstream).await?;
     Ok(())
 }

@@ -20,6 +20,19 @@ pub struct ProxyEnv {
     pub ssl_cert_file: Option<String>,
 }
 
+/// Every variable read.
+const NAMES: [&str; 9] = [
+    "HTTP_PROXY",
+    "http_proxy",
+    "HTTPS_PROXY",
+    "https_proxy",
+    "ALL_PROXY",
+    "all_proxy",
+    "NO_PROXY",
+    "no_proxy",
+    "SSL_CERT_FILE",
+];
+
 impl std::fmt::Debug for ProxyEnv {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // Proxy URLs may carry a password: only whether each is set.
@@ -39,6 +52,15 @@ impl ProxyEnv {
         ProxyEnv::from_vars(
             std::env::vars_os()
                 .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))),
+        )
+    }
+
+    /// The variables `lookup` finds by name (a host's own view of the environment).
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> ProxyEnv {
+        ProxyEnv::from_vars(
+            NAMES
+                .iter()
+                .filter_map(|name| lookup(name).map(|value| (*name, value))),
         )
     }
 

@@ -159,6 +159,10 @@ pub struct ProxyConfig {
     pub kept_outputs: Option<KeptOutputs>,
     /// The bounds on requests worked on and waiting, past which requests are shed.
     pub admission: AdmissionConfig,
+    /// The outbound client upstream calls go through (the host's, with the proxies and trusted
+    /// roots of `network:` and the environment); `None`: direct connections trusting the system's
+    /// roots.
+    pub client: Option<compact_net::Client>,
 }
 
 /// The outputs `compactctl run` (the agents' `PreToolUse` hook) kept whole: a model that sees one
@@ -287,6 +291,7 @@ impl ProxyConfig {
             window_cap: None,
             kept_outputs: None,
             admission: AdmissionConfig::default(),
+            client: None,
         }
     }
 

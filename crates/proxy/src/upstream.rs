@@ -1,15 +1,12 @@
-//! The client side: one pooled HTTP/1.1 client (plain HTTP and TLS through rustls), the upstream
-//! URL of a request, and the wait for response headers bounded by the configured timeout.
+//! The client side: the upstream request over the workspace's outbound client (`compact-net`:
+//! proxies, trusted roots, HTTP/2 where offered, one pool), the upstream URL of a request, and the
+//! wait for response headers bounded by the configured timeout.
 
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::header::HeaderMap;
 use hyper::{Method, Request, Response};
-use hyper_rustls::HttpsConnector;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::client::legacy::Client;
-use hyper_util::rt::TokioExecutor;
 use std::time::Duration;
 
 /// Why an upstream call failed before a response arrived.
@@ -22,7 +19,8 @@ pub enum UpstreamError {
     /// No response headers within the timeout.
     #[error("the upstream did not answer within {0:?}")]
     Timeout(Duration),
-    /// Connecting or sending failed, or the connection closed before an answer.
+    /// Connecting (directly or through the proxy), TLS or sending failed, or the connection closed
+    /// before an answer; the message names the host.
     #[error("the upstream could not be reached or closed the connection: {0}")]
     Connect(String),
 }
@@ -44,30 +42,22 @@ impl UpstreamError {
 pub struct TlsError(String);
 
 /// The upstream client.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct UpstreamClient {
-    client: Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
-}
-
-impl std::fmt::Debug for UpstreamClient {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("UpstreamClient")
-    }
+    client: compact_net::Client,
 }
 
 impl UpstreamClient {
-    /// A client trusting the web PKI roots.
+    /// Direct connections trusting the system's roots (the Mozilla roots when it has none).
     pub fn new() -> Result<Self, TlsError> {
-        // An explicit crypto provider: the process default would panic if two were enabled.
-        let https = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_provider_and_webpki_roots(rustls::crypto::ring::default_provider())
-            .map_err(|e| TlsError(e.to_string()))?
-            .https_or_http()
-            .enable_http1()
-            .build();
-        Ok(UpstreamClient {
-            client: Client::builder(TokioExecutor::new()).build(https),
-        })
+        compact_net::Client::direct()
+            .map(UpstreamClient::over)
+            .map_err(|e| TlsError(e.to_string()))
+    }
+
+    /// Requests through `client` (the host's, with its proxies and trusted roots).
+    pub fn over(client: compact_net::Client) -> Self {
+        UpstreamClient { client }
     }
 
     /// Sends one request and waits for the response headers at most `timeout`.
@@ -85,24 +75,13 @@ impl UpstreamClient {
             .body(Full::new(body))
             .map_err(|e| UpstreamError::Url(e.to_string()))?;
         *request.headers_mut() = headers.clone();
-        match tokio::time::timeout(timeout, self.client.request(request)).await {
-            Err(_) => Err(UpstreamError::Timeout(timeout)),
-            Ok(Err(e)) => Err(UpstreamError::Connect(describe(&e))),
-            Ok(Ok(response)) => Ok(response),
+        match self.client.send(request, timeout).await {
+            Err(compact_net::NetError::Timeout { .. }) => Err(UpstreamError::Timeout(timeout)),
+            Err(compact_net::NetError::Request(e)) => Err(UpstreamError::Url(e)),
+            Err(e) => Err(UpstreamError::Connect(e.to_string())),
+            Ok(response) => Ok(response),
         }
     }
-}
-
-/// The error and its causes, one line (no URL credentials: base URLs carry none).
-fn describe(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
-        source = s.source();
-    }
-    text
 }
 
 /// Path prefixes that request paths start with and that a base URL copied from a client's

@@ -200,14 +200,57 @@ pub fn open_storage(storage: &StorageSettings, create: bool) -> Result<Arc<dyn S
     }
 }
 
+/// The outbound client a configuration's `network:` settings describe over the proxy variables
+/// of `env` (`HTTPS_PROXY`, `NO_PROXY`, `SSL_CERT_FILE`...; see [`compact_net::ProxyEnv`]): the one
+/// client everything the host sends goes through. Built once by the host and passed on.
+pub fn open_client(
+    config: &compact_config::Config,
+    env: &compact_net::ProxyEnv,
+) -> Result<compact_net::Client, compact_net::NetError> {
+    compact_net::Client::new(&net_settings(config.network()), env)
+}
+
+/// The configuration's `network:` settings as the outbound client takes them.
+pub fn net_settings(network: &compact_config::NetworkSettings) -> compact_net::NetSettings {
+    compact_net::NetSettings {
+        proxy: network.proxy.clone(),
+        no_proxy: network.no_proxy.clone(),
+        ca_file: network.ca_file.clone(),
+    }
+}
+
 /// Opens the archive a configuration's `storage.archive:` names; `None` when it names none. The
 /// S3 keys are read with `env` from the variables the configuration names (the runtime reads no
-/// environment itself: the caller passes `|k| std::env::var(k).ok()`).
+/// environment itself: the caller passes `|k| std::env::var(k).ok()`); S3 requests go through
+/// the client of the configuration's `network:` over the proxy variables `env` finds (a host that
+/// built its client already passes it to [`open_archive_with`]).
 pub fn open_archive(
     config: &compact_config::Config,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Option<Result<Arc<dyn crate::Archive>, crate::ArchiveError>> {
+    let s3 = matches!(
+        config.session().archive.as_ref()?,
+        compact_config::ArchiveSettings::S3 { .. }
+    );
+    if !s3 {
+        return open_archive_with(config, env, None);
+    }
+    match open_client(config, &compact_net::ProxyEnv::from_lookup(env)) {
+        Ok(client) => open_archive_with(config, env, Some(&client)),
+        Err(e) => Some(Err(crate::ArchiveError::Config(e.to_string()))),
+    }
+}
+
+/// Like [`open_archive`], S3 requests going through `client` (`None`: direct, trusting the
+/// system's roots).
+pub fn open_archive_with(
+    config: &compact_config::Config,
+    env: &dyn Fn(&str) -> Option<String>,
+    client: Option<&compact_net::Client>,
+) -> Option<Result<Arc<dyn crate::Archive>, crate::ArchiveError>> {
     use compact_config::ArchiveSettings;
+    #[cfg(not(feature = "s3"))]
+    let _ = client;
     let archive: Result<Arc<dyn crate::Archive>, crate::ArchiveError> =
         match config.session().archive.as_ref()? {
             ArchiveSettings::Fs { path } => {
@@ -240,7 +283,11 @@ pub fn open_archive(
                         prefix: prefix.clone(),
                         path_style: *path_style,
                     };
-                    crate::S3Archive::new(&config).map(|a| Arc::new(a) as Arc<dyn crate::Archive>)
+                    match client {
+                        Some(client) => crate::S3Archive::with_client(&config, client.clone()),
+                        None => crate::S3Archive::new(&config),
+                    }
+                    .map(|a| Arc::new(a) as Arc<dyn crate::Archive>)
                 })()
             }
             other => Err(crate::ArchiveError::Config(format!(
@@ -251,9 +298,32 @@ pub fn open_archive(
 }
 
 /// Starts the event exporter a configuration's `telemetry:` names; `None` when it names none.
+/// OTLP/HTTP goes through the client of the configuration's `network:` settings, without the
+/// environment's proxies (a host passes its client to [`open_exports_with`]).
 pub fn open_exports(
     config: &compact_config::Config,
 ) -> Option<std::io::Result<crate::export::ExportQueue>> {
+    let otlp = matches!(
+        config.session().telemetry.as_ref()?.exporter,
+        compact_config::ExporterSettings::Otlp(_)
+    );
+    if !otlp {
+        return open_exports_with(config, None);
+    }
+    match open_client(config, &compact_net::ProxyEnv::default()) {
+        Ok(client) => open_exports_with(config, Some(&client)),
+        Err(e) => Some(Err(std::io::Error::other(e))),
+    }
+}
+
+/// Like [`open_exports`], OTLP/HTTP going through `client` (`None`: direct, trusting the
+/// system's roots).
+pub fn open_exports_with(
+    config: &compact_config::Config,
+    client: Option<&compact_net::Client>,
+) -> Option<std::io::Result<crate::export::ExportQueue>> {
+    #[cfg(not(feature = "otlp"))]
+    let _ = client;
     use crate::export::{
         ConsoleExporter, ExportQueue, Exporter, JsonlExporter, DEFAULT_JSONL_KEEP,
         DEFAULT_JSONL_MAX_BYTES, DEFAULT_QUEUE_CAPACITY,
@@ -273,9 +343,11 @@ pub fn open_exports(
         )
         .map(|e| Arc::new(e) as Arc<dyn Exporter>),
         #[cfg(feature = "otlp")]
-        ExporterSettings::Otlp(settings) => crate::otlp::OtlpExporter::open(settings)
-            .map(|e| Arc::new(e) as Arc<dyn Exporter>)
-            .map_err(std::io::Error::other),
+        ExporterSettings::Otlp(settings) => {
+            crate::otlp::OtlpExporter::open_with(settings, client.cloned())
+                .map(|e| Arc::new(e) as Arc<dyn Exporter>)
+                .map_err(std::io::Error::other)
+        }
         #[cfg(not(feature = "otlp"))]
         ExporterSettings::Otlp(_) => Err(std::io::Error::other(
             "OTLP export is not built into this Compact (cargo feature `otlp`)",

@@ -116,8 +116,9 @@ pub use archive::{Archive, ArchiveError, FsArchive};
 pub use archive::{S3Archive, S3Config};
 pub use calibration::{Calibration, CalibrationUpdate};
 pub use config::{
-    archive_retention, open_archive, open_exports, open_storage, open_store, SessionConfig,
-    DEFAULT_MAX_CACHED_SESSIONS, DEFAULT_OVERFLOW_MAX_RETRIES,
+    archive_retention, net_settings, open_archive, open_archive_with, open_client, open_exports,
+    open_exports_with, open_storage, open_store, SessionConfig, DEFAULT_MAX_CACHED_SESSIONS,
+    DEFAULT_OVERFLOW_MAX_RETRIES,
 };
 pub use error::SessionError;
 pub use event::{CompactedEvent, Event, EventKind};

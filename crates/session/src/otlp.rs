@@ -17,9 +17,11 @@
 //! failed export is the queue's failure (counted, [`ExportQueue::last_error`](crate::ExportQueue::last_error)).
 //! No global provider is set: [`OtlpExporter::open`] builds the tracer and meter providers from
 //! the settings, and [`OtlpExporter::with_providers`] takes a host's own. Requests go out over
-//! OTLP/HTTP (protobuf) through a blocking `ureq` client, so no async runtime is involved, or, with
-//! the cargo feature `otlp-grpc`, over gRPC (tonic) on a current-thread Tokio runtime that each of
-//! the two exporters owns and that runs only while it exports. Header values (API keys) are never
+//! OTLP/HTTP (protobuf) through the workspace's one outbound client (`compact-net`: the host's
+//! proxies and trusted roots; [`OtlpExporter::open_with`]) driven by its own runtime thread, so the
+//! exporting threads need no async runtime, or, with the cargo feature `otlp-grpc`, over gRPC
+//! (tonic) on a current-thread Tokio runtime that each of the two exporters owns and that runs
+//! only while it exports. Header values (API keys) are never
 //! logged nor shown by `Debug`.
 
 use crate::export::{ExportError, ExportStats, Exporter};
@@ -44,7 +46,7 @@ pub const DEFAULT_OTLP_TIMEOUT: Duration = Duration::from_secs(10);
 /// The `service.name` resource attribute when the settings do not say.
 pub const DEFAULT_SERVICE_NAME: &str = "compact";
 /// The largest collector answer read (an OTLP answer is a few bytes).
-const MAX_ANSWER_BYTES: u64 = 4 * 1024 * 1024;
+const MAX_ANSWER_BYTES: usize = 4 * 1024 * 1024;
 
 /// Why an [`OtlpExporter`] could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -151,45 +153,51 @@ impl<E: PushMetricExporter> PushMetricExporter for OnRuntime<E> {
     }
 }
 
-/// The OTLP crate's HTTP client trait over a blocking `ureq` agent (TLS by rustls): it runs on the
-/// thread that exports (the queue's worker, the metric reader's), with no async runtime.
-#[derive(Debug)]
-struct UreqClient {
-    agent: ureq::Agent,
+/// The OTLP crate's HTTP client trait over the outbound client's blocking facade: the exporting
+/// thread (the queue's worker, the metric reader's) awaits an exchange that runs on the client's
+/// own runtime thread, each bounded by the export timeout.
+#[derive(Debug, Clone)]
+struct NetClient {
+    client: compact_net::BlockingClient,
+    timeout: Duration,
 }
 
-impl UreqClient {
-    fn new(timeout: Duration) -> UreqClient {
-        UreqClient {
-            agent: ureq::Agent::config_builder()
-                .http_status_as_error(false)
-                .timeout_global(Some(timeout))
-                .build()
-                .into(),
-        }
+impl NetClient {
+    fn new(client: Option<compact_net::Client>, timeout: Duration) -> Result<NetClient, OtlpError> {
+        let failed = |e: compact_net::NetError| OtlpError::Build {
+            signal: "traces",
+            message: format!("HTTP client: {e}"),
+        };
+        let client = match client {
+            Some(client) => client,
+            None => compact_net::Client::direct().map_err(failed)?,
+        };
+        Ok(NetClient {
+            client: compact_net::BlockingClient::new(client).map_err(failed)?,
+            timeout,
+        })
     }
 }
 
 #[async_trait::async_trait]
-impl opentelemetry_http::HttpClient for UreqClient {
+impl opentelemetry_http::HttpClient for NetClient {
     async fn send_bytes(
         &self,
-        request: ureq::http::Request<opentelemetry_http::Bytes>,
-    ) -> Result<ureq::http::Response<opentelemetry_http::Bytes>, opentelemetry_http::HttpError>
-    {
+        request: opentelemetry_http::Request<opentelemetry_http::Bytes>,
+    ) -> Result<
+        opentelemetry_http::Response<opentelemetry_http::Bytes>,
+        opentelemetry_http::HttpError,
+    > {
         let (parts, body) = request.into_parts();
-        let request = ureq::http::Request::from_parts(parts, body.to_vec());
-        let mut response = self.agent.run(request)?;
-        let body = response
-            .body_mut()
-            .with_config()
-            .limit(MAX_ANSWER_BYTES)
-            .read_to_vec()?;
-        let (parts, _) = response.into_parts();
-        Ok(ureq::http::Response::from_parts(
-            parts,
-            opentelemetry_http::Bytes::from(body),
-        ))
+        let request = opentelemetry_http::Request::from_parts(parts, compact_net::Body::new(body));
+        let answer = self
+            .client
+            .send_async(request, self.timeout, MAX_ANSWER_BYTES)
+            .await?;
+        let mut response = opentelemetry_http::Response::new(answer.body);
+        *response.status_mut() = answer.status;
+        *response.headers_mut() = answer.headers;
+        Ok(response)
     }
 }
 
@@ -304,15 +312,29 @@ impl OtlpExporter {
     /// Builds the tracer and meter providers `settings` describe: OTLP/HTTP protobuf to
     /// `endpoint` (`/v1/traces`, `/v1/metrics` under it), or, without one, to what
     /// `OTEL_EXPORTER_OTLP_ENDPOINT` names (else the OTLP default, `http://localhost:4318`).
+    /// OTLP/HTTP goes directly, trusting the system's roots: hosts pass their client to
+    /// [`OtlpExporter::open_with`].
     pub fn open(settings: &OtlpSettings) -> Result<OtlpExporter, OtlpError> {
+        OtlpExporter::open_with(settings, None)
+    }
+
+    /// Like [`OtlpExporter::open`], OTLP/HTTP going through `client` (the host's outbound client,
+    /// with its proxies and trusted roots; `None`: direct).
+    pub fn open_with(
+        settings: &OtlpSettings,
+        client: Option<compact_net::Client>,
+    ) -> Result<OtlpExporter, OtlpError> {
         let timeout = settings
             .timeout_ms
             .map_or(DEFAULT_OTLP_TIMEOUT, Duration::from_millis);
         let ((spans, span_runtime), (metrics, metric_runtime)) = match settings.protocol {
-            OtlpProtocol::Http => (
-                (http_spans(settings, timeout)?, Runtime::default()),
-                (http_metrics(settings, timeout)?, Runtime::default()),
-            ),
+            OtlpProtocol::Http => {
+                let http = NetClient::new(client, timeout)?;
+                (
+                    (http_spans(settings, timeout, http.clone())?, Runtime::default()),
+                    (http_metrics(settings, timeout, http)?, Runtime::default()),
+                )
+            }
             #[cfg(feature = "otlp-grpc")]
             OtlpProtocol::Grpc => (grpc_spans(settings, timeout)?, grpc_metrics(settings, timeout)?),
             #[cfg(not(feature = "otlp-grpc"))]
@@ -494,13 +516,14 @@ fn headers(settings: &OtlpSettings) -> HashMap<String, String> {
 fn http_spans(
     settings: &OtlpSettings,
     timeout: Duration,
+    client: NetClient,
 ) -> Result<opentelemetry_otlp::SpanExporter, OtlpError> {
     let mut builder = opentelemetry_otlp::SpanExporter::builder()
         .with_http()
         .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
         .with_timeout(timeout)
         .with_headers(headers(settings))
-        .with_http_client(UreqClient::new(timeout));
+        .with_http_client(client);
     if let Some(url) = http_url(settings, "v1/traces") {
         builder = builder.with_endpoint(url);
     }
@@ -510,13 +533,14 @@ fn http_spans(
 fn http_metrics(
     settings: &OtlpSettings,
     timeout: Duration,
+    client: NetClient,
 ) -> Result<opentelemetry_otlp::MetricExporter, OtlpError> {
     let mut builder = opentelemetry_otlp::MetricExporter::builder()
         .with_http()
         .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
         .with_timeout(timeout)
         .with_headers(headers(settings))
-        .with_http_client(UreqClient::new(timeout));
+        .with_http_client(client);
     if let Some(url) = http_url(settings, "v1/metrics") {
         builder = builder.with_endpoint(url);
     }
@@ -542,15 +566,15 @@ fn grpc_parts(
             signal,
             message: format!("cannot start the gRPC exporter's runtime: {e}"),
         })?;
-    let mut map = ureq::http::HeaderMap::new();
+    let mut map = compact_net::http::HeaderMap::new();
     for (name, value) in &settings.headers {
         // The value is a secret: errors name the header only.
         let bad = || OtlpError::Build {
             signal,
             message: format!("header `{name}` is not valid gRPC metadata"),
         };
-        let key = ureq::http::HeaderName::from_bytes(name.as_bytes()).map_err(|_| bad())?;
-        let value = ureq::http::HeaderValue::from_str(value).map_err(|_| bad())?;
+        let key = compact_net::http::HeaderName::from_bytes(name.as_bytes()).map_err(|_| bad())?;
+        let value = compact_net::http::HeaderValue::from_str(value).map_err(|_| bad())?;
         map.insert(key, value);
     }
     Ok((

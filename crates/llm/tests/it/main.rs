@@ -6,4 +6,5 @@ mod cache_warm;
 mod overflow;
 mod plan;
 mod provider_compaction;
+mod network;
 mod summarize;

@@ -121,11 +121,15 @@ async fn plain_http_goes_to_the_proxy_in_absolute_form_with_its_credentials() {
     .unwrap();
     let url = format!("{}/v1/chat/completions?x=1", server.url());
     let (_, body) = get(&client, &url).await.unwrap();
-    // The server behind the proxy saw the absolute URL and the proxy's credentials (a real proxy
-    // removes them; this one passes the request on as it came).
-    assert!(body.contains(&format!("uri={url}")), "{body}");
-    assert!(body.contains("proxy-authorization=yes"), "{body}");
-    assert_eq!((proxy.forwards(), proxy.tunnels()), (1, 0));
+    // The proxy got the absolute URL with its credentials (it refuses requests without them), and
+    // passed the request on in origin form without them.
+    assert_eq!(proxy.request_lines(), vec![format!("GET {url} HTTP/1.1")]);
+    assert_eq!(
+        (proxy.forwards(), proxy.tunnels(), proxy.refused()),
+        (1, 0, 0)
+    );
+    assert!(body.contains("uri=/v1/chat/completions?x=1"), "{body}");
+    assert!(body.contains("proxy-authorization=no"), "{body}");
 }
 
 #[tokio::test]

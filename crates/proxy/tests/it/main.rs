@@ -11,6 +11,7 @@ mod planted;
 mod backends;
 mod boundary;
 mod cache_markers;
+mod corporate_network;
 mod faults;
 mod idle;
 mod long_session;

@@ -1,10 +1,14 @@
 //! [`S3Archive`]: archived objects in an S3-compatible bucket, under an optional key prefix.
 //!
-//! Requests are signed with AWS Signature V4 as presigned URLs (`rusty-s3`) and sent with a
-//! blocking HTTP client (`ureq`; TLS by rustls for `https` endpoints). S3 stores a PUT whole or
-//! not at all, so objects are atomic without temp names.
+//! Requests are signed with AWS Signature V4 as presigned URLs (`rusty-s3`) and sent through the
+//! workspace's one outbound client (`compact-net`: the host's proxies and trusted roots, HTTP/2
+//! where offered) from its blocking facade. S3 stores a PUT whole or not at all, so objects are
+//! atomic without temp names.
 
 use super::{Archive, ArchiveError, ObjectInfo, ObjectKey};
+use compact_net::http::header::CONTENT_LENGTH;
+use compact_net::http::{Method, Request};
+use compact_net::{BlockingClient, Body};
 use rusty_s3::actions::ListObjectsV2;
 use rusty_s3::{Bucket, Credentials, S3Action, UrlStyle};
 use std::time::{Duration, SystemTime};
@@ -15,6 +19,9 @@ const SIGNATURE_TTL: Duration = Duration::from_secs(15 * 60);
 
 /// Longest any request may take, upload or download included, before it fails as unreachable.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The largest answer read: an archived object (a transcript) or a listing page.
+const MAX_ANSWER_BYTES: usize = 1 << 30;
 
 /// How much of an error response is kept in [`ArchiveError::Status`].
 const ERROR_BODY_CHARS: usize = 300;
@@ -44,7 +51,7 @@ pub struct S3Archive {
     bucket: Bucket,
     credentials: Credentials,
     prefix: String,
-    agent: ureq::Agent,
+    client: BlockingClient,
 }
 
 impl std::fmt::Debug for S3Archive {
@@ -64,8 +71,20 @@ struct Answer {
 }
 
 impl S3Archive {
-    /// An archive in the bucket `config` names. Nothing is sent yet.
+    /// An archive in the bucket `config` names, reached directly (no proxy) and trusting the
+    /// system's roots. Nothing is sent yet.
     pub fn new(config: &S3Config) -> Result<Self, ArchiveError> {
+        let client = compact_net::Client::direct()
+            .map_err(|e| ArchiveError::Config(format!("S3 client: {e}")))?;
+        S3Archive::with_client(config, client)
+    }
+
+    /// An archive in the bucket `config` names, reached through `client` (the host's, with its
+    /// proxies and trusted roots). Nothing is sent yet.
+    pub fn with_client(
+        config: &S3Config,
+        client: compact_net::Client,
+    ) -> Result<Self, ArchiveError> {
         let endpoint = url::Url::parse(&config.endpoint)
             .map_err(|e| ArchiveError::Config(format!("endpoint {}: {e}", config.endpoint)))?;
         let style = if config.path_style {
@@ -80,16 +99,13 @@ impl S3Archive {
             config.region.clone(),
         )
         .map_err(|e| ArchiveError::Config(format!("bucket {}: {e}", config.bucket)))?;
-        let agent: ureq::Agent = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .timeout_global(Some(REQUEST_TIMEOUT))
-            .build()
-            .into();
+        let client = BlockingClient::new(client)
+            .map_err(|e| ArchiveError::Config(format!("S3 client: {e}")))?;
         Ok(S3Archive {
             bucket,
             credentials: Credentials::new(config.access_key.clone(), config.secret_key.clone()),
             prefix: config.prefix.clone(),
-            agent,
+            client,
         })
     }
 
@@ -99,11 +115,7 @@ impl S3Archive {
         let url = action.sign(SIGNATURE_TTL);
         let body = action.body();
         let name = self.bucket.name().to_owned();
-        let answer = self.send(
-            "create bucket",
-            &name,
-            self.agent.put(url.as_str()).send(body),
-        )?;
+        let answer = self.send("create bucket", &name, Method::PUT, &url, body.into_bytes())?;
         match answer.status {
             200..=299 => Ok(()),
             409 if String::from_utf8_lossy(&answer.body).contains("BucketAlreadyOwnedByYou") => {
@@ -117,26 +129,35 @@ impl S3Archive {
         format!("{}{}", self.prefix, key.path())
     }
 
+    /// Sends one signed request and reads the whole answer within [`REQUEST_TIMEOUT`].
     fn send(
         &self,
         op: &'static str,
         key: &str,
-        sent: Result<ureq::http::Response<ureq::Body>, ureq::Error>,
+        method: Method,
+        url: &url::Url,
+        body: Vec<u8>,
     ) -> Result<Answer, ArchiveError> {
-        let unreachable = |e: ureq::Error| ArchiveError::Unreachable {
+        let unreachable = |message: String| ArchiveError::Unreachable {
             op,
             key: key.to_owned(),
-            message: e.to_string(),
+            message,
         };
-        let mut response = sent.map_err(unreachable)?;
-        let status = response.status().as_u16();
-        let body = response
-            .body_mut()
-            .with_config()
-            .limit(u64::MAX)
-            .read_to_vec()
-            .map_err(unreachable)?;
-        Ok(Answer { status, body })
+        // Said even when 0: S3 servers refuse a PUT without it (411), and an empty body sends none.
+        let request = Request::builder()
+            .method(method)
+            .uri(url.as_str())
+            .header(CONTENT_LENGTH, body.len())
+            .body(Body::from(body))
+            .map_err(|e| unreachable(format!("invalid request: {e}")))?;
+        let answer = self
+            .client
+            .send(request, REQUEST_TIMEOUT, MAX_ANSWER_BYTES)
+            .map_err(|e| unreachable(e.to_string()))?;
+        Ok(Answer {
+            status: answer.status.as_u16(),
+            body: answer.body.to_vec(),
+        })
     }
 }
 
@@ -164,7 +185,7 @@ impl Archive for S3Archive {
             .bucket
             .put_object(Some(&self.credentials), &path)
             .sign(SIGNATURE_TTL);
-        let answer = self.send("put", &path, self.agent.put(url.as_str()).send(body))?;
+        let answer = self.send("put", &path, Method::PUT, &url, body.to_vec())?;
         match answer.status {
             200..=299 => Ok(()),
             _ => Err(status("put", &path, &answer)),
@@ -177,7 +198,7 @@ impl Archive for S3Archive {
             .bucket
             .get_object(Some(&self.credentials), &path)
             .sign(SIGNATURE_TTL);
-        let answer = self.send("get", &path, self.agent.get(url.as_str()).call())?;
+        let answer = self.send("get", &path, Method::GET, &url, Vec::new())?;
         match answer.status {
             200..=299 => Ok(Some(answer.body)),
             404 => Ok(None),
@@ -200,7 +221,7 @@ impl Archive for S3Archive {
                 action.with_continuation_token(t.clone());
             }
             let url = action.sign(SIGNATURE_TTL);
-            let answer = self.send("list", &prefix, self.agent.get(url.as_str()).call())?;
+            let answer = self.send("list", &prefix, Method::GET, &url, Vec::new())?;
             if !(200..=299).contains(&answer.status) {
                 return Err(status("list", &prefix, &answer));
             }
@@ -246,7 +267,7 @@ impl Archive for S3Archive {
             .bucket
             .delete_object(Some(&self.credentials), &path)
             .sign(SIGNATURE_TTL);
-        let answer = self.send("delete", &path, self.agent.delete(url.as_str()).call())?;
+        let answer = self.send("delete", &path, Method::DELETE, &url, Vec::new())?;
         match answer.status {
             200..=299 | 404 => Ok(()),
             _ => Err(status("delete", &path, &answer)),

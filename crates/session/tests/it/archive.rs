@@ -488,3 +488,48 @@ fn a_failing_archive_is_a_warning_and_loses_nothing() {
             .is_empty());
     }
 }
+
+/// The S3 archive through the outbound client: every request goes to the configured HTTP proxy
+/// (absolute form, with the credentials of its URL) and on to the S3 server.
+#[cfg(feature = "s3")]
+#[test]
+fn s3_requests_go_through_the_configured_proxy() {
+    let Some(endpoint) = crate::services::s3_url() else {
+        return;
+    };
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let proxy = runtime
+        .block_on(compact_net_test::TestProxy::start(Some(("archive", "pw"))))
+        .unwrap();
+    let client = compact_net::Client::new(
+        &compact_net::NetSettings {
+            proxy: Some(proxy.url_with("archive", "pw")),
+            ..compact_net::NetSettings::default()
+        },
+        &compact_net::ProxyEnv::default(),
+    )
+    .unwrap();
+    let archive = compact_session::S3Archive::with_client(
+        &compact_session::S3Config {
+            endpoint: endpoint.clone(),
+            bucket: format!("compact-test-proxied-{}", std::process::id()),
+            region: "us-east-1".into(),
+            access_key: "test".into(),
+            secret_key: "test".into(),
+            prefix: "archive/".into(),
+            path_style: true,
+        },
+        client,
+    )
+    .unwrap();
+    archive.create_bucket().unwrap();
+    behaves_like_an_archive(&archive);
+    let server = endpoint.trim_start_matches("http://").trim_end_matches('/');
+    assert!(proxy.forwards() >= 1);
+    assert!(
+        proxy.targets().iter().all(|t| t == server),
+        "{:?}",
+        proxy.targets()
+    );
+    assert_eq!(proxy.refused(), 0);
+}

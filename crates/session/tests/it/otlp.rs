@@ -319,3 +319,49 @@ fn a_stuck_receiver_never_holds_up_a_preflight_and_the_drops_are_counted() {
     assert_eq!(stats.exported + stats.dropped, logged, "{stats:?}");
     assert!(stats.failed > 0, "{stats:?}");
 }
+
+/// OTLP/HTTP through the outbound client: the exports go to the configured HTTP proxy (absolute
+/// form) and on to the receiver, which decodes them.
+#[test]
+fn otlp_http_goes_through_the_configured_proxy() {
+    let Some((url, log)) = receiver() else { return };
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let proxy = runtime
+        .block_on(compact_net_test::TestProxy::start(None))
+        .unwrap();
+    let client = compact_net::Client::new(
+        &compact_net::NetSettings {
+            proxy: Some(proxy.url()),
+            ..compact_net::NetSettings::default()
+        },
+        &compact_net::ProxyEnv::default(),
+    )
+    .unwrap();
+    let service = format!("compact-it-proxied-{}", std::process::id());
+    let session = format!("otlp-proxied-{}", std::process::id());
+    let settings = settings(&format!(
+        "  exporter: otlp\n  endpoint: {url}\n  service_name: {service}\n"
+    ));
+    let exporter: Arc<dyn Exporter> =
+        Arc::new(OtlpExporter::open_with(&settings, Some(client)).unwrap());
+    let exports = Arc::new(ExportQueue::start(vec![exporter], 4_096).unwrap());
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let m = manager(Arc::clone(&store), Arc::clone(&exports));
+    assert!(drive(&m, &session, 30) > 0, "the session must compact");
+    assert!(exports.flush(Duration::from_secs(60)));
+    let stats = exports.stats();
+    assert_eq!(
+        (stats.dropped, stats.failed),
+        (0, 0),
+        "{:?}",
+        exports.last_error()
+    );
+    assert!(!requests(&log, "http", "traces", &service).is_empty());
+    let receiver = url.trim_start_matches("http://").trim_end_matches('/');
+    assert!(proxy.forwards() >= 1);
+    assert!(
+        proxy.targets().iter().all(|t| t == receiver),
+        "{:?}",
+        proxy.targets()
+    );
+}
