@@ -232,3 +232,50 @@ fn a_codex_output_keeps_its_real_errors_only() {
         assert!(out.ends_with("done\n"), "{out}");
     }
 }
+
+/// Issue 45: error lines take all the room after the head but the tail's floor, not half of it, so
+/// a test run with forty distinct failures keeps every one within 1,000 tokens; the tail still ends
+/// with the summary, and a flood that cannot fit says how many lines it left out.
+#[test]
+fn error_lines_take_the_room_they_need_and_the_marker_counts_the_rest() {
+    let c = counter();
+    let mut text = String::new();
+    for i in 0..600 {
+        if i % 15 == 7 {
+            text.push_str(&format!(
+                "FAILED tests/test_mod{i}.py::test_case_{i} - KeyError\n"
+            ));
+        } else {
+            text.push_str(&format!(
+                "tests/test_mod{i}.py::test_case_{i} PASSED [{i}%]\n"
+            ));
+        }
+    }
+    text.push_str("=== 40 failed, 560 passed in 12.34s ===\n");
+    let errors: Vec<&str> = text.lines().filter(|l| l.starts_with("FAILED")).collect();
+    assert_eq!(errors.len(), 40);
+    assert!(errors.iter().all(|l| is_error_line(l)));
+    let error_tokens: usize = errors.iter().map(|l| c.count_text(l) + 1).sum();
+    // More than half of what the head leaves: the old rule could not keep them all.
+    assert!(
+        error_tokens > (1_000 - head_allowance(1_000)) / 2,
+        "{error_tokens}"
+    );
+    let (out, cut) = filter_shell_output(&text, 1_000, &c, &id());
+    assert!(cut.changed);
+    assert!(c.count_text(&out) <= 1_000);
+    for line in &errors {
+        assert!(out.contains(line), "lost {line}");
+    }
+    assert!(out.ends_with("=== 40 failed, 560 passed in 12.34s ===\n"));
+
+    // Three times as many failures cannot fit: the marker says how many were left out.
+    let flood: String = (0..400)
+        .map(|i| format!("FAILED tests/test_mod{i}.py::test_case_{i} - KeyError: 'k{i}'\n"))
+        .collect::<String>()
+        + "=== 400 failed in 99.00s ===\n";
+    let (out, _) = filter_shell_output(&flood, 1_000, &c, &id());
+    assert!(c.count_text(&out) <= 1_000);
+    assert!(out.contains("more not shown"), "{out}");
+    assert!(out.ends_with("=== 400 failed in 99.00s ===\n"));
+}

@@ -10,8 +10,9 @@
 //!    blanks, identical runs counted), runs of similar lines (same indentation and first word once
 //!    digits are ignored, no error signal) are collapsed to their first and last line around a
 //!    count naming the reference id, and what is still over the room left by the head is cut: the
-//!    tail gets the space the error lines from the removed middle do not need (they may take half of
-//!    it), around the marker naming the reference id (`compactctl recall <id>`).
+//!    tail gets the space the error lines from the removed middle do not need (they may take all of
+//!    it but the tail's floor, 15%), around the marker naming the reference id (`compactctl recall
+//!    <id>`) and how many error lines it had to leave out.
 //!
 //! The result (head + rest) never measures more than the budget. [`filter_shell_output`] does both
 //! steps at once, exactly as the runner would, for replays. Same input, same output.
@@ -33,9 +34,19 @@ pub const MAX_SHELL_BUDGET: usize = 1_000_000;
 /// Share of the budget the runner may print while the command runs (progress is visible; the tail,
 /// which usually holds the conclusion, keeps the larger share).
 const HEAD_SHARE: f64 = 0.25;
-/// Share of the room after the head that error lines from the removed middle may take: shell
-/// failures sit mid-output more often than in the transcripts' tool outputs.
-const ERROR_SHARE: f64 = 0.5;
+/// Share of the room after the head that error lines from the removed middle may take: every
+/// error line that fits, short of the tail's floor ([`TAIL_FLOOR_SHARE`]). Shell failures sit
+/// mid-output more often than in the transcripts' tool outputs, and an agent acts on the error
+/// lines; those left out are counted in the marker. Room the error lines do not need goes to the
+/// tail. (Issue 45: with half the room, 87% of the corpus's error lines of cut outputs were kept.)
+const ERROR_SHARE: f64 = 1.0 - TAIL_FLOOR_SHARE;
+/// Share of the room after the head the tail always keeps (the conclusion: the last lines, the
+/// summary a build or a test run prints); more when the last line needs more.
+const TAIL_FLOOR_SHARE: f64 = 0.15;
+/// Error lines may always take at least this share (what they had before issue 45).
+const MIN_ERROR_SHARE: f64 = 0.5;
+/// Tokens the cut sets aside for its marker, at most (the tail's share is of what is left).
+const MARKER_RESERVE: usize = 48;
 /// Similar lines are collapsed from this many in a row (first, count, last: three lines).
 const MIN_SIMILAR_RUN: usize = 4;
 /// Attempts at fitting head + rest before falling back to the marker alone; each attempt shrinks
@@ -180,6 +191,9 @@ pub fn finish_counted(
     let dense = collapse_similar(&densify(&text[printed..]), reference);
     let dense_tokens = counter.count_text(&dense);
     let mut room = budget.saturating_sub(counter.count_text(head));
+    let head_fraction = if printed == 0 { HEAD_SHARE } else { 0.0 };
+    let last_line = dense.trim_end().rsplit('\n').next().unwrap_or("");
+    let last_line_tokens = counter.count_text(last_line) + 2;
     for _ in 0..MAX_ATTEMPTS {
         let body = if dense_tokens < room {
             dense.clone()
@@ -190,9 +204,9 @@ pub fn finish_counted(
             };
             let opts = CutOptions {
                 limit,
-                head_fraction: if printed == 0 { HEAD_SHARE } else { 0.0 },
+                head_fraction,
                 keep_error_lines: true,
-                error_share: ERROR_SHARE,
+                error_share: error_share(last_line_tokens, room, head_fraction),
                 reference,
             };
             cut::cut(&dense, dense_tokens, &opts, counter).text
@@ -223,6 +237,16 @@ pub fn finish_counted(
         original_tokens,
         tokens,
     }
+}
+
+/// Share of `room` the error lines of the removed middle may take: all but the tail's floor
+/// ([`ERROR_SHARE`]), less where the last line (`last_line_tokens`) would not fit the tail's share
+/// otherwise, never less than [`MIN_ERROR_SHARE`]. The tail's share of the room is
+/// `(1 - error share) x (1 - head_fraction)` once the marker's reserve is set aside.
+fn error_share(last_line_tokens: usize, room: usize, head_fraction: f64) -> f64 {
+    let tail_room = room.saturating_sub(MARKER_RESERVE) as f64 * (1.0 - head_fraction);
+    let tail_share = (last_line_tokens as f64 / tail_room.max(1.0)).max(TAIL_FLOOR_SHARE);
+    (1.0 - tail_share).clamp(MIN_ERROR_SHARE, ERROR_SHARE)
 }
 
 /// The whole filtered output of `text` as the runner prints it (streamed head + finished rest).
