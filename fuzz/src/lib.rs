@@ -121,7 +121,7 @@ pub fn llm_sse(data: &[u8]) {
 /// picks the reader's most bytes an event may hold (1 to 255, or the default for 0), the second
 /// seeds the chunk lengths (1 to 16 bytes, a fixed pseudo-random walk), the rest is the stream.
 /// Checked: the chunked reading gives the same events and errors as one push of the whole, and no
-/// event's data is longer than the reader's maximum.
+/// event's data is longer than its maximum allows (three decoded bytes a stream byte).
 pub fn sse(data: &[u8]) {
     use compact_formats::sse::{SseParser, DEFAULT_MAX_EVENT_BYTES};
     let (limit, seed, stream) = match data {
@@ -130,7 +130,7 @@ pub fn sse(data: &[u8]) {
     };
     let limit = match limit {
         0 => DEFAULT_MAX_EVENT_BYTES,
-        n => usize::from(*n),
+        n => usize::from(n),
     };
     let mut whole = SseParser::with_max_event_bytes(limit);
     let mut expected = whole.push(stream);
@@ -150,10 +150,11 @@ pub fn sse(data: &[u8]) {
     }
     got.extend(chunked.finish().map(Ok));
     assert_eq!(got, expected, "chunked reading differs from whole");
+    // The limit counts stream bytes; decoded, an invalid byte becomes U+FFFD (three bytes).
     for event in got.iter().flatten() {
         assert!(
-            event.data.len() <= limit,
-            "an event of {} bytes from a reader holding at most {limit}",
+            event.data.len() <= limit.saturating_mul(3),
+            "an event of {} bytes from a reader holding at most {limit} stream bytes",
             event.data.len()
         );
     }

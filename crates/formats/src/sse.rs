@@ -11,9 +11,11 @@
 //! time in milliseconds; other fields are ignored; a block without `data` dispatches nothing.
 //! Each line is decoded as UTF-8 once whole, invalid sequences replaced.
 //!
-//! Memory is bounded: an event whose held bytes (its unfinished line, its data and its name)
-//! outgrow the reader's maximum is reported once, as [`SseError::EventTooLarge`], and skipped to
-//! its blank line; the events after it are read as usual.
+//! Memory is bounded: an event whose held bytes (its unfinished line, its data and its name,
+//! counted as they came in the stream) outgrow the reader's maximum is reported once, as
+//! [`SseError::EventTooLarge`], and skipped to its blank line; the events after it are read as
+//! usual. (Decoded, an event can be up to three times its stream bytes: each invalid byte becomes
+//! U+FFFD, three bytes in UTF-8.)
 //!
 //! ```
 //! use compact_formats::sse::SseParser;
@@ -72,9 +74,11 @@ pub struct SseParser {
     line: Vec<u8>,
     /// The last line ended with CR: an LF opening the next chunk belongs to it.
     after_cr: bool,
-    /// The current event's name and data so far.
+    /// The current event's name and data so far, and how many stream bytes they came from.
     event: Option<String>,
     data: Option<String>,
+    event_bytes: usize,
+    data_bytes: usize,
     /// The stream's last event id and reconnection time.
     last_id: Option<String>,
     retry: Option<u64>,
@@ -100,6 +104,8 @@ impl SseParser {
             after_cr: false,
             event: None,
             data: None,
+            event_bytes: 0,
+            data_bytes: 0,
             last_id: None,
             retry: None,
             skipping: false,
@@ -174,8 +180,8 @@ impl SseParser {
             self.dispatch(&mut out);
         }
         *self = SseParser::with_max_event_bytes(self.max_event_bytes);
-        // A line's field never makes an event outgrow what its raw bytes already held, so the
-        // last line cannot add an error here; only its event can come out.
+        // Reading a line never makes an event hold more ([`Self::held`]), so the last line adds no
+        // error here; only its event can come out.
         out.into_iter().find_map(Result::ok)
     }
 
@@ -201,11 +207,11 @@ impl SseParser {
         }
     }
 
-    /// The bytes the current event holds.
+    /// The stream bytes the current event holds. A field's value is never longer than its line,
+    /// and a data line's `\n` stands for at least its `data` name, so reading a line never makes
+    /// this grow: only a line growing can.
     fn held(&self) -> usize {
-        self.line.len()
-            + self.data.as_ref().map_or(0, String::len)
-            + self.event.as_ref().map_or(0, String::len)
+        self.line.len() + self.data_bytes + self.event_bytes
     }
 
     fn extend_line(&mut self, part: &[u8], out: &mut Vec<Result<SseEvent, SseError>>) {
@@ -226,6 +232,8 @@ impl SseParser {
             self.line = Vec::new();
             self.event = None;
             self.data = None;
+            self.event_bytes = 0;
+            self.data_bytes = 0;
         }
     }
 
@@ -242,23 +250,35 @@ impl SseParser {
             return;
         }
         if self.line[0] != b':' {
-            let line = String::from_utf8_lossy(&self.line);
-            let (name, value) = match line.split_once(':') {
-                Some((name, value)) => (name, value.strip_prefix(' ').unwrap_or(value)),
-                None => (&*line, ""),
+            // Split at the colon before decoding: an ASCII byte, never inside a UTF-8 sequence,
+            // so each side decodes as it would in the whole line.
+            let (name, raw) = match self.line.iter().position(|&b| b == b':') {
+                Some(colon) => {
+                    let raw = &self.line[colon + 1..];
+                    (&self.line[..colon], raw.strip_prefix(b" ").unwrap_or(raw))
+                }
+                None => (&self.line[..], &[][..]),
             };
+            let value = String::from_utf8_lossy(raw);
             match name {
-                "event" => self.event = Some(value.to_owned()),
-                "data" => match &mut self.data {
+                b"event" => {
+                    self.event = Some(value.into_owned());
+                    self.event_bytes = raw.len();
+                }
+                b"data" => match &mut self.data {
                     Some(data) => {
                         data.push('\n');
-                        data.push_str(value);
+                        data.push_str(&value);
+                        self.data_bytes += 1 + raw.len();
                     }
-                    None => self.data = Some(value.to_owned()),
+                    None => {
+                        self.data = Some(value.into_owned());
+                        self.data_bytes = raw.len();
+                    }
                 },
                 // An id with a NUL is ignored (the event-stream rules).
-                "id" if !value.contains('\0') => self.last_id = Some(value.to_owned()),
-                "retry" if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) => {
+                b"id" if !raw.contains(&0) => self.last_id = Some(value.into_owned()),
+                b"retry" if !raw.is_empty() && raw.iter().all(u8::is_ascii_digit) => {
                     // Digits too many for a u64 are no time anyone means: ignored.
                     if let Ok(ms) = value.parse() {
                         self.retry = Some(ms);
@@ -272,6 +292,8 @@ impl SseParser {
 
     fn dispatch(&mut self, out: &mut Vec<Result<SseEvent, SseError>>) {
         let event = self.event.take();
+        self.event_bytes = 0;
+        self.data_bytes = 0;
         if let Some(data) = self.data.take() {
             out.push(Ok(SseEvent {
                 event,

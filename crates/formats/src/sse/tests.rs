@@ -220,6 +220,24 @@ fn the_limit_counts_what_one_event_holds() {
 }
 
 #[test]
+fn invalid_utf8_counts_as_the_bytes_it_came_as() {
+    // Found by the `sse` fuzz target: four invalid bytes decode to twelve. The limit counts the
+    // stream's bytes, so the event fits (its line is 10 bytes) and a whole body loses nothing.
+    let stream = b"data: \xFF\xFF\xFF\xFF\n\n";
+    let mut s = SseParser::with_max_event_bytes(10);
+    assert_eq!(s.push(stream), vec![Ok(event(None, &"\u{FFFD}".repeat(4)))]);
+    let body = b"event: \xC3\nid: \xFF\ndata: \xC3\xA9\xE9";
+    assert_eq!(
+        parse_body(body),
+        vec![SseEvent {
+            event: Some("\u{FFFD}".into()),
+            data: "\u{e9}\u{FFFD}".into(),
+            id: Some("\u{FFFD}".into()),
+        }]
+    );
+}
+
+#[test]
 fn a_whole_body_never_exceeds_its_own_length() {
     let body = format!("data: {}\n\n", "x".repeat(DEFAULT_MAX_EVENT_BYTES + 1));
     let events = parse_body(body.as_bytes());
