@@ -5,6 +5,7 @@ pub mod error;
 pub mod import;
 pub mod overflow;
 pub mod sse;
+pub mod usage;
 pub mod validate;
 pub mod wire;
 

@@ -4,6 +4,7 @@
 use crate::error::{excerpt, LlmError};
 use crate::overflow::classify_stream_event;
 use compact_formats::sse::{parse_body, SseEvent};
+use compact_formats::usage::{TokenUsage, UsageApi};
 use serde_json::{json, Value};
 
 /// Which API a summariser speaks.
@@ -230,16 +231,12 @@ fn compaction_completion(content: &[Value], stop: Option<&str>, usage: &Value) -
         .and_then(|b| b["content"].as_str())
         .unwrap_or("")
         .to_owned();
-    let sum = |key: &str| -> Option<u64> {
-        let iterations = usage["iterations"].as_array()?;
-        Some(iterations.iter().filter_map(|i| i[key].as_u64()).sum())
-    };
+    let usage = TokenUsage::read(UsageApi::Messages, usage);
     Completion {
         text,
-        input_tokens: sum("input_tokens").or_else(|| usage["input_tokens"].as_u64()),
-        output_tokens: sum("output_tokens").or_else(|| usage["output_tokens"].as_u64()),
-        cached_input_tokens: sum("cache_read_input_tokens")
-            .or_else(|| usage["cache_read_input_tokens"].as_u64()),
+        input_tokens: usage.billed_input().or(usage.input_tokens),
+        output_tokens: usage.billed_output().or(usage.output_tokens),
+        cached_input_tokens: usage.billed_cache_read().or(usage.cache_read_input_tokens),
         tool_call: false,
         truncated: matches!(stop, Some("max_tokens" | "model_context_window_exceeded")),
         refused: stop == Some("refusal"),
@@ -261,20 +258,16 @@ fn parse_chat(body: &str) -> Result<Completion, LlmError> {
     let message = choice
         .get("message")
         .ok_or_else(|| LlmError::Malformed("choice without message".into()))?;
-    let usage = v.get("usage");
+    let usage = TokenUsage::read(UsageApi::Chat, v.get("usage").unwrap_or(&Value::Null));
     Ok(Completion {
         text: message
             .get("content")
             .and_then(Value::as_str)
             .unwrap_or("")
             .to_owned(),
-        input_tokens: usage
-            .and_then(|u| u.get("prompt_tokens"))
-            .and_then(Value::as_u64),
-        output_tokens: usage
-            .and_then(|u| u.get("completion_tokens"))
-            .and_then(Value::as_u64),
-        cached_input_tokens: usage.and_then(chat_cached),
+        input_tokens: usage.input_tokens,
+        output_tokens: usage.output_tokens,
+        cached_input_tokens: usage.cached_input(),
         tool_call: message
             .get("tool_calls")
             .and_then(Value::as_array)
@@ -297,43 +290,20 @@ fn parse_messages(body: &str) -> Result<Completion, LlmError> {
         .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
         .filter_map(|b| b.get("text").and_then(Value::as_str))
         .collect();
-    let usage = v.get("usage");
+    // A reply with `usage` (even `null`) reports an input, 0 when it counts none.
+    let usage = v
+        .get("usage")
+        .map(|u| TokenUsage::read(UsageApi::Messages, u));
     let stop = v.get("stop_reason").and_then(Value::as_str);
     Ok(Completion {
         text: text.concat(),
-        input_tokens: usage.map(anthropic_input),
-        output_tokens: usage
-            .and_then(|u| u.get("output_tokens"))
-            .and_then(Value::as_u64),
-        cached_input_tokens: usage.and_then(anthropic_cached),
+        input_tokens: usage.as_ref().map(TokenUsage::total_input),
+        output_tokens: usage.as_ref().and_then(|u| u.output_tokens),
+        cached_input_tokens: usage.as_ref().and_then(TokenUsage::cached_input),
         tool_call: stop == Some("tool_use"),
         truncated: stop == Some("max_tokens"),
         refused: stop == Some("refusal"),
     })
-}
-
-/// Anthropic splits input into uncached, cache-read and cache-write tokens: the call's input is the sum.
-fn anthropic_input(u: &Value) -> u64 {
-    [
-        "input_tokens",
-        "cache_read_input_tokens",
-        "cache_creation_input_tokens",
-    ]
-    .iter()
-    .filter_map(|k| u.get(*k).and_then(Value::as_u64))
-    .sum()
-}
-
-/// Anthropic's cache-read input tokens.
-fn anthropic_cached(u: &Value) -> Option<u64> {
-    u.get("cache_read_input_tokens").and_then(Value::as_u64)
-}
-
-/// OpenAI Chat's cached prompt tokens.
-fn chat_cached(u: &Value) -> Option<u64> {
-    u.get("prompt_tokens_details")
-        .and_then(|d| d.get("cached_tokens"))
-        .and_then(Value::as_u64)
 }
 
 /// An error object inside a stream: an overflow, or a status-like error.
@@ -396,9 +366,10 @@ fn parse_chat_stream(body: &str) -> Result<Completion, LlmError> {
             }
         }
         if let Some(u) = v.get("usage").filter(|u| !u.is_null()) {
-            out.input_tokens = u.get("prompt_tokens").and_then(Value::as_u64);
-            out.output_tokens = u.get("completion_tokens").and_then(Value::as_u64);
-            out.cached_input_tokens = chat_cached(u);
+            let u = TokenUsage::read(UsageApi::Chat, u);
+            out.input_tokens = u.input_tokens;
+            out.output_tokens = u.output_tokens;
+            out.cached_input_tokens = u.cached_input();
         }
     }
     if !done {
@@ -417,9 +388,13 @@ fn parse_messages_stream(body: &str) -> Result<Completion, LlmError> {
         match v.get("type").and_then(Value::as_str).unwrap_or("") {
             "error" => return Err(stream_error(&ev, &v)),
             "message_start" => {
-                let usage = v.get("message").and_then(|m| m.get("usage"));
-                out.input_tokens = usage.map(anthropic_input);
-                out.cached_input_tokens = usage.and_then(anthropic_cached);
+                // The input is in `message_start`, the output in `message_delta`.
+                let usage = v
+                    .get("message")
+                    .and_then(|m| m.get("usage"))
+                    .map(|u| TokenUsage::read(UsageApi::Messages, u));
+                out.input_tokens = usage.as_ref().map(TokenUsage::total_input);
+                out.cached_input_tokens = usage.as_ref().and_then(TokenUsage::cached_input);
             }
             "content_block_delta" => {
                 if let Some(t) = v
@@ -444,8 +419,7 @@ fn parse_messages_stream(body: &str) -> Result<Completion, LlmError> {
                 }
                 out.output_tokens = v
                     .get("usage")
-                    .and_then(|u| u.get("output_tokens"))
-                    .and_then(Value::as_u64);
+                    .and_then(|u| TokenUsage::read(UsageApi::Messages, u).output_tokens);
             }
             "message_stop" => {
                 done = true;

@@ -1,50 +1,51 @@
 //! The provider's usage in a reply (a whole JSON body or one stream event), as the session
-//! runtime's [`Usage`]: OpenAI Chat `usage.prompt_tokens`, Responses `usage.input_tokens` (in
-//! `response.completed` when streaming), Anthropic `usage.input_tokens` plus its cache counts (in
-//! `message_start` when streaming).
+//! runtime's [`Usage`]: `compact_formats::usage` reads the `usage` object (OpenAI Chat
+//! `prompt_tokens`, Responses `input_tokens` in `response.completed` when streaming, Anthropic
+//! `input_tokens` plus its cache counts in `message_start` when streaming); here it becomes the
+//! input the session calibrates with, and a provider's compaction pass.
 
 use crate::route::Route;
+use compact_formats::usage::{usage_holder, TokenUsage, UsageApi};
 use compact_session::{CompactionPass, Usage};
 use serde_json::Value;
 
 /// The input-token usage in `value`, when it carries one.
 pub fn usage_in(route: Route, value: &Value) -> Option<Usage> {
-    let holder = [value, &value["response"], &value["message"]]
-        .into_iter()
-        .find(|v| v.get("usage").is_some_and(Value::is_object))?;
-    let usage = &holder["usage"];
-    let count = |key: &str| usage.get(key).and_then(Value::as_u64);
+    let api = route.format().and_then(UsageApi::of)?;
+    let holder = usage_holder(value)?;
+    let usage = TokenUsage::read(api, &holder["usage"]);
     let model = holder
         .get("model")
         .and_then(Value::as_str)
         .map(str::to_owned);
-    match route {
-        Route::ChatCompletions => Some(Usage {
-            input_tokens: count("prompt_tokens")?,
-            cached_input_tokens: cached(usage, "prompt_tokens_details"),
+    match api {
+        UsageApi::Chat => Some(Usage {
+            input_tokens: usage.input_tokens?,
+            cached_input_tokens: usage.cached_tokens.unwrap_or(0),
             model,
             ..Usage::default()
         }),
-        Route::Responses => {
-            let input_tokens = count("input_tokens")?;
+        UsageApi::Responses => {
+            let input_tokens = usage.input_tokens?;
+            let output_tokens = usage.output_tokens.unwrap_or(0);
             // A server-side compaction shows as a `compaction` item in the output.
             let compacted = holder["output"]
                 .as_array()
                 .is_some_and(|o| o.iter().any(|i| i["type"] == "compaction"));
             Some(Usage {
                 input_tokens,
-                cached_input_tokens: cached(usage, "input_tokens_details"),
+                cached_input_tokens: usage.cached_tokens.unwrap_or(0),
                 model,
-                provider_compaction: compacted.then(|| CompactionPass {
+                provider_compaction: compacted.then_some(CompactionPass {
                     input_tokens,
-                    output_tokens: count("output_tokens").unwrap_or(0),
+                    output_tokens,
                     billed_input_tokens: input_tokens,
-                    billed_output_tokens: count("output_tokens").unwrap_or(0),
+                    billed_output_tokens: output_tokens,
                 }),
                 ..Usage::default()
             })
         }
-        Route::Messages => match compaction_pass(usage) {
+        UsageApi::Messages => match compaction_pass(&usage) {
             // The top-level counts exclude the compaction pass, which read the whole request.
             Some(pass) => Some(Usage {
                 input_tokens: pass.input_tokens,
@@ -53,32 +54,24 @@ pub fn usage_in(route: Route, value: &Value) -> Option<Usage> {
                 ..Usage::default()
             }),
             None => Some(Usage {
-                input_tokens: count("input_tokens")?,
-                cache_read_input_tokens: count("cache_read_input_tokens").unwrap_or(0),
-                cache_creation_input_tokens: count("cache_creation_input_tokens").unwrap_or(0),
+                input_tokens: usage.input_tokens?,
+                cache_read_input_tokens: usage.cache_read_input_tokens.unwrap_or(0),
+                cache_creation_input_tokens: usage.cache_creation_input_tokens.unwrap_or(0),
                 model,
                 ..Usage::default()
             }),
         },
-        Route::CountTokens | Route::Other => None,
     }
 }
 
-/// OpenAI's `usage.<details>.cached_tokens` (0 when absent).
-fn cached(usage: &Value, details: &str) -> u64 {
-    usage[details]["cached_tokens"].as_u64().unwrap_or(0)
-}
-
 /// The compaction pass of an Anthropic `usage.iterations`, with the bill of every iteration.
-fn compaction_pass(usage: &Value) -> Option<CompactionPass> {
-    let iterations = usage.get("iterations")?.as_array()?;
-    let field = |i: &Value, k: &str| i.get(k).and_then(Value::as_u64).unwrap_or(0);
-    let pass = iterations.iter().find(|i| i["type"] == "compaction")?;
+fn compaction_pass(usage: &TokenUsage) -> Option<CompactionPass> {
+    let pass = usage.compaction()?;
     Some(CompactionPass {
-        input_tokens: field(pass, "input_tokens"),
-        output_tokens: field(pass, "output_tokens"),
-        billed_input_tokens: iterations.iter().map(|i| field(i, "input_tokens")).sum(),
-        billed_output_tokens: iterations.iter().map(|i| field(i, "output_tokens")).sum(),
+        input_tokens: pass.input_tokens.unwrap_or(0),
+        output_tokens: pass.output_tokens.unwrap_or(0),
+        billed_input_tokens: usage.billed_input().unwrap_or(0),
+        billed_output_tokens: usage.billed_output().unwrap_or(0),
     })
 }
 

@@ -1,8 +1,10 @@
 //! What the agent itself recorded about its context at its latest model call: Claude Code's
-//! `message.usage` on assistant records (input, cache read and cache creation tokens together),
-//! Codex's `token_count` events (`last_token_usage.input_tokens` and `model_context_window`).
+//! `message.usage` on assistant records (an Anthropic `usage`, read by `compact_formats::usage`:
+//! input, cache read and cache creation tokens together), Codex's `token_count` events
+//! (`last_token_usage.input_tokens` and `model_context_window`).
 //! These are the provider's own counts, more exact than a count with another tokenizer.
 
+use compact_formats::usage::{TokenUsage, UsageApi};
 use serde_json::Value;
 
 /// Most lines read back from the end of a transcript looking for a usage record.
@@ -31,11 +33,9 @@ fn claude(record: &Value) -> Option<Reported> {
     if record.get("type")?.as_str()? != "assistant" {
         return None;
     }
+    // The Anthropic reply's own `usage`, as Claude Code recorded it.
     let usage = record.get("message")?.get("usage")?;
-    let field = |k: &str| usage.get(k).and_then(Value::as_u64).unwrap_or(0);
-    let input = field("input_tokens")
-        + field("cache_read_input_tokens")
-        + field("cache_creation_input_tokens");
+    let input = TokenUsage::read(UsageApi::Messages, usage).total_input();
     (input > 0).then_some(Reported {
         input_tokens: input,
         window: None,

@@ -4,6 +4,7 @@
 
 use super::{Answer, TOOL_NAME};
 use crate::route::Route;
+use compact_formats::usage::{TokenUsage, UsageApi};
 use serde_json::{json, Value};
 
 /// One `compact_recall` call.
@@ -50,18 +51,14 @@ fn id_argument(arguments: &Value) -> Option<String> {
         .map(str::to_owned)
 }
 
-/// (input, output) tokens of a `usage` object in any of the three shapes; Anthropic's input is
-/// what it read from its cache and wrote to it as well as the rest (its `input_tokens` alone
-/// leaves those out).
-pub fn usage_tokens(usage: &Value) -> Option<(u64, u64)> {
-    let get = |keys: [&str; 2]| keys.iter().find_map(|k| usage.get(*k)?.as_u64());
-    let input = get(["input_tokens", "prompt_tokens"]);
-    let output = get(["output_tokens", "completion_tokens"]);
-    let cache: u64 = ["cache_read_input_tokens", "cache_creation_input_tokens"]
-        .iter()
-        .filter_map(|k| usage.get(*k)?.as_u64())
-        .sum();
-    (input.is_some() || output.is_some()).then(|| (input.unwrap_or(0) + cache, output.unwrap_or(0)))
+/// (input, output) tokens of a whole reply's `usage` on `route`, when it reports either;
+/// Anthropic's input is what it read from its cache and wrote to it as well as the rest (its
+/// `input_tokens` alone leaves those out).
+pub fn usage_tokens(route: Route, reply: &Value) -> Option<(u64, u64)> {
+    let api = route.format().and_then(UsageApi::of)?;
+    let usage = TokenUsage::read(api, reply.get("usage")?);
+    (usage.input_tokens.is_some() || usage.output_tokens.is_some())
+        .then(|| (usage.total_input(), usage.output_tokens.unwrap_or(0)))
 }
 
 /// The recall-only turn in `reply` (a whole reply body on `route`), or `None` when the reply is
@@ -79,7 +76,7 @@ pub fn recall_turn(route: Route, reply: &Value) -> Option<RecallTurn> {
     Some(RecallTurn {
         history,
         calls,
-        usage: reply.get("usage").and_then(usage_tokens),
+        usage: usage_tokens(route, reply),
     })
 }
 
