@@ -16,6 +16,10 @@
 #   SIM_ENCODING=estimate SIM_THREADS=2 RATE=1000 PEERS=compact bench/peers.sh
 # SIM_ENCODING / SIM_THREADS are the simulator's --encoding and --threads: at 1,000 requests/s its
 # exact counting (two tokenizer passes per request, on one thread) saturates it before any proxy.
+#   PINNED=1 SIM_ENCODING=estimate RATE=1000 PEERS=compact bench/peers.sh
+# PINNED=1: each proxy on core 0 (taskset -c 0), the simulator and the load generator on core 1.
+# BUILD=0 BIN=DIR: the binaries in DIR (DIR/examples/proxy_latency too), nothing built.
+# STORE: Compact's session store (memory by default; sqlite: a file in the run's directory).
 set -eu
 cd "$(dirname "$0")/.."
 RATE=${RATE:-300}
@@ -23,14 +27,18 @@ REQUESTS=${REQUESTS:-3000}
 SESSIONS=${SESSIONS:-20}
 PEERS=${PEERS:-compact litellm headroom}
 VENV=${PEERS_VENV:-$HOME/.cache/compact/bench-peers}
-cargo build --release -q -p compactctl -p compact-sim
-cargo build --release -q -p compact-proxy --example proxy_latency
-BIN="${CARGO_TARGET_DIR:-target}/release"
-if [ ! -x "$VENV/bin/litellm" ] || [ ! -x "$VENV/bin/headroom" ]; then
+if [ "${BUILD:-1}" != 0 ]; then
+    cargo build --release -q -p compactctl -p compact-sim
+    cargo build --release -q -p compact-proxy --example proxy_latency
+fi
+BIN=${BIN:-"${CARGO_TARGET_DIR:-target}/release"}
+if { [ ! -x "$VENV/bin/litellm" ] || [ ! -x "$VENV/bin/headroom" ]; } && [ "$PEERS" != compact ]; then
     python3 -m venv "$VENV"
     "$VENV/bin/pip" install -q 'litellm[proxy]' 'headroom-ai[proxy]'
 fi
 DIR=$(mktemp -d)
+if [ "${PINNED:-0}" = 1 ]; then SERVER="taskset -c 0"; CLIENT="taskset -c 1"; else SERVER=""; CLIENT=""; fi
+case "${STORE:-memory}" in sqlite) STORE_URL="sqlite:$DIR/sessions.db" ;; *) STORE_URL=${STORE:-memory} ;; esac
 PIDS=""
 cleanup() { for p in $PIDS; do kill "$p" 2>/dev/null || true; done; rm -rf "$DIR"; }
 trap cleanup EXIT
@@ -39,7 +47,7 @@ trap cleanup EXIT
 tree_rss_kb() { total=0; for p in $1 $(pgrep -P "$1" || true); do total=$((total + $(rss_kb "$p"))); done; echo "$total"; }
 
 SIM_PORT=$(free_port)
-"$BIN/compact-sim" --port "$SIM_PORT" --window 128000 --encoding "${SIM_ENCODING:-o200k_base}" \
+$CLIENT "$BIN/compact-sim" --port "$SIM_PORT" --window 128000 --encoding "${SIM_ENCODING:-o200k_base}" \
     --threads "${SIM_THREADS:-1}" > "$DIR/sim.log" 2>&1 &
 PIDS="$PIDS $!"
 wait_port "$SIM_PORT"
@@ -55,13 +63,13 @@ for peer in $PEERS; do
     PORT=$(free_port)
     case "$peer" in
         compact)
-            "$BIN/compactctl" serve --listen "127.0.0.1:$PORT" --openai-base-url "http://127.0.0.1:$SIM_PORT" \
-                --store memory --window 128000 2> "$DIR/$peer.log" & ;;
+            $SERVER "$BIN/compactctl" serve --listen "127.0.0.1:$PORT" --openai-base-url "http://127.0.0.1:$SIM_PORT" \
+                --store "$STORE_URL" --window 128000 2> "$DIR/$peer.log" & ;;
         litellm)
             LITELLM_MASTER_KEY=$KEY LITELLM_LOCAL_MODEL_COST_MAP=True LITELLM_LOG=ERROR \
-                "$VENV/bin/litellm" --config "$DIR/litellm.yaml" --host 127.0.0.1 --port "$PORT" > "$DIR/$peer.log" 2>&1 & ;;
+                $SERVER "$VENV/bin/litellm" --config "$DIR/litellm.yaml" --host 127.0.0.1 --port "$PORT" > "$DIR/$peer.log" 2>&1 & ;;
         headroom)
-            HEADROOM_TELEMETRY=off "$VENV/bin/headroom" proxy --host 127.0.0.1 --port "$PORT" \
+            HEADROOM_TELEMETRY=off $SERVER "$VENV/bin/headroom" proxy --host 127.0.0.1 --port "$PORT" \
                 --openai-api-url "http://127.0.0.1:$SIM_PORT" --no-optimize --no-cache --no-rate-limit \
                 > "$DIR/$peer.log" 2>&1 & ;;
         *) echo "unknown peer $peer" >&2; exit 2 ;;
@@ -73,7 +81,7 @@ for peer in $PEERS; do
     IDLE=$(tree_rss_kb "$PID")
     for shape in agent fresh; do
         if [ "$shape" = agent ]; then S=$SESSIONS; else S=0; fi
-        PROXY_LATENCY_TOKEN=$KEY "$BIN/examples/proxy_latency" "http://127.0.0.1:$SIM_PORT" "http://127.0.0.1:$PORT" \
+        PROXY_LATENCY_TOKEN=$KEY $CLIENT "$BIN/examples/proxy_latency" "http://127.0.0.1:$SIM_PORT" "http://127.0.0.1:$PORT" \
             "$REQUESTS" --rate "$RATE" --sessions "$S" --label "$peer-$shape"
     done
     echo "{\"label\": \"$peer\", \"rss_idle_kb\": $IDLE, \"rss_after_kb\": $(tree_rss_kb "$PID")}"

@@ -19,7 +19,7 @@
 //! compressed bytes and header.
 
 use crate::content_encoding::RequestBody;
-use crate::decoders::Held;
+use crate::decoders::{Held, Scan};
 use crate::handler::{forward_untouched, url_for};
 use crate::headers;
 use crate::log::{emit, Level};
@@ -28,7 +28,7 @@ use crate::recall::sniff::Verdict;
 use crate::recall::{self, RecallTurn};
 use crate::reply::{error_response, full, stream_error_event, ErrorKind, ProxyBody};
 use crate::route::{Family, Route};
-use crate::session_id::{client_session, parent_id, session_id};
+use crate::session_id::{client_session, parent_id, session_id, SESSION_HEADER};
 use crate::state::Shared;
 use crate::stream::{StreamBody, StreamEnd, UsageTap};
 use crate::usage::usage_in;
@@ -76,15 +76,16 @@ pub(crate) async fn handle(
     body: RequestBody,
     started: Instant,
 ) -> (Response<ProxyBody>, Option<Value>) {
-    let (value, session, parent) = match read_request(route, parts, &body.plain) {
-        Ok(read) => read,
-        Err(message) => {
-            return (
-                error_response(family, ErrorKind::InvalidRequest, &message),
-                None,
-            )
-        }
-    };
+    let (value, session, parent, mut held, kept) =
+        match read_request(shared, route, format, parts, &body.plain) {
+            Ok(read) => read,
+            Err(message) => {
+                return (
+                    error_response(family, ErrorKind::InvalidRequest, &message),
+                    None,
+                )
+            }
+        };
     // An Azure deployment's path names the model when the body does not.
     let model = value
         .get("model")
@@ -102,8 +103,11 @@ pub(crate) async fn handle(
     if let Some(reason) = untouched_reason(route, &value) {
         return call.untouched(body.sent, &session, reason).await;
     }
-    let mut held = shared.decoders.take(&session).unwrap_or_default();
-    if held.decode(format, &value).is_err() {
+    let decoded = match kept {
+        Some(keep) => held.decode_reusing(format, &value, keep),
+        None => held.decode(format, &value),
+    };
+    if decoded.is_err() {
         return call.untouched(body.sent, &session, "undecodable").await;
     }
     let window = shared.config.window_for(family, model.as_deref());
@@ -211,21 +215,41 @@ pub(crate) async fn handle(
     (response, Some(detail))
 }
 
-/// The request's JSON object, its session id and its parent session (a subagent's), or why the
-/// request is refused.
+/// The request's JSON object, its session id, its parent session (a subagent's), the session's
+/// held decode and, when the object was rebuilt from the last request's (see
+/// [`crate::decoders`]), how many leading messages it took over; or why the request is refused.
+#[allow(clippy::type_complexity)]
 fn read_request(
+    shared: &Shared,
     route: Route,
+    format: Format,
     parts: &Parts,
-    body: &[u8],
-) -> Result<(Value, String, Option<String>), String> {
+    body: &Bytes,
+) -> Result<(Value, String, Option<String>, Held, Option<usize>), String> {
+    let parent = parent_id(&parts.headers).map_err(|e| e.to_string())?;
+    // Scanned first: the session's last request gives the members and messages that did not
+    // change, so only the rest is parsed.
+    if let Some(scan) = Scan::of(body, format) {
+        let opening = match parts.headers.contains_key(SESSION_HEADER) {
+            true => Some(Value::Null),
+            false => scan.opening(format),
+        };
+        if let Some(opening) = opening {
+            let session = session_id(&parts.headers, route, &opening).map_err(|e| e.to_string())?;
+            let mut held = shared.decoders.take(&session).unwrap_or_default();
+            if let Some((value, kept)) = held.rebuild(body, &scan) {
+                return Ok((value, session, parent, held, Some(kept)));
+            }
+        }
+    }
     let value = match serde_json::from_slice(body) {
         Ok(v @ Value::Object(_)) => v,
         Ok(_) => return Err("the request body must be a JSON object".to_owned()),
         Err(e) => return Err(format!("the request body is not valid JSON: {e}")),
     };
     let session = session_id(&parts.headers, route, &value).map_err(|e| e.to_string())?;
-    let parent = parent_id(&parts.headers).map_err(|e| e.to_string())?;
-    Ok((value, session, parent))
+    let held = shared.decoders.take(&session).unwrap_or_default();
+    Ok((value, session, parent, held, None))
 }
 
 /// Whether the request as prepared gets the `compact_recall` tool: recall is on, the request

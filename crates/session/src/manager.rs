@@ -50,8 +50,18 @@ pub struct Prepared {
 impl Prepared {
     /// Whether the request goes out as the caller gave it (no compaction, and every item as it
     /// came), so a host can send its own bytes or objects instead of encoding the conversation.
+    ///
+    /// Items that carry the same wire fingerprint (decoded from the same wire JSON at the same
+    /// place, body unchanged since) and equal metadata are equal without reading their bodies; the
+    /// others are compared by value.
     pub fn sends_request_as_is(&self, request: &Conversation) -> bool {
-        self.report.compaction.is_none() && self.conversation.items == request.items
+        let (sent, asked) = (&self.conversation.items, &request.items);
+        self.report.compaction.is_none()
+            && sent.len() == asked.len()
+            && sent.iter().zip(asked).all(|(a, b)| {
+                let same_wire = a.wire_digest().is_some() && a.wire_digest() == b.wire_digest();
+                (same_wire && a.meta == b.meta) || a == b
+            })
     }
 }
 
