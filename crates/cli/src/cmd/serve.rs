@@ -102,6 +102,12 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     proxy_config.session = session;
     route_backends(&config, &mut proxy_config)?;
     proxy_config.kept_outputs = kept_outputs();
+    // The one outbound client of the upstream calls: `network:` over this process's proxy and CA
+    // variables (HTTPS_PROXY, NO_PROXY, SSL_CERT_FILE...), read once here.
+    proxy_config.client = Some(
+        compact_session::open_client(&config, &compact_net::ProxyEnv::from_process())
+            .context("network")?,
+    );
     let store = open_store(args.store.as_deref(), &config)?;
     proxy_config.archive = match compact_session::open_archive(&config, &|k| std::env::var(k).ok())
     {
