@@ -55,6 +55,7 @@ pub(crate) fn check_proxy(value: &str) -> Result<(), String> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
