@@ -6,6 +6,7 @@ mod engine;
 mod exit;
 mod input;
 mod load;
+mod logging;
 mod output;
 mod resolve;
 
@@ -20,6 +21,10 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[derive(Debug, Parser)]
 #[command(name = "compactctl", version, about, propagate_version = true)]
 struct Cli {
+    /// How log lines on standard error are written (which ones: RUST_LOG, default
+    /// `warn,compact=info`).
+    #[arg(long, global = true, value_enum, default_value = "json")]
+    log_format: logging::LogFormat,
     #[command(subcommand)]
     command: Command,
 }
@@ -62,6 +67,7 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    logging::init(cli.log_format);
     let result = match &cli.command {
         Command::Count(args) => cmd::count::run(args),
         Command::Inspect(args) => cmd::inspect::run(args),

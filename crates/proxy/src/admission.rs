@@ -9,7 +9,7 @@
 //! [`SHED_LOG_INTERVAL`] at most, carrying how many were shed since the previous line.
 
 use crate::config::AdmissionConfig;
-use crate::log::{emit, Level, LogSink};
+use crate::log::{emit, Level};
 use crate::metrics::Metrics;
 use crate::reply::{error_response, BodyError, ErrorKind, ProxyBody};
 use crate::route::Family;
@@ -60,7 +60,6 @@ pub(crate) struct Gate {
     /// Requests waiting for a slot now.
     queued: AtomicUsize,
     metrics: Arc<Metrics>,
-    log: Arc<dyn LogSink>,
     /// Sheds not yet in a log line, and when the last line was written.
     unlogged: AtomicU64,
     last_line: Mutex<Option<Instant>>,
@@ -92,11 +91,7 @@ impl Drop for Waiting<'_> {
 }
 
 impl Gate {
-    pub(crate) fn new(
-        config: AdmissionConfig,
-        metrics: Arc<Metrics>,
-        log: Arc<dyn LogSink>,
-    ) -> Self {
+    pub(crate) fn new(config: AdmissionConfig, metrics: Arc<Metrics>) -> Self {
         Gate {
             slots: config
                 .max_in_flight
@@ -104,7 +99,6 @@ impl Gate {
             config,
             queued: AtomicUsize::new(0),
             metrics,
-            log,
             unlogged: AtomicU64::new(0),
             last_line: Mutex::new(None),
         }
@@ -209,7 +203,6 @@ impl Gate {
             return;
         }
         emit(
-            self.log.as_ref(),
             Level::Warn,
             "shed",
             json!({"shed": shed, "in_flight": self.metrics.in_flight(), "queued": self.metrics.queued(),
@@ -261,24 +254,21 @@ impl Body for Held {
 mod tests {
     use super::*;
     use crate::log::MemoryLog;
+    use tracing_subscriber::layer::SubscriberExt;
 
     fn gate_with(
         max_in_flight: Option<usize>,
         max_queue: usize,
         timeout_ms: u64,
-    ) -> (Gate, Arc<Metrics>, Arc<MemoryLog>) {
+    ) -> (Gate, Arc<Metrics>, MemoryLog) {
         let metrics = Arc::new(Metrics::default());
-        let log = Arc::new(MemoryLog::default());
+        let log = MemoryLog::default();
         let config = AdmissionConfig {
             max_in_flight,
             max_queue,
             queue_timeout: Duration::from_millis(timeout_ms),
         };
-        (
-            Gate::new(config, Arc::clone(&metrics), log.clone()),
-            metrics,
-            log,
-        )
+        (Gate::new(config, Arc::clone(&metrics)), metrics, log)
     }
 
     #[tokio::test]
@@ -325,6 +315,9 @@ mod tests {
     #[tokio::test]
     async fn sheds_are_logged_once_per_interval_with_their_count() {
         let (gate, metrics, log) = gate_with(Some(1), 0, 1);
+        // This test's thread logs to `log` (a current-thread runtime: the gate runs here).
+        let _logging =
+            tracing::subscriber::set_default(tracing_subscriber::registry().with(log.clone()));
         let held = gate.admit().await.unwrap();
         for _ in 0..50 {
             let response = gate.shed(

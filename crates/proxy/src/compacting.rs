@@ -145,12 +145,11 @@ pub(crate) async fn handle(
         Ok((h, Ok(p), u)) => (h, p, u),
         Ok((h, Err(e), _)) => {
             emit(
-                shared.log.as_ref(),
                 Level::Warn,
                 "preflight_failed",
                 json!({"route": route.label(), "session": session, "error": e.to_string()}),
             );
-            record_fallback(shared, &manager, &session, h, "preflight_failed").await;
+            record_fallback(&manager, &session, h, "preflight_failed").await;
             return call
                 .untouched(body.sent, &session, "preflight_failed")
                 .await;
@@ -188,7 +187,7 @@ pub(crate) async fn handle(
             },
             Ok(encoded) => Outgoing::Bytes(Bytes::from(encoded.value.to_string())),
             Err(_) => {
-                record_fallback(shared, &manager, &session, held, "encode_failed").await;
+                record_fallback(&manager, &session, held, "encode_failed").await;
                 return call.untouched(body.sent, &session, "encode_failed").await;
             }
         },
@@ -266,7 +265,6 @@ fn offers_recall(
     }
     if recall::tool::declared(client) {
         emit(
-            shared.log.as_ref(),
             Level::Info,
             "recall_not_offered",
             json!({"route": route.label(), "session": session,
@@ -330,7 +328,6 @@ async fn link(
 /// still a call of the session (a warning when even that fails: the client's next request, which
 /// repeats this one's items, logs them then).
 async fn record_fallback(
-    shared: &Shared,
     manager: &Arc<CompactManager>,
     session: &str,
     held: Held,
@@ -352,7 +349,6 @@ async fn record_fallback(
         Err(()) => "the recording task panicked".to_owned(),
     };
     emit(
-        shared.log.as_ref(),
         Level::Warn,
         "passthrough_not_recorded",
         json!({"session": session, "reason": reason, "error": error}),
@@ -416,7 +412,6 @@ impl Call<'_> {
         self.shared.metrics.passthrough(reason);
         if !EXPECTED_PASSTHROUGH.contains(&reason) {
             emit(
-                self.shared.log.as_ref(),
                 Level::Warn,
                 "passthrough",
                 json!({"route": self.route.label(), "session": session, "reason": reason}),
@@ -721,7 +716,7 @@ impl Turn<'_> {
     fn note(&self, event: &str, mut fields: Value) {
         fields["route"] = json!(self.route.label());
         fields["session"] = json!(self.session);
-        emit(self.shared.log.as_ref(), Level::Warn, event, fields);
+        emit(Level::Warn, event, fields);
     }
 
     fn error(&self, kind: ErrorKind, message: &str) -> Outcome {
@@ -930,7 +925,6 @@ impl Turn<'_> {
         let manager = Arc::clone(&self.manager);
         let session = self.session.clone();
         let metrics = Arc::clone(&self.shared.metrics);
-        let log = Arc::clone(&self.shared.log);
         let route = self.route.label();
         Box::new(move |end: StreamEnd, usage: Option<Usage>| {
             if let (Some(usage), true) = (usage, prepared) {
@@ -946,7 +940,6 @@ impl Turn<'_> {
                 metrics.upstream_error(kind);
             }
             emit(
-                log.as_ref(),
                 Level::Warn,
                 "stream_ended",
                 json!({"route": route, "session": session, "end": kind}),

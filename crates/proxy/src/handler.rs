@@ -119,7 +119,7 @@ fn finish(
     } else {
         Level::Info
     };
-    emit(shared.log.as_ref(), level, "request", fields);
+    emit(level, "request", fields);
 }
 
 async fn readyz(shared: &Shared) -> Response<ProxyBody> {
@@ -222,7 +222,6 @@ pub(crate) async fn forward_untouched(
         Err(e) => {
             shared.metrics.upstream_error(e.kind());
             emit(
-                shared.log.as_ref(),
                 Level::Warn,
                 "upstream_error",
                 json!({"route": route.label(), "kind": e.kind(), "error": e.to_string()}),

@@ -40,12 +40,12 @@
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! use compact_core::policy::Policy;
 //! use compact_core::tokens::{Encoding, TokenCounter};
-//! use compact_proxy::{Proxy, ProxyConfig, StderrLog};
+//! use compact_proxy::{Proxy, ProxyConfig};
 //! use compact_session::{MemoryStore, SessionConfig};
 //! use std::sync::Arc;
 //!
 //! let session = SessionConfig::new(Policy::for_window(200_000), TokenCounter::new(Encoding::O200kBase));
-//! let proxy = Proxy::new(ProxyConfig::new(session), Arc::new(MemoryStore::new()), Arc::new(StderrLog))?;
+//! let proxy = Proxy::new(ProxyConfig::new(session), Arc::new(MemoryStore::new()))?;
 //! let listener = proxy.bind().await?;
 //! proxy.serve(listener, async { let _ = tokio::signal::ctrl_c().await; }).await?;
 //! # Ok(()) }
@@ -77,7 +77,7 @@ pub use config::{
     AdmissionConfig, Backend, KeptOutputs, ModelRoute, ProxyConfig, RecallConfig, Upstream,
 };
 pub use error::ProxyError;
-pub use log::{LogSink, MemoryLog, StderrLog};
+pub use log::MemoryLog;
 pub use metrics::Metrics;
 pub use route::{Family, Route};
 pub use server::Proxy;

@@ -4,7 +4,7 @@
 
 use crate::config::ProxyConfig;
 use crate::error::ProxyError;
-use crate::log::{emit, Level, LogSink};
+use crate::log::{emit, Level};
 use crate::metrics::Metrics;
 use crate::state::Shared;
 use compact_session::Store;
@@ -15,6 +15,7 @@ use std::future::Future;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use tokio::net::TcpListener;
+use tracing::Instrument;
 
 /// The compaction proxy. Build it with [`Proxy::new`], then [`Proxy::serve`] on a listener.
 #[derive(Clone)]
@@ -31,14 +32,11 @@ impl std::fmt::Debug for Proxy {
 }
 
 impl Proxy {
-    /// A proxy with `config`, keeping session logs in `store` and writing logs to `log`.
-    pub fn new(
-        config: ProxyConfig,
-        store: Arc<dyn Store>,
-        log: Arc<dyn LogSink>,
-    ) -> Result<Self, ProxyError> {
+    /// A proxy with `config`, keeping session logs in `store`. Its logs are `tracing` events
+    /// ([`crate::log`]).
+    pub fn new(config: ProxyConfig, store: Arc<dyn Store>) -> Result<Self, ProxyError> {
         Ok(Proxy {
-            shared: Arc::new(Shared::new(config, store, log)?),
+            shared: Arc::new(Shared::new(config, store)?),
         })
     }
 
@@ -66,7 +64,6 @@ impl Proxy {
             source,
         })?;
         emit(
-            self.shared.log.as_ref(),
             Level::Info,
             "listening",
             json!({"addr": addr.to_string(),
@@ -94,24 +91,23 @@ impl Proxy {
                     let conn = hyper::server::conn::http1::Builder::new()
                         .serve_connection(TokioIo::new(stream), service);
                     let watched = graceful.watch(conn);
-                    tokio::spawn(async move {
-                        let _ = watched.await;
-                    });
+                    // The connection's events (ours and hyper's) keep the span `serve` runs in.
+                    tokio::spawn(
+                        async move {
+                            let _ = watched.await;
+                        }
+                        .in_current_span(),
+                    );
                 }
                 () = &mut shutdown => break,
             }
         }
         drop(listener);
         self.shared.draining.store(true, Ordering::SeqCst);
-        emit(self.shared.log.as_ref(), Level::Info, "draining", json!({}));
+        emit(Level::Info, "draining", json!({}));
         let drained =
             tokio::time::timeout(self.shared.config.drain_timeout, graceful.shutdown()).await;
-        emit(
-            self.shared.log.as_ref(),
-            Level::Info,
-            "stopped",
-            json!({"drained": drained.is_ok()}),
-        );
+        emit(Level::Info, "stopped", json!({"drained": drained.is_ok()}));
         Ok(())
     }
 }

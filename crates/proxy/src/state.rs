@@ -1,10 +1,9 @@
 //! [`Shared`]: what every request handler of the proxy shares (configuration, session managers,
-//! decoders, the web view, the upstream client, metrics, log, admission), built once at start-up.
+//! decoders, the web view, the upstream client, metrics, admission), built once at start-up.
 //! The handlers and the server import it; it imports none of them.
 
 use crate::config::ProxyConfig;
 use crate::error::ProxyError;
-use crate::log::LogSink;
 use crate::managers::Managers;
 use crate::metrics::Metrics;
 use crate::upstream::UpstreamClient;
@@ -25,7 +24,6 @@ pub(crate) struct Shared {
     pub ui: compact_ui::Ui,
     pub client: UpstreamClient,
     pub metrics: Arc<Metrics>,
-    pub log: Arc<dyn LogSink>,
     /// The bound on proxied requests in flight and waiting ([`crate::admission`]).
     pub admission: crate::admission::Gate,
     pub draining: AtomicBool,
@@ -38,13 +36,9 @@ pub(crate) struct Shared {
 pub(crate) const MAX_LINKED_CACHED: usize = 65_536;
 
 impl Shared {
-    /// The state of a proxy with `config`, keeping session logs in `store` and writing logs to
-    /// `log`; fails at start-up, not on the first request, when the policy cannot be used.
-    pub(crate) fn new(
-        config: ProxyConfig,
-        store: Arc<dyn Store>,
-        log: Arc<dyn LogSink>,
-    ) -> Result<Self, ProxyError> {
+    /// The state of a proxy with `config`, keeping session logs in `store`; fails at start-up, not
+    /// on the first request, when the policy cannot be used.
+    pub(crate) fn new(config: ProxyConfig, store: Arc<dyn Store>) -> Result<Self, ProxyError> {
         let managers = Arc::new(
             Managers::new(config.session.clone(), store)
                 .with_backends(
@@ -65,8 +59,7 @@ impl Shared {
         };
         let ui = compact_ui::Ui::new(UI_BASE).with_review(Arc::new(desk));
         let metrics = Arc::new(Metrics::default());
-        let admission =
-            crate::admission::Gate::new(config.admission, Arc::clone(&metrics), Arc::clone(&log));
+        let admission = crate::admission::Gate::new(config.admission, Arc::clone(&metrics));
         let client = match config.client.clone() {
             Some(client) => UpstreamClient::over(client),
             None => UpstreamClient::new()?,
@@ -78,7 +71,6 @@ impl Shared {
             ui,
             client,
             metrics,
-            log,
             admission,
             draining: AtomicBool::new(false),
             linked: std::sync::Mutex::new(std::collections::HashSet::new()),

@@ -7,7 +7,7 @@ use anyhow::Context;
 use clap::Args;
 use compact_config::StorageSettings;
 use compact_config::{Config, Overrides, SummarizerKind, SummarizerSettings};
-use compact_proxy::{Backend, Proxy, ProxyConfig, StderrLog};
+use compact_proxy::{Backend, Proxy, ProxyConfig};
 use compact_session::{SessionConfig, SqliteStore, Store};
 use std::path::Path;
 use std::process::ExitCode;
@@ -125,7 +125,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
         .build()
         .context("cannot start the async runtime")?;
     runtime.block_on(async move {
-        let proxy = Proxy::new(proxy_config, store, Arc::new(StderrLog))?;
+        let proxy = Proxy::new(proxy_config, store)?;
         let listener = proxy.bind().await?;
         proxy.serve(listener, shutdown_signal()).await?;
         Ok::<_, anyhow::Error>(())

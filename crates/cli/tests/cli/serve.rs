@@ -213,3 +213,89 @@ fn serve_builds_the_compaction_backend_of_each_model_route() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `RUST_LOG=trace`: the proxy's dependencies log too (the outbound client, the runtime), and still
+/// no line holds the client's key, a header value, or a message: the subscriber caps the
+/// dependencies whose verbose levels print them (`compact_proxy::log::LEAKY_TARGETS`).
+#[test]
+fn at_rust_log_trace_dependencies_log_but_no_key_or_message_does() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let sim = runtime
+        .block_on(compact_sim::Simulator::spawn(
+            compact_sim::SimConfig::default(),
+        ))
+        .unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_compactctl"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--store", "memory"])
+        .args(["--openai-base-url", &sim.base_url(), "--window", "32000"])
+        .env("RUST_LOG", "trace")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut addr = None;
+    let mut early = String::new();
+    for _ in 0..10_000 {
+        let mut line = String::new();
+        if stderr.read_line(&mut line).unwrap() == 0 {
+            break;
+        }
+        early.push_str(&line);
+        let parsed: serde_json::Value = serde_json::from_str(&line).unwrap();
+        if parsed["event"] == "listening" {
+            addr = parsed["addr"].as_str().map(str::to_owned);
+            break;
+        }
+    }
+    let addr = addr.unwrap_or_else(|| panic!("no listening line: {early}"));
+    let rest = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stderr.read_to_string(&mut text);
+        text
+    });
+    let key = "sk-trace-SECRET-4242";
+    let content = "PLANTED-MESSAGE-CONTENT-7731";
+    let body = format!(
+        r#"{{"model":"sim-model","max_tokens":10,"messages":[{{"role":"user","content":"{content}"}}]}}"#
+    );
+    let mut stream = TcpStream::connect(&addr).unwrap();
+    write!(
+        stream,
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: proxy\r\nAuthorization: Bearer {key}\r\nX-Custom-Header: {key}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut reply = String::new();
+    stream.read_to_string(&mut reply).unwrap();
+    assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
+    let upstream = sim.requests();
+    assert!(upstream
+        .iter()
+        .any(|r| r.header("authorization").is_some_and(|v| v.contains(key))));
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    assert!(child.wait().unwrap().success());
+    let log = early + &rest.join().unwrap();
+    for line in log.lines() {
+        let parsed: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert!(
+            parsed["level"].is_string() && parsed["target"].is_string(),
+            "{line}"
+        );
+    }
+    assert!(log.contains("\"event\":\"request\""), "{log}");
+    assert!(
+        log.lines().any(|l| !l.contains("\"target\":\"compact")),
+        "at trace, a dependency logs too: {log}"
+    );
+    assert!(!log.contains(key), "a log line holds the key");
+    assert!(!log.contains(content), "a log line holds the message");
+}

@@ -289,20 +289,22 @@ async fn a_store_that_is_down_makes_the_proxy_unready_but_requests_still_pass() 
     let mut config = compact_proxy::ProxyConfig::new(crate::support::session_config(16_000));
     config.listen = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
     config.openai.base_url = h.sim.base_url();
-    let log = std::sync::Arc::new(compact_proxy::MemoryLog::default());
-    let proxy =
-        compact_proxy::Proxy::new(config, std::sync::Arc::new(DownStore), log.clone()).unwrap();
+    let log = crate::support::HarnessLog::new();
+    let proxy = compact_proxy::Proxy::new(config, std::sync::Arc::new(DownStore)).unwrap();
     let listener = proxy.bind().await.unwrap();
     let addr = listener.local_addr().unwrap();
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    let task = tokio::spawn(async move {
-        proxy
-            .serve(listener, async {
-                let _ = rx.await;
-            })
-            .await
-            .unwrap();
-    });
+    let task = tokio::spawn(tracing::Instrument::instrument(
+        async move {
+            proxy
+                .serve(listener, async {
+                    let _ = rx.await;
+                })
+                .await
+                .unwrap();
+        },
+        log.span(),
+    ));
     let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
         .build_http::<http_body_util::Full<Bytes>>();
     let get = |path: &str| {

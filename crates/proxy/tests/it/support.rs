@@ -19,6 +19,8 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
+use tracing::Instrument;
+use tracing_subscriber::layer::SubscriberExt;
 
 /// The window of the proxy's sessions in most tests: small, so that a few dozen tool calls
 /// overflow it several times.
@@ -69,11 +71,49 @@ pub struct Harness {
     pub sim: SimHandle,
     pub proxy: Proxy,
     pub addr: SocketAddr,
-    pub log: Arc<MemoryLog>,
+    pub log: HarnessLog,
     pub store: Arc<MemoryStore>,
     client: Client<HttpConnector, Full<Bytes>>,
     shutdown: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<()>>,
+}
+
+/// The log lines of one harness's proxy: every event in its `serve` span (its own, and its
+/// dependencies' within the levels `compact_proxy::log::LEAKY_TARGETS` allows), at every level, as
+/// `compact_proxy::log::json_line` writes them. One subscriber per test process keeps them all.
+pub struct HarnessLog {
+    scope: u64,
+}
+
+impl HarnessLog {
+    pub fn new() -> HarnessLog {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        all_lines();
+        HarnessLog {
+            scope: NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+        }
+    }
+
+    pub fn lines(&self) -> Vec<String> {
+        all_lines().lines_of(self.scope)
+    }
+
+    /// The span a proxy's `serve` runs in for its lines to be these.
+    pub fn span(&self) -> tracing::Span {
+        tracing::info_span!("harness", log_scope = self.scope)
+    }
+}
+
+/// The process's log: installed once as the global subscriber.
+fn all_lines() -> &'static MemoryLog {
+    static LOG: std::sync::OnceLock<MemoryLog> = std::sync::OnceLock::new();
+    LOG.get_or_init(|| {
+        let log = MemoryLog::default();
+        let _ = tracing::subscriber::set_global_default(
+            tracing_subscriber::registry().with(log.clone()),
+        );
+        log
+    })
 }
 
 /// A reply as the client saw it.
@@ -128,20 +168,23 @@ impl Harness {
             .store
             .clone()
             .unwrap_or_else(|| Arc::new(MemoryStore::new()));
-        let log = Arc::new(MemoryLog::default());
-        let proxy = Proxy::new(config, store.clone() as Arc<dyn Store>, log.clone()).unwrap();
+        let log = HarnessLog::new();
+        let proxy = Proxy::new(config, store.clone() as Arc<dyn Store>).unwrap();
         let listener = proxy.bind().await.unwrap();
         let addr = listener.local_addr().unwrap();
         let (tx, rx) = oneshot::channel::<()>();
         let serving = proxy.clone();
-        let task = tokio::spawn(async move {
-            serving
-                .serve(listener, async {
-                    let _ = rx.await;
-                })
-                .await
-                .unwrap();
-        });
+        let task = tokio::spawn(
+            async move {
+                serving
+                    .serve(listener, async {
+                        let _ = rx.await;
+                    })
+                    .await
+                    .unwrap();
+            }
+            .instrument(log.span()),
+        );
         Harness {
             sim,
             proxy,
