@@ -194,6 +194,13 @@ pub fn run(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
             write_output(None, &kept)?;
             return Ok(ExitCode::SUCCESS);
         }
+        if jobs.is_empty() && !loaded_files.is_empty() {
+            return Err(BadInput(format!(
+                "--split: none of the {} transcripts read is in this half",
+                loaded_files.len()
+            ))
+            .into());
+        }
     }
     if jobs.is_empty() {
         let reasons: Vec<String> = skipped

@@ -216,3 +216,93 @@ fn replay_prices_the_summariser_calls_of_a_provider_backend() {
     assert!((priced - expected).abs() < 1e-9, "{priced} vs {expected}");
     assert!(provider["cost"].as_f64().unwrap() > priced);
 }
+
+/// Issue 45: `--split A|B` replays the two halves of a corpus split by project, each project in one
+/// half only; `--list-split` names each file's project (from the corpus's MANIFEST.md, else the file
+/// name's prefix), family and half.
+#[test]
+fn split_halves_partition_the_files_by_project() {
+    let dir = std::env::temp_dir().join(format!("compactctl-split-{}", std::process::id()));
+    let cc = dir.join("claude-code");
+    let cx = dir.join("codex-rollout");
+    std::fs::create_dir_all(&cc).unwrap();
+    std::fs::create_dir_all(&cx).unwrap();
+    let mut files = Vec::new();
+    for (sub, name, fixture_name) in [
+        (&cc, "acme__app__one.jsonl", "claude-code.jsonl"),
+        (&cc, "acme__app__two.jsonl", "claude-code-long.jsonl"),
+        (&cc, "zeta__tool__one.jsonl", "claude-code-long.jsonl"),
+        (&cx, "acme__rollout-1.jsonl", "codex-rollout.jsonl"),
+        (&cx, "other__rollout-2.jsonl", "codex-rollout-long.jsonl"),
+    ] {
+        let path = sub.join(name);
+        std::fs::copy(fixture(fixture_name), &path).unwrap();
+        files.push(path.to_string_lossy().into_owned());
+    }
+    std::fs::write(
+        dir.join("MANIFEST.md"),
+        "| file | source repository |\n|---|---|\n\
+         | `claude-code/acme__app__one.jsonl` | acme/app |\n\
+         | `claude-code/acme__app__two.jsonl` | acme/app |\n\
+         | `claude-code/zeta__tool__one.jsonl` | zeta/tool |\n\
+         | `codex-rollout/acme__rollout-1.jsonl` | acme/cli |\n",
+    )
+    .unwrap();
+    let args = |extra: &[&str]| -> Vec<String> {
+        let mut a: Vec<String> = ["replay", "--window", WINDOW, "--lenient"]
+            .iter()
+            .map(|s| (*s).to_owned())
+            .collect();
+        a.extend(extra.iter().map(|s| (*s).to_owned()));
+        a.extend(files.iter().cloned());
+        a
+    };
+    let listed = run(&args(&["--list-split"])
+        .iter()
+        .map(String::as_str)
+        .collect::<Vec<_>>())
+    .ok();
+    let rows: Vec<Vec<&str>> = listed
+        .stdout
+        .lines()
+        .map(|l| l.split('\t').collect())
+        .collect();
+    assert_eq!(rows.len(), 5, "{}", listed.stdout);
+    let half_of = |file: &str| -> (&str, &str, &str) {
+        let row = rows.iter().find(|r| r[0].ends_with(file)).unwrap();
+        (row[1], row[2], row[3])
+    };
+    let (p1, f1, h1) = half_of("acme__app__one.jsonl");
+    let (p2, _, h2) = half_of("acme__app__two.jsonl");
+    assert_eq!((p1, f1), ("acme/app", "claude-code"));
+    assert_eq!((p2, h2), ("acme/app", h1), "one project, one half");
+    assert_eq!(half_of("acme__rollout-1.jsonl").0, "acme/cli");
+    // Not in the manifest: the file name's prefix.
+    assert_eq!(half_of("other__rollout-2.jsonl").0, "other");
+    // Each family has a session in each half (two projects each, balanced by size).
+    for family in ["claude-code", "codex-rollout"] {
+        let halves: std::collections::BTreeSet<&str> = rows
+            .iter()
+            .filter(|r| r[2] == family)
+            .map(|r| r[3])
+            .collect();
+        assert_eq!(halves.len(), 2, "{family}: {}", listed.stdout);
+    }
+    // --split A and --split B replay the listed halves, together every file once.
+    let mut seen = Vec::new();
+    for half in ["A", "B"] {
+        let out = run(&args(&["--split", half, "--json", "--compare", "tiered"])
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>())
+        .ok();
+        for s in out.json()["sessions"].as_array().unwrap() {
+            let name = s["name"].as_str().unwrap().to_owned();
+            assert_eq!(half_of(&name).2, half, "{name}");
+            seen.push(name);
+        }
+    }
+    seen.sort();
+    assert_eq!(seen.len(), 5, "{seen:?}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
