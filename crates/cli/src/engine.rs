@@ -3,9 +3,8 @@
 use crate::exit::BadInput;
 use crate::resolve::{self, ModelChoice};
 use clap::Args;
-use compact_config::{CacheWarmSetting, Config, Overrides, SummarizerKind, SummarizerSettings};
-use compact_engine::{Compactor, DeterministicSummarizer, Summarizer};
-use compact_llm::{CacheWarm, ProviderKind, SummarizerConfig};
+use compact_config::{Config, Overrides, SummarizerKind, SummarizerSettings};
+use compact_engine::{Compactor, Summarizer};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -96,46 +95,32 @@ pub fn compactor(args: &EngineArgs) -> anyhow::Result<Compactor> {
         .map_err(|e| BadInput(e.to_string()).into())
 }
 
-/// The summariser the settings select. LLM summarisers are built without their own fallback: the
-/// compactor's policy (`on_summarizer_failure`) decides what a failure does.
+/// The command line's own rule on top of the wiring's: `--template` (like a model or a base URL)
+/// needs an LLM summariser, since the deterministic checkpoint has no template to choose.
+pub fn refuse_unused(settings: &SummarizerSettings) -> anyhow::Result<()> {
+    if settings.kind == SummarizerKind::Deterministic
+        && (settings.model.is_some() || settings.base_url.is_some() || settings.template.is_some())
+    {
+        return Err(BadInput(
+            "--summarizer-model, --base-url and --template need --summarizer openai or anthropic"
+                .into(),
+        )
+        .into());
+    }
+    Ok(())
+}
+
+/// The summariser the settings select, built by `compact-wiring` as every host builds it.
 pub fn summarizer(settings: &SummarizerSettings) -> anyhow::Result<Arc<dyn Summarizer>> {
-    let kind = match settings.kind {
-        SummarizerKind::Deterministic => {
-            if settings.model.is_some()
-                || settings.base_url.is_some()
-                || settings.template.is_some()
-            {
-                return Err(BadInput(
-                    "--summarizer-model, --base-url and --template need --summarizer openai or anthropic".into(),
-                )
-                .into());
-            }
-            return Ok(Arc::new(DeterministicSummarizer));
-        }
-        SummarizerKind::OpenAi => ProviderKind::OpenAi,
-        SummarizerKind::Anthropic => ProviderKind::Anthropic,
-        SummarizerKind::AnthropicCompaction => ProviderKind::AnthropicCompaction,
-    };
-    let mut llm = SummarizerConfig::new(kind);
-    if let Some(model) = &settings.model {
-        llm.model = model.clone();
-    }
-    if let Some(url) = &settings.base_url {
-        llm.base_url = url.clone();
-    }
-    if let Some(env) = &settings.api_key_env {
-        llm.api_key_env = env.clone();
-    }
-    if let Some(template) = &settings.template {
-        llm.template = template
-            .parse()
-            .map_err(|e| BadInput(format!("--template: {e}")))?;
-    }
-    llm.cache_warm = match settings.cache_warm {
-        CacheWarmSetting::Auto => CacheWarm::Auto,
-        CacheWarmSetting::Always => CacheWarm::Always,
-        CacheWarmSetting::Off => CacheWarm::Off,
-    };
-    compact_llm::build_without_fallback(llm)
-        .map_err(|e| BadInput(format!("--summarizer: {e}")).into())
+    refuse_unused(settings)?;
+    summarizer_with(settings, None)
+}
+
+/// [`summarizer`] sending through `client` (a server's one outbound client).
+pub fn summarizer_with(
+    settings: &SummarizerSettings,
+    client: Option<&compact_net::Client>,
+) -> anyhow::Result<Arc<dyn Summarizer>> {
+    refuse_unused(settings)?;
+    compact_wiring::summarizer(settings, client).map_err(|e| BadInput(e.to_string()).into())
 }

@@ -3,9 +3,9 @@
 //! here by `compact-config`, exactly as `compactctl` resolves its file. Nothing is validated twice.
 
 use crate::errors::{raise, Failure};
-use compact_config::{CacheWarmSetting, Config, Overrides, SummarizerKind};
+use compact_config::{Config, Overrides, SummarizerKind};
 use compact_engine::Summarizer;
-use compact_llm::{CacheWarm, ProviderKind, SummarizerConfig, Template};
+use compact_llm::Template;
 use compact_session::SessionConfig;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -27,34 +27,19 @@ pub fn resolve(name: &str, text: &str, env: bool) -> Result<Config, Failure> {
     )?)
 }
 
-/// The summariser a configuration's `summarizer:` names (`None` for the deterministic one).
-/// Failures of a model summariser are left to the policy's `on_summarizer_failure`.
-pub fn llm_summarizer(config: &Config) -> Result<Option<Arc<dyn Summarizer>>, Failure> {
-    let settings = config.summarizer();
-    let kind = match settings.kind {
-        SummarizerKind::OpenAi => ProviderKind::OpenAi,
-        SummarizerKind::Anthropic => ProviderKind::Anthropic,
-        _ => return Ok(None),
-    };
-    let mut llm = SummarizerConfig::new(kind);
-    if let Some(model) = &settings.model {
-        llm.model.clone_from(model);
+/// The summariser a configuration's `summarizer:` names, built by `compact-wiring` as
+/// `compactctl` builds it (`None` for the deterministic one). Failures of a model summariser are
+/// left to the policy's `on_summarizer_failure`.
+pub fn llm_summarizer(
+    config: &Config,
+    client: &compact_net::Client,
+) -> Result<Option<Arc<dyn Summarizer>>, Failure> {
+    if config.summarizer().kind == SummarizerKind::Deterministic {
+        return Ok(None);
     }
-    if let Some(url) = &settings.base_url {
-        llm.base_url.clone_from(url);
-    }
-    if let Some(env) = &settings.api_key_env {
-        llm.api_key_env.clone_from(env);
-    }
-    llm.template = template(config)?;
-    llm.cache_warm = match settings.cache_warm {
-        CacheWarmSetting::Auto => CacheWarm::Auto,
-        CacheWarmSetting::Always => CacheWarm::Always,
-        CacheWarmSetting::Off => CacheWarm::Off,
-    };
-    compact_llm::build_without_fallback(llm)
+    compact_wiring::summarizer(config.summarizer(), Some(client))
         .map(Some)
-        .map_err(|e| Failure::new("ConfigError", "summarizer", format!("summarizer: {e}")))
+        .map_err(|e| Failure::new("ConfigError", "summarizer", e.to_string()))
 }
 
 /// The summary template the configuration names (`summarizer.template`, or seed 003's

@@ -12,10 +12,7 @@ use crate::reuse::{Held, Incoming, Reuse};
 use crate::summarizer::PySummarizer;
 use compact_core::model::{Conversation, Format};
 use compact_core::policy::Decision;
-use compact_session::{
-    archive_retention, open_archive, open_store, CompactManager, Event, MemoryStore,
-    PreflightReport, Recovery, Store, Usage,
-};
+use compact_session::{CompactManager, Event, PreflightReport, Recovery, Store, Usage};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use serde_json::{json, Value};
@@ -156,6 +153,10 @@ impl Manager {
         max_cached_sessions: Option<usize>,
     ) -> PyResult<Manager> {
         let resolved = raise(py, resolve(name, config, env))?;
+        // The one outbound client of every part: `network:` over the process's proxy and CA
+        // variables, as `compactctl` builds it.
+        let client = compact_wiring::client(&resolved, &compact_wiring::Env::process())
+            .map_err(|e| Failure::new("ConfigError", "network", e.to_string()).into_py_err(py))?;
         let mut session = session_config(&resolved);
         let template = raise(py, template(&resolved))?;
         match (summarizer, runner) {
@@ -168,7 +169,7 @@ impl Manager {
                 )
             }
             _ => {
-                if let Some(llm) = raise(py, llm_summarizer(&resolved))? {
+                if let Some(llm) = raise(py, llm_summarizer(&resolved, &client))? {
                     session.summarizer = llm;
                 }
             }
@@ -193,18 +194,24 @@ impl Manager {
         }
         let reuse = Reuse::new(session.max_cached_sessions);
         let opened = py.detach(|| -> Result<(CompactManager, Arc<dyn Store>), Failure> {
-            let store: Arc<dyn Store> = match open_store(&resolved) {
-                Some(store) => store?,
-                None => Arc::new(MemoryStore::new()),
-            };
+            let env = compact_wiring::Env::process();
+            let store = compact_wiring::store(
+                &resolved,
+                compact_wiring::StoreSource::Configured(compact_wiring::Fallback::Memory),
+                &env,
+            )
+            .map_err(|e| Failure::new("StoreError", "storage", e.to_string()))?;
             let mut manager = CompactManager::open(session, Arc::clone(&store))?;
-            if let Some(archive) = open_archive(&resolved, &|k| std::env::var(k).ok()) {
-                let archive = archive.map_err(|e| {
-                    Failure::new("ArchiveError", "archive", format!("storage.archive: {e}"))
-                })?;
+            if let Some(archive) = compact_wiring::archive(&resolved, &env, Some(&client))
+                .map_err(|e| Failure::new("ArchiveError", "archive", e.to_string()))?
+            {
                 manager = manager.with_archive(archive);
             }
-            let _ = archive_retention(&resolved);
+            if let Some(exports) = compact_wiring::exports(&resolved, Some(&client))
+                .map_err(|e| Failure::new("ConfigError", "telemetry", e.to_string()))?
+            {
+                manager = manager.with_exports(exports);
+            }
             Ok((manager, store))
         });
         let (manager, store) = raise(py, opened)?;

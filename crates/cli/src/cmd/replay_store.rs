@@ -6,7 +6,7 @@
 use crate::cmd::sessions::open_store_url;
 use compact_core::model::Conversation;
 use compact_replay::{call_points, Job, Setup};
-use compact_session::{CompactManager, EventKind, SessionConfig, MAX_SESSION_ID_LEN};
+use compact_session::{CompactManager, EventData, SessionConfig, SkippedEvent, MAX_SESSION_ID_LEN};
 use std::path::Path;
 
 /// The session id of a transcript: its file name, cut to the longest id a store takes.
@@ -54,11 +54,11 @@ pub fn fill(url: &str, jobs: &[Job], setup: &Setup) -> anyhow::Result<()> {
                     let skipped = prepared
                         .events
                         .iter()
-                        .find(|e| e.kind == EventKind::CompactionSkipped)
-                        .map(|e| e.get("reason").and_then(|r| r.as_str()).unwrap_or_default());
+                        .find_map(SkippedEvent::from_event)
+                        .map(|e| e.reason);
                     let done = prepared.report.compaction.is_some();
                     compactions += usize::from(done);
-                    held_back += usize::from(skipped == Some("two_strikes"));
+                    held_back += usize::from(skipped.as_deref() == Some("two_strikes"));
                     attempted += usize::from(done || skipped.is_some_and(|r| r != "two_strikes"));
                 }
                 Err(e) => {

@@ -1,14 +1,12 @@
 //! `compactctl serve`: the compaction proxy. Flags and the environment are resolved here into a
 //! `ProxyConfig`; everything else is `compact-proxy`.
 
-use crate::engine::summarizer;
 use crate::exit::BadInput;
 use anyhow::Context;
 use clap::Args;
-use compact_config::StorageSettings;
-use compact_config::{Config, Overrides, SummarizerKind, SummarizerSettings};
+use compact_config::{Config, Overrides};
 use compact_proxy::{Backend, Proxy, ProxyConfig};
-use compact_session::{SessionConfig, SqliteStore, Store};
+use compact_wiring::{Env, Fallback, Parts, StoreSource};
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -93,33 +91,38 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     if args.no_recall {
         proxy_config.recall.enabled = false;
     }
-    let mut session =
-        SessionConfig::from_config(&config).with_summarizer(summarizer(config.summarizer())?);
+    let source = match args.store.as_deref() {
+        Some(url) => StoreSource::Url {
+            url,
+            create: true,
+            allow_memory: true,
+        },
+        // Nothing configured: a SQLite file in the user's state directory, so that a
+        // long-running proxy keeps its logs on disk and across restarts.
+        None => StoreSource::Configured(Fallback::UserState),
+    };
+    crate::engine::refuse_unused(config.summarizer())?;
+    let parts = Parts::open(&config, source, &Env::process()).map_err(|e| {
+        if e.is_bad_input() {
+            anyhow::Error::from(BadInput(e.to_string()))
+        } else {
+            anyhow::Error::from(e)
+        }
+    })?;
+    let mut session = parts.session;
     // The project of `memory:` when the file names none: the directory the proxy runs in.
     if let Ok(dir) = std::env::current_dir().and_then(std::fs::canonicalize) {
         session = session.with_default_project(&dir.to_string_lossy());
     }
     proxy_config.session = session;
-    route_backends(&config, &mut proxy_config)?;
+    route_backends(&config, &mut proxy_config, Some(&parts.client))?;
     proxy_config.kept_outputs = kept_outputs();
-    // The one outbound client of the upstream calls: `network:` over this process's proxy and CA
-    // variables (HTTPS_PROXY, NO_PROXY, SSL_CERT_FILE...), read once here.
-    proxy_config.client = Some(
-        compact_session::open_client(&config, &compact_net::ProxyEnv::from_process())
-            .context("network")?,
-    );
-    let store = open_store(args.store.as_deref(), &config)?;
-    proxy_config.archive = match compact_session::open_archive(&config, &|k| std::env::var(k).ok())
-    {
-        Some(archive) => Some(archive.context("cannot open the configured archive")?),
-        None => None,
-    };
-    proxy_config.exports = match compact_session::open_exports(&config) {
-        Some(exports) => Some(Arc::new(
-            exports.context("cannot start the configured event exporter")?,
-        )),
-        None => None,
-    };
+    // The one outbound client of the upstream calls and every part: `network:` over this
+    // process's proxy and CA variables (HTTPS_PROXY, NO_PROXY, SSL_CERT_FILE...), read once.
+    proxy_config.client = Some(parts.client.clone());
+    let store = parts.store;
+    proxy_config.archive = parts.archive;
+    proxy_config.exports = parts.exports;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -166,33 +169,24 @@ fn kept_outputs() -> Option<compact_proxy::KeptOutputs> {
 /// route of the same kind and its template and cache setting to any; `anthropic-compaction`
 /// compacts with the route's own model at the route's upstream (else the Anthropic upstream),
 /// since it is that model's conversation the provider compacts.
-pub(crate) fn route_backends(config: &Config, proxy: &mut ProxyConfig) -> anyhow::Result<()> {
+pub(crate) fn route_backends(
+    config: &Config,
+    proxy: &mut ProxyConfig,
+    client: Option<&compact_net::Client>,
+) -> anyhow::Result<()> {
     let anthropic = proxy.anthropic.base_url.clone();
     for (route, settings) in proxy.models.iter_mut().zip(&config.proxy().models) {
         let Some(kind) = settings.summarizer else {
             continue;
         };
-        let top = config.summarizer();
-        let mut s = if top.kind == kind {
-            top.clone()
-        } else {
-            SummarizerSettings {
-                kind,
-                template: top.template.clone(),
-                cache_warm: top.cache_warm,
-                ..SummarizerSettings::default()
-            }
-        };
-        if kind == SummarizerKind::AnthropicCompaction {
-            s.model = Some(route.name.clone());
-            s.base_url = Some(route.base_url.clone().unwrap_or_else(|| anthropic.clone()));
-        }
-        if kind == SummarizerKind::Deterministic {
-            s.model = None;
-            s.base_url = None;
-            s.template = None;
-        }
-        let built = summarizer(&s).with_context(|| {
+        let upstream = route.base_url.clone().unwrap_or_else(|| anthropic.clone());
+        let s = compact_wiring::route_summarizer_settings(
+            config.summarizer(),
+            kind,
+            &route.name,
+            &upstream,
+        );
+        let built = crate::engine::summarizer_with(&s, client).with_context(|| {
             format!(
                 "proxy.models `{}`: summarizer {}",
                 route.name,
@@ -208,39 +202,6 @@ pub(crate) fn route_backends(config: &Config, proxy: &mut ProxyConfig) -> anyhow
         route.backend = Some(Backend::new(name, built));
     }
     Ok(())
-}
-
-fn open_store(flag: Option<&str>, config: &Config) -> anyhow::Result<Arc<dyn Store>> {
-    match flag {
-        Some(url) => {
-            let storage =
-                StorageSettings::parse_url(url).map_err(|e| BadInput(format!("--store {e}")))?;
-            // The URL may carry a password: the error names the store as `describe` shows it.
-            compact_session::open_storage(&storage, true)
-                .with_context(|| format!("cannot open the session store {}", storage.describe()))
-        }
-        None => match compact_session::open_store(config) {
-            Some(store) => Ok(store.context("cannot open the configured session store")?),
-            None => {
-                // Nothing configured: a SQLite file in the user's state directory, so that a
-                // long-running proxy keeps its logs on disk and across restarts.
-                let dir = std::env::var_os("XDG_STATE_HOME")
-                    .map(std::path::PathBuf::from)
-                    .or_else(|| {
-                        std::env::var_os("HOME")
-                            .map(|h| std::path::PathBuf::from(h).join(".local/state"))
-                    })
-                    .ok_or_else(|| BadInput("no HOME or XDG_STATE_HOME: pass --store".to_owned()))?
-                    .join("compact");
-                std::fs::create_dir_all(&dir)
-                    .with_context(|| format!("cannot create {}", dir.display()))?;
-                let path = dir.join("sessions.db");
-                let store = SqliteStore::open(&path)
-                    .with_context(|| format!("cannot open the session store {}", path.display()))?;
-                Ok(Arc::new(store))
-            }
-        },
-    }
 }
 
 /// Completes on SIGTERM or SIGINT (Ctrl-C). The handlers are installed when this is called, not when

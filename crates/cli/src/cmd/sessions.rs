@@ -13,7 +13,7 @@ use compact_core::model::Format;
 use compact_core::normalize::{normalize, ProviderRules};
 use compact_core::policy::Policy;
 use compact_core::tokens::{Encoding, TokenCounter};
-use compact_session::event::EventKind;
+use compact_session::event::{EventData, EventKind};
 use compact_session::record::{ItemSource, Record};
 use compact_session::{CompactManager, SessionConfig, SessionError, Store};
 use serde_json::json;
@@ -120,10 +120,12 @@ pub fn run(args: &SessionsArgs) -> anyhow::Result<ExitCode> {
             )
             .map_err(|e| BadInput(e.to_string()))?;
             let retention = compact_session::archive_retention(&config);
-            match compact_session::open_archive(&config, &|k| std::env::var(k).ok()) {
-                Some(a) => Some((a.map_err(|e| BadInput(e.to_string()))?, retention)),
-                None => None,
-            }
+            let env = compact_wiring::Env::process();
+            let client =
+                compact_wiring::client(&config, &env).map_err(|e| BadInput(e.to_string()))?;
+            compact_wiring::archive(&config, &env, Some(&client))
+                .map_err(|e| BadInput(e.to_string()))?
+                .map(|a| (a, retention))
         }
     };
     match &args.command {
@@ -203,21 +205,7 @@ pub fn open_store(url: Option<&str>) -> anyhow::Result<Arc<dyn Store>> {
 /// Opens the store at `url` (`sqlite:PATH` or `postgres://...`; a memory store is refused); a
 /// SQLite file is created when missing only if `create` (a command that writes sessions).
 pub fn open_store_url(url: &str, create: bool) -> anyhow::Result<Arc<dyn Store>> {
-    let storage = StorageSettings::parse_url(url).map_err(|e| BadInput(format!("--store {e}")))?;
-    if storage == StorageSettings::Memory {
-        return Err(BadInput(format!(
-            "--store `{url}`: an in-memory store holds nothing between two runs of compactctl; use sqlite:PATH"
-        ))
-        .into());
-    }
-    // The URL may carry a password: the message names the store as `describe` shows it.
-    compact_session::open_storage(&storage, create).map_err(|e| {
-        BadInput(format!(
-            "--store `{}`: cannot open the store: {e}",
-            storage.describe()
-        ))
-        .into()
-    })
+    compact_wiring::store_at(url, create, false).map_err(|e| BadInput(e.to_string()).into())
 }
 
 /// A manager over `store` for reading (its policy is never used to compact).
@@ -271,7 +259,7 @@ fn tally(store: &dyn Store, id: &str) -> anyhow::Result<Tally> {
                 t.first_ms.get_or_insert(e.at_ms);
                 t.last_ms = Some(e.at_ms);
                 if e.kind == EventKind::SessionLinked && t.parent.is_none() {
-                    t.parent = e.get("parent").and_then(|p| p.as_str()).map(str::to_owned);
+                    t.parent = compact_session::LinkedEvent::from_event(e).map(|l| l.parent);
                 }
                 if e.kind == EventKind::Sent {
                     t.last_sent = Some(serde_json::Value::Object(e.data.clone()));

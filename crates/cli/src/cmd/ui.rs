@@ -55,7 +55,7 @@ fn review_desk(store: &Arc<dyn Store>, config: Option<&str>) -> anyhow::Result<R
     let session =
         SessionConfig::from_config(&config).with_summarizer(summarizer(config.summarizer())?);
     let mut routes = ProxyConfig::from_config(&config, None);
-    route_backends(&config, &mut routes)?;
+    route_backends(&config, &mut routes, None)?;
     let managers = Managers::new(session, Arc::clone(store)).with_backends(
         routes
             .models
