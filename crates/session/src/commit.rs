@@ -6,7 +6,7 @@
 //! its event with the same [`CompactedEvent`].
 
 use crate::error::SessionError;
-use crate::event::{CompactedEvent, Event};
+use crate::event::{CompactedEvent, Event, EventData};
 use crate::manager::CompactManager;
 use crate::record::Record;
 use crate::state::{view_record, SessionState};

@@ -3,6 +3,8 @@
 //! that produced it, so an exporter (console, OpenTelemetry) can forward them without reading the
 //! store.
 
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use std::fmt;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -189,32 +191,64 @@ impl Event {
     }
 }
 
-/// The fields of a `compact.compacted` event, typed: what the log, the web view, the CLI and the
+/// An event's fields as a typed struct: written with [`EventData::to_event`] and read back by field
+/// with [`EventData::from_event`], so the web view, the CLI and the exporters never read an event
+/// by string key. Fields an older log lacks read as their default.
+pub trait EventData: Serialize + DeserializeOwned {
+    /// The kind of event these fields belong to.
+    const KIND: EventKind;
+
+    /// The event, made now.
+    fn to_event(&self) -> Event {
+        // A struct of plain fields always serialises; an empty object is the harmless fallback.
+        let data = serde_json::to_value(self).unwrap_or_else(|_| json!({}));
+        Event::new(Self::KIND, data)
+    }
+
+    /// The fields of `event` (`None` for another kind, or fields of the wrong type).
+    fn from_event(event: &Event) -> Option<Self> {
+        if event.kind != Self::KIND {
+            return None;
+        }
+        serde_json::from_value(Value::Object(event.data.clone())).ok()
+    }
+}
+
+/// The fields of a `compact.compacted` event: what the log, the web view, the CLI and the
 /// exporters read of a compaction.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct CompactedEvent {
     /// What triggered it: `auto`, `manual`, `idle`, `review`.
     pub trigger: String,
     /// The note of a manual request, when there was one.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
     /// For a reviewed compaction: whether its checkpoint was edited.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub edited: Option<bool>,
     /// Tokens of the view before.
     pub tokens_before: usize,
     /// Tokens of the view after.
     pub tokens_after: usize,
     /// Items before, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub items_before: Option<usize>,
     /// Items after, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub items_after: Option<usize>,
     /// Items removed, replaced or cut.
     pub items_compressed: usize,
     /// The strategy that ran.
     pub strategy: String,
-    /// The summariser that wrote the checkpoint, if one did.
+    /// The summariser that wrote the checkpoint, if one did (`null` otherwise).
     pub summarizer: Option<String>,
     /// The log sequence number of the view record the compaction produced.
     pub view_seq: u64,
+}
+
+impl EventData for CompactedEvent {
+    const KIND: EventKind = EventKind::Compacted;
 }
 
 impl CompactedEvent {
@@ -231,52 +265,177 @@ impl CompactedEvent {
         }
     }
 
-    /// The event.
-    pub fn to_event(&self) -> Event {
-        let mut data = json!({"trigger": self.trigger, "tokens_before": self.tokens_before,
-            "tokens_after": self.tokens_after, "items_compressed": self.items_compressed,
-            "strategy": self.strategy, "summarizer": self.summarizer, "view_seq": self.view_seq});
-        let optional = [
-            ("note", self.note.as_ref().map(|n| json!(n))),
-            ("edited", self.edited.map(|e| json!(e))),
-            ("items_before", self.items_before.map(|n| json!(n))),
-            ("items_after", self.items_after.map(|n| json!(n))),
-        ];
-        for (key, value) in optional {
-            if let Some(value) = value {
-                data[key] = value;
-            }
-        }
-        Event::new(EventKind::Compacted, data)
+    /// Tokens the compaction took out of the view.
+    pub fn tokens_saved(&self) -> usize {
+        self.tokens_before.saturating_sub(self.tokens_after)
     }
+}
 
-    /// Reads a `compact.compacted` event (`None` for any other kind). Fields an older log lacks
-    /// read as zero or absent.
-    pub fn from_event(event: &Event) -> Option<CompactedEvent> {
-        if event.kind != EventKind::Compacted {
-            return None;
-        }
-        let text = |k: &str| event.get(k).and_then(Value::as_str).map(str::to_owned);
-        let number = |k: &str| {
-            event
-                .get(k)
-                .and_then(Value::as_u64)
-                .and_then(|n| usize::try_from(n).ok())
-        };
-        Some(CompactedEvent {
-            trigger: text("trigger").unwrap_or_default(),
-            note: text("note"),
-            edited: event.get("edited").and_then(Value::as_bool),
-            tokens_before: number("tokens_before").unwrap_or(0),
-            tokens_after: number("tokens_after").unwrap_or(0),
-            items_before: number("items_before"),
-            items_after: number("items_after"),
-            items_compressed: number("items_compressed").unwrap_or(0),
-            strategy: text("strategy").unwrap_or_default(),
-            summarizer: text("summarizer"),
-            view_seq: event.get("view_seq").and_then(Value::as_u64).unwrap_or(0),
-        })
-    }
+/// The fields of a `compact.compaction_skipped` event: a compaction that was due did not run or
+/// did not help, and the request went out unchanged.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SkippedEvent {
+    /// Why: `two_strikes`, or the compaction's error.
+    pub reason: String,
+    /// For `two_strikes`: compactions in a row that left the request above the trigger.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub strikes: Option<u32>,
+    /// For `two_strikes`: the count the last of them reached.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub floor: Option<usize>,
+    /// For `two_strikes`: the trigger, in tokens.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trigger: Option<usize>,
+    /// For `two_strikes`: the usable budget, in tokens.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usable: Option<usize>,
+    /// For `two_strikes`: the request's effective count.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub effective: Option<usize>,
+}
+
+impl EventData for SkippedEvent {
+    const KIND: EventKind = EventKind::CompactionSkipped;
+}
+
+/// The fields of a `compact.branch` event: the request left the session's chain.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct BranchEvent {
+    /// Items of the request that matched the chain.
+    pub at: usize,
+    /// Items the chain held.
+    pub held: usize,
+    /// Items the request carried.
+    pub received: usize,
+    /// The chain's tip before (`null` for an empty chain).
+    pub old_tip: Option<String>,
+}
+
+impl EventData for BranchEvent {
+    const KIND: EventKind = EventKind::Branch;
+}
+
+/// The fields of a `compact.session_linked` event: the session continues another.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LinkedEvent {
+    /// The session it continues.
+    pub parent: String,
+}
+
+impl EventData for LinkedEvent {
+    const KIND: EventKind = EventKind::SessionLinked;
+}
+
+/// The fields of a `compact.token_estimate` event: the request's count.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct EstimateEvent {
+    /// The model the request is for.
+    pub model: String,
+    /// Compact's own count, in tokens.
+    pub tokens: usize,
+    /// The calibration ratio applied to it.
+    pub ratio: f64,
+    /// The effective count the decision is taken on.
+    pub effective: usize,
+    /// Items the request added to the chain.
+    pub new_items: usize,
+    /// Items of the request.
+    pub items: usize,
+}
+
+impl EventData for EstimateEvent {
+    const KIND: EventKind = EventKind::TokenEstimate;
+}
+
+/// The fields of a `compact.trigger_decision` event (with seed 003's `t_est` and `max`).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct DecisionEvent {
+    /// `none`, `remind` or `compact`.
+    pub decision: String,
+    /// Why, when there is a reason.
+    pub reason: Option<String>,
+    /// The model the request is for.
+    pub model: String,
+    /// Seed 003's name of the effective count.
+    pub t_est: usize,
+    /// Seed 003's name of the window.
+    pub max: usize,
+    /// The effective count.
+    pub effective: usize,
+    /// The trigger, in tokens.
+    pub trigger: usize,
+    /// The usable budget, in tokens.
+    pub usable: usize,
+    /// The model's window, in tokens.
+    pub window: usize,
+    /// Whether a compaction was asked for.
+    pub manual: bool,
+    /// The task boundary the decision was taken at, if any.
+    pub boundary: Option<String>,
+}
+
+impl EventData for DecisionEvent {
+    const KIND: EventKind = EventKind::TriggerDecision;
+}
+
+/// The fields of a `compact.sent` event: what went to the model.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SentEvent {
+    /// The chain's tip after the request.
+    pub tip: String,
+    /// Items the request carried.
+    pub received: usize,
+    /// Items sent.
+    pub items: usize,
+    /// Tokens sent.
+    pub tokens: usize,
+    /// Items of the last request sent again unchanged.
+    pub reused_items: usize,
+    /// The model the request is for.
+    pub model: String,
+    /// Whether the request left the session's chain.
+    pub branched: bool,
+    /// Why the request went out as the client sent it, when it did (`preflight_failed`, ...).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub passthrough: Option<String>,
+}
+
+impl EventData for SentEvent {
+    const KIND: EventKind = EventKind::Sent;
+}
+
+/// The fields of a `compact.calibration` event: a provider's count of a request we counted.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CalibrationEvent {
+    /// The model.
+    pub model: String,
+    /// The provider's count of the request's input.
+    pub provider_tokens: u64,
+    /// Compact's count of the same request.
+    pub our_tokens: usize,
+    /// This sample's ratio (the provider's count over ours).
+    pub sample: f64,
+    /// The model's calibration ratio after this sample.
+    pub ratio: f64,
+    /// Whether the ratio was clamped to its bounds (from usage only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub clamped: Option<bool>,
+    /// `usage` (a reply's usage) or `overflow` (an overflow error's count).
+    pub source: String,
+    /// Input tokens the provider served from its prompt cache (from usage only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cached_input_tokens: Option<u64>,
+}
+
+impl EventData for CalibrationEvent {
+    const KIND: EventKind = EventKind::Calibration;
 }
 
 #[cfg(test)]
@@ -300,6 +459,7 @@ mod compacted_tests {
         };
         let event = e.to_event();
         assert_eq!(event.kind, EventKind::Compacted);
+        assert_eq!(event.get("summarizer"), Some(&json!("checkpoint")));
         assert!(event.get("edited").is_none());
         assert_eq!(CompactedEvent::from_event(&event), Some(e));
         let other = Event::new(EventKind::Sent, json!({}));

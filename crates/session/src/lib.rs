@@ -121,7 +121,10 @@ pub use config::{
     DEFAULT_OVERFLOW_MAX_RETRIES,
 };
 pub use error::SessionError;
-pub use event::{CompactedEvent, Event, EventKind};
+pub use event::{
+    BranchEvent, CalibrationEvent, CompactedEvent, DecisionEvent, EstimateEvent, Event, EventData,
+    EventKind, LinkedEvent, SentEvent, SkippedEvent,
+};
 pub use export::{
     CallbackExporter, ConsoleExporter, ExportError, ExportQueue, ExportStats, Exporter,
     JsonlExporter,

@@ -4,10 +4,9 @@
 //! parent as a tool result, which write-time truncation handles like any other. The link is read
 //! back from the log ([`parent_of`]), so every store and every process sees the same tree.
 
-use crate::event::{Event, EventKind};
+use crate::event::{EventData, EventKind, LinkedEvent};
 use crate::record::Record;
 use crate::{CompactManager, SessionError, Store, StoreError};
-use serde_json::json;
 
 /// Links deeper than this are refused (and a walk up the tree stops there): no agent nests
 /// subagents this deep, and a bound keeps a damaged log from looping.
@@ -20,7 +19,7 @@ pub fn parent_of(store: &dyn Store, session: &str) -> Result<Option<String>, Sto
         .into_iter()
         .find_map(|s| match s.record {
             Record::Event(e) if e.kind == EventKind::SessionLinked => {
-                e.get("parent").and_then(|p| p.as_str()).map(str::to_owned)
+                LinkedEvent::from_event(&e).map(|l| l.parent)
             }
             _ => None,
         }))
@@ -110,7 +109,10 @@ impl CompactManager {
             None => {}
         }
         let state = self.existing(session, &mut slot)?;
-        let mut event = Event::new(EventKind::SessionLinked, json!({ "parent": parent }));
+        let mut event = LinkedEvent {
+            parent: parent.to_owned(),
+        }
+        .to_event();
         self.redact_events(session, state, std::slice::from_mut(&mut event));
         self.append(session, state, vec![Record::Event(event)])?;
         Ok(true)

@@ -24,6 +24,7 @@
 //! only while it exports. Header values (API keys) are never
 //! logged nor shown by `Debug`.
 
+use crate::event::CompactedEvent;
 use crate::export::{ExportError, ExportStats, Exporter};
 use compact_config::{OtlpProtocol, OtlpSettings};
 use opentelemetry::metrics::{Counter, Meter, MeterProvider as _};
@@ -36,6 +37,7 @@ use opentelemetry_sdk::metrics::exporter::PushMetricExporter;
 use opentelemetry_sdk::metrics::{PeriodicReader, SdkMeterProvider, Temporality};
 use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider, SpanData, SpanExporter};
 use opentelemetry_sdk::Resource;
+use serde::Deserialize;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -263,16 +265,15 @@ impl Instruments {
             .add(1, &[KeyValue::new("event", name.to_owned())]);
         match name {
             "compact.compacted" => {
-                let trigger = event
-                    .get("trigger")
-                    .and_then(Value::as_str)
-                    .unwrap_or("auto")
-                    .to_owned();
+                let c = compacted(event).unwrap_or_default();
+                let trigger = if c.trigger.is_empty() {
+                    "auto".to_owned()
+                } else {
+                    c.trigger.clone()
+                };
                 self.compactions
                     .add(1, &[KeyValue::new("trigger", trigger)]);
-                if let Some(saved) = tokens_saved(event) {
-                    self.tokens_saved.add(saved, &[]);
-                }
+                self.tokens_saved.add(c.tokens_saved() as u64, &[]);
             }
             "compact.failed" => self.failures.add(1, &[]),
             _ => {}
@@ -280,11 +281,9 @@ impl Instruments {
     }
 }
 
-/// `tokens_before - tokens_after` of a `compact.compacted` event.
-fn tokens_saved(event: &Value) -> Option<u64> {
-    let before = event.get("tokens_before")?.as_u64()?;
-    let after = event.get("tokens_after")?.as_u64()?;
-    Some(before.saturating_sub(after))
+/// The typed fields of an exported `compact.compacted` event (the envelope's keys are ignored).
+fn compacted(event: &Value) -> Option<CompactedEvent> {
+    CompactedEvent::deserialize(event).ok()
 }
 
 /// Spans and metrics to an OTLP collector (see the module docs).
@@ -447,10 +446,10 @@ impl OtlpExporter {
                     attributes.push(KeyValue::new(format!("compaction.{key}"), v));
                 }
             }
-            if let Some(saved) = tokens_saved(compacted) {
+            if let Some(c) = self::compacted(compacted) {
                 attributes.push(KeyValue::new(
                     "compaction.tokens_saved",
-                    i64::try_from(saved).unwrap_or(i64::MAX),
+                    i64::try_from(c.tokens_saved()).unwrap_or(i64::MAX),
                 ));
             }
         }

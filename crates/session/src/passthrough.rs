@@ -5,13 +5,12 @@
 
 use crate::chain::ChainHash;
 use crate::error::SessionError;
-use crate::event::{Event, EventKind};
+use crate::event::{EventData, SentEvent};
 use crate::limits::{check_session_id, CONFLICT_RETRIES};
 use crate::manager::CompactManager;
 use crate::record::{ItemRecord, ItemSource, Record};
 use crate::store::StoreError;
 use compact_core::model::Conversation;
-use serde_json::json;
 
 impl CompactManager {
     /// Logs `request`, sent upstream untouched for `reason` (a short name: `preflight_failed`,
@@ -54,13 +53,19 @@ impl CompactManager {
                     }));
                 }
             }
-            records.push(Record::Event(Event::new(
-                EventKind::Sent,
-                json!({"tip": tip.to_string(), "received": request.items.len(),
-                       "items": request.items.len(), "tokens": tokens, "reused_items": 0,
-                       "model": model, "branched": matched < state.chain.len(),
-                       "passthrough": reason}),
-            )));
+            records.push(Record::Event(
+                SentEvent {
+                    tip: tip.to_string(),
+                    received: request.items.len(),
+                    items: request.items.len(),
+                    tokens,
+                    reused_items: 0,
+                    model: model.to_owned(),
+                    branched: matched < state.chain.len(),
+                    passthrough: Some(reason.to_owned()),
+                }
+                .to_event(),
+            ));
             // The state takes the records in as any other writer's: from the version they extend.
             let before = state.version;
             match self.append(session, state, records) {

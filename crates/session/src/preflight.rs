@@ -9,7 +9,10 @@
 use crate::annotation::{follow, follow_items, same_tools};
 use crate::chain::ChainHash;
 use crate::error::SessionError;
-use crate::event::{CompactedEvent, Event, EventKind};
+use crate::event::{
+    BranchEvent, CompactedEvent, DecisionEvent, EstimateEvent, Event, EventData, EventKind,
+    SentEvent, SkippedEvent,
+};
 use crate::limits::{manual_policy, room_for_growth, MAX_STRIKES};
 use crate::manager::{items_compressed, CompactManager, PreflightReport, Prepared};
 use crate::provider::ProviderHeld;
@@ -444,11 +447,17 @@ impl CompactManager {
             (count, Some(candidate), Some(normalized))
         };
         let effective = state.calibration.effective(&draft.model, count);
-        draft.events.push(Event::new(
-            EventKind::TokenEstimate,
-            json!({"model": draft.model, "tokens": count, "ratio": ratio, "effective": effective,
-                   "new_items": new_items.len(), "items": request.items.len()}),
-        ));
+        draft.events.push(
+            EstimateEvent {
+                model: draft.model.clone(),
+                tokens: count,
+                ratio,
+                effective,
+                new_items: new_items.len(),
+                items: request.items.len(),
+            }
+            .to_event(),
+        );
         Counted {
             fast,
             count,
@@ -488,12 +497,17 @@ impl CompactManager {
         let stopped_auto =
             !manual && matches!(decision, Decision::Compact(_)) && state.strikes >= MAX_STRIKES;
         if stopped_auto && budget.fits(effective) {
-            draft.events.push(Event::new(
-                EventKind::CompactionSkipped,
-                json!({"reason": "two_strikes", "strikes": state.strikes,
-                       "floor": state.strike_floor, "trigger": budget.trigger,
-                       "usable": budget.usable, "effective": effective}),
-            ));
+            draft.events.push(
+                SkippedEvent {
+                    reason: "two_strikes".to_owned(),
+                    strikes: Some(state.strikes),
+                    floor: Some(state.strike_floor),
+                    trigger: Some(budget.trigger),
+                    usable: Some(budget.usable),
+                    effective: Some(effective),
+                }
+                .to_event(),
+            );
             draft.warnings.push(format!(
                 "automatic compaction stopped: {} compactions in a row left the request above the trigger of {} tokens (the last reached {}); the request fits and is sent unchanged",
                 state.strikes, budget.trigger, state.strike_floor
@@ -565,10 +579,13 @@ impl CompactManager {
                     state.strikes += 1;
                     state.strike_floor = count;
                 }
-                draft.events.push(Event::new(
-                    EventKind::CompactionSkipped,
-                    json!({"reason": e.to_string()}),
-                ));
+                draft.events.push(
+                    SkippedEvent {
+                        reason: e.to_string(),
+                        ..SkippedEvent::default()
+                    }
+                    .to_event(),
+                );
                 draft.warnings.push(format!(
                     "compaction skipped: {e}; the request fits and is sent unchanged"
                 ));
@@ -694,12 +711,19 @@ impl CompactManager {
             ));
         }
         if compacted.failure.is_none() {
-            draft.events.push(Event::new(
-                EventKind::Sent,
-                json!({"tip": chain.tip.to_string(), "received": request.items.len(),
-                       "items": sent_len_after, "tokens": tokens_sent, "reused_items": reused_items,
-                       "model": draft.model, "branched": chain.branched}),
-            ));
+            draft.events.push(
+                SentEvent {
+                    tip: chain.tip.to_string(),
+                    received: request.items.len(),
+                    items: sent_len_after,
+                    tokens: tokens_sent,
+                    reused_items,
+                    model: draft.model.clone(),
+                    branched: chain.branched,
+                    passthrough: None,
+                }
+                .to_event(),
+            );
         }
         Next {
             view,
@@ -765,11 +789,15 @@ fn match_chain(state: &mut SessionState, draft: &mut Draft<'_>) -> ChainMatch {
     let (matched, reannotated) = state.match_prefix(&request.items);
     let branched = matched < held;
     if branched {
-        draft.events.push(Event::new(
-            EventKind::Branch,
-            json!({"at": matched, "held": held, "received": request.items.len(),
-                   "old_tip": state.chain.last().map(ToString::to_string)}),
-        ));
+        draft.events.push(
+            BranchEvent {
+                at: matched,
+                held,
+                received: request.items.len(),
+                old_tip: state.chain.last().map(ToString::to_string),
+            }
+            .to_event(),
+        );
     }
     let mut tip = matched
         .checked_sub(1)
@@ -820,14 +848,22 @@ fn decide(
     } else {
         decide_at(effective, budget, policy, at)
     };
-    draft.events.push(Event::new(
-        EventKind::TriggerDecision,
-        json!({"decision": decision_name(&decision), "reason": decision_reason(&decision),
-               "model": draft.model, "t_est": effective, "max": budget.window,
-               "effective": effective, "trigger": budget.trigger, "usable": budget.usable,
-               "window": budget.window, "manual": manual,
-               "boundary": at.map(|b| b.as_str())}),
-    ));
+    draft.events.push(
+        DecisionEvent {
+            decision: decision_name(&decision).to_owned(),
+            reason: decision_reason(&decision),
+            model: draft.model.clone(),
+            t_est: effective,
+            max: budget.window,
+            effective,
+            trigger: budget.trigger,
+            usable: budget.usable,
+            window: budget.window,
+            manual,
+            boundary: at.map(|b| b.as_str().to_owned()),
+        }
+        .to_event(),
+    );
     decision
 }
 

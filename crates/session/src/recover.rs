@@ -11,7 +11,7 @@
 
 use crate::commit::FinishedCompaction;
 use crate::error::SessionError;
-use crate::event::{Event, EventKind};
+use crate::event::{CalibrationEvent, Event, EventData, EventKind};
 use crate::limits::window_for_usable;
 use crate::manager::{items_compressed, CompactManager};
 use crate::record::Record;
@@ -122,12 +122,18 @@ impl CompactManager {
             state
                 .calibration
                 .set(&model, update.sample.min(crate::calibration::MAX_RATIO));
-            records.push(Record::Event(Event::new(
-                EventKind::Calibration,
-                json!({"model": model, "provider_tokens": requested, "our_tokens": sent_tokens,
-                       "sample": update.sample, "ratio": state.calibration.ratio(&model),
-                       "source": "overflow"}),
-            )));
+            records.push(Record::Event(
+                CalibrationEvent {
+                    model: model.clone(),
+                    provider_tokens: requested,
+                    our_tokens: sent_tokens,
+                    sample: update.sample,
+                    ratio: state.calibration.ratio(&model),
+                    source: "overflow".to_owned(),
+                    ..CalibrationEvent::default()
+                }
+                .to_event(),
+            ));
         }
         // The provider said its window: every later call is prepared for it.
         if let Some(limit) = overflow.limit.and_then(|l| usize::try_from(l).ok()) {

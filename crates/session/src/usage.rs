@@ -3,7 +3,7 @@
 
 use crate::calibration::{Calibration, CalibrationUpdate};
 use crate::error::SessionError;
-use crate::event::{Event, EventKind};
+use crate::event::{CalibrationEvent, Event, EventData, EventKind};
 use crate::limits::CONFLICT_RETRIES;
 use crate::manager::CompactManager;
 use crate::provider::ProviderHeld;
@@ -150,15 +150,19 @@ fn usage_records(
 ) {
     let mut calibration = state.calibration.clone();
     let update = calibration.observe(&call.model, usage.total_input(), call.sent_tokens);
-    let event = Event::new(
-        EventKind::Calibration,
-        json!({"model": update.model, "provider_tokens": update.provider_tokens,
-               "our_tokens": update.our_tokens, "sample": update.sample,
-               "ratio": update.ratio, "clamped": update.clamped, "source": "usage",
-               // What the provider served from its prompt cache: the web view's cache-hit
-               // share per call, as measured.
-               "cached_input_tokens": usage.cached_input()}),
-    );
+    let event = CalibrationEvent {
+        model: update.model.clone(),
+        provider_tokens: update.provider_tokens,
+        our_tokens: update.our_tokens,
+        sample: update.sample,
+        ratio: update.ratio,
+        clamped: Some(update.clamped),
+        source: "usage".to_owned(),
+        // What the provider served from its prompt cache: the web view's cache-hit share per
+        // call, as measured.
+        cached_input_tokens: Some(usage.cached_input()),
+    }
+    .to_event();
     let mut records = vec![Record::Event(event)];
     if call.recovery_attempts > 0 {
         // The request sent after an overflow recovery went through.

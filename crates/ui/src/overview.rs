@@ -4,7 +4,10 @@
 //! session list (agent, model, calls, tokens now and peak, compactions, tokens saved, last
 //! activity).
 
-use compact_session::event::{CompactedEvent, Event, EventKind};
+use compact_session::event::{
+    CalibrationEvent, CompactedEvent, DecisionEvent, EstimateEvent, EventData, EventKind,
+    LinkedEvent, SentEvent,
+};
 use compact_session::record::{ItemSource, Record, Stored};
 use compact_session::{Store, StoreError};
 use serde_json::Value;
@@ -83,16 +86,6 @@ pub struct Overview {
     pub parent: Option<String>,
 }
 
-fn usize_of(e: &Event, key: &str) -> Option<usize> {
-    e.get(key)
-        .and_then(Value::as_u64)
-        .and_then(|n| usize::try_from(n).ok())
-}
-
-fn str_of(e: &Event, key: &str) -> String {
-    e.get(key).and_then(Value::as_str).unwrap_or("").to_owned()
-}
-
 impl Overview {
     /// Reads a session from `store`: its first item (for the agent) and its events, without
     /// decoding the rest of its items.
@@ -130,17 +123,21 @@ impl Overview {
             o.last_ms = Some(e.at_ms);
             match e.kind {
                 EventKind::SessionLinked if o.parent.is_none() => {
-                    o.parent = Some(str_of(e, "parent")).filter(|p| !p.is_empty());
+                    o.parent = LinkedEvent::from_event(e)
+                        .map(|l| l.parent)
+                        .filter(|p| !p.is_empty());
                 }
                 EventKind::TokenEstimate => {
-                    counted = usize_of(e, "effective").unwrap_or(0);
+                    counted = EstimateEvent::from_event(e).map_or(0, |c| c.effective);
                 }
                 EventKind::TriggerDecision => {
-                    window = usize_of(e, "window");
-                    trigger = usize_of(e, "trigger");
-                    let model = str_of(e, "model");
-                    if !model.is_empty() {
-                        o.model = model;
+                    if let Some(d) = DecisionEvent::from_event(e) {
+                        // An older log may lack them: absent, not zero.
+                        window = e.get("window").map(|_| d.window);
+                        trigger = e.get("trigger").map(|_| d.trigger);
+                        if !d.model.is_empty() {
+                            o.model = d.model;
+                        }
                     }
                 }
                 EventKind::Compacted => {
@@ -176,10 +173,10 @@ impl Overview {
                     }
                 }
                 EventKind::Sent => {
-                    o.items = o.items.max(usize_of(e, "received").unwrap_or(0));
-                    let tokens = usize_of(e, "tokens").unwrap_or(0);
-                    let items = usize_of(e, "items").unwrap_or(0);
-                    let reused_items = usize_of(e, "reused_items").unwrap_or(0);
+                    let sent = SentEvent::from_event(e).unwrap_or_default();
+                    o.items = o.items.max(sent.received);
+                    let (tokens, items, reused_items) =
+                        (sent.tokens, sent.items, sent.reused_items);
                     let cache_share = match o.calls.last() {
                         Some(prev) if prev.items > 0 && tokens > 0 => {
                             let reused = prev.tokens as f64 * reused_items.min(prev.items) as f64
@@ -202,11 +199,11 @@ impl Overview {
                 }
                 EventKind::Calibration => {
                     // The provider's usage for the last call sent: its cached share, measured.
-                    let provider = usize_of(e, "provider_tokens").unwrap_or(0);
-                    if let (Some(cached), Some(call)) =
-                        (usize_of(e, "cached_input_tokens"), o.calls.last_mut())
+                    let c = CalibrationEvent::from_event(e).unwrap_or_default();
+                    let provider = c.provider_tokens;
+                    if let (Some(cached), Some(call)) = (c.cached_input_tokens, o.calls.last_mut())
                     {
-                        if provider > 0 && str_of(e, "source") == "usage" {
+                        if provider > 0 && c.source == "usage" {
                             call.cache_share = (cached as f64 / provider as f64).min(1.0);
                             call.cache_measured = true;
                         }
@@ -260,6 +257,7 @@ impl Overview {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use compact_session::event::Event;
     use serde_json::json;
 
     fn event(seq: u64, kind: EventKind, data: Value) -> Stored {
