@@ -8,6 +8,7 @@ mod codex;
 mod compact;
 mod count;
 mod exit;
+mod golden;
 mod inspect;
 mod limits;
 mod llm;
