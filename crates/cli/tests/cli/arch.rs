@@ -134,6 +134,44 @@ fn arch_the_web_view_and_the_proxy_do_not_build_the_replay_harness() {
     assert!(ui.contains("compact-chart"));
 }
 
+/// The benchmarks that need several crates live in `compact-bench`: no library crate takes the
+/// replay harness or the session runtime in as a dev-dependency for a benchmark. (`compact-llm`
+/// keeps `compact-session` for one test of its cache-warm call through the runtime.)
+#[test]
+fn arch_benchmarks_that_need_other_crates_live_in_compact_bench() {
+    let allowed: &[(&str, &str)] = &[("compact-llm", "compact-session")];
+    for package in packages() {
+        let name = package["name"].as_str().expect("a package name");
+        if matches!(name, "compactctl" | "compact-bench" | "compact-wiring") {
+            continue;
+        }
+        for dep in package["dependencies"].as_array().expect("dependencies") {
+            let dep_name = dep["name"].as_str().expect("a dependency name");
+            let heavy = matches!(
+                dep_name,
+                "compact-replay" | "compact-session" | "compact-proxy"
+            );
+            if dep["kind"].as_str() == Some("dev") && heavy && !allowed.contains(&(name, dep_name))
+            {
+                // The crates above the runtime may test through it; a library below it may not.
+                let above = builds(&build_dependencies(), name).contains(dep_name)
+                    || matches!(
+                        name,
+                        "compact-proxy"
+                            | "compact-agents"
+                            | "compact-ui"
+                            | "compact-python"
+                            | "compact-replay"
+                    );
+                assert!(
+                    above,
+                    "{name} takes {dep_name} in as a dev-dependency: move what needs it to compact-bench"
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn arch_the_core_has_no_io_or_async_dependency() {
     let edges = build_dependencies();

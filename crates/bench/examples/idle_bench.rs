@@ -6,7 +6,7 @@
 //! simulator, whose every summary call takes `--model-ms` milliseconds (the simulator's `slow`
 //! fault), standing for the model's time to write a summary.
 //!
-//! `cargo run --release -p compact-llm --example idle_bench -- [--sessions N] [--steps N] [--model-ms MS]`
+//! `cargo run --release -p compact-bench --example idle_bench -- [--sessions N] [--steps N] [--model-ms MS]`
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
 use compact_core::model::Format;

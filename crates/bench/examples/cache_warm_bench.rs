@@ -5,7 +5,7 @@
 //! which summarises all but the user's messages). Prints the summariser's input tokens, the cached
 //! share and the cost at the registry's prices of the summariser model (also the agent's).
 //!
-//! `cargo run -p compact-llm --example cache_warm_bench`
+//! `cargo run -p compact-bench --example cache_warm_bench`
 //!
 //! With transcript files (`-- [--window N] FILE...`), real sessions instead: each is imported
 //! (lenient) and replayed call by call (a call before each run of assistant-side items, as
