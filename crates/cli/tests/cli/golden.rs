@@ -7,7 +7,7 @@
 //! says why in its commit, so that the diff of this file shows which sessions changed. The file
 //! holds file names and digests only, never corpus text.
 
-use crate::support::{corpus, run};
+use crate::support::{corpus, corpus_files, run};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -39,18 +39,6 @@ fn without_timings(value: &mut Value) {
         Value::Array(items) => items.iter_mut().for_each(without_timings),
         _ => {}
     }
-}
-
-fn corpus_files(dir: &Path) -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.is_dir())
-        .flat_map(|d| std::fs::read_dir(d).unwrap().map(|e| e.unwrap().path()))
-        .filter(|p| p.is_file())
-        .collect();
-    files.sort();
-    files
 }
 
 fn key(host: &str, file: &Path) -> String {

@@ -154,6 +154,11 @@ pub fn corpus() -> Option<PathBuf> {
     corpus_dir::dir()
 }
 
+/// Every file of the corpus's format directories, sorted by path.
+pub fn corpus_files(dir: &std::path::Path) -> Vec<PathBuf> {
+    corpus_dir::files(dir)
+}
+
 #[path = "../../../core/tests/fixtures/corpus.rs"]
 mod corpus_dir;
 
