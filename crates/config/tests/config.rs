@@ -865,7 +865,11 @@ fn the_network_section_sets_proxy_no_proxy_and_ca_file() {
 #[test]
 fn bad_network_settings_name_the_key_and_line_but_never_the_password() {
     for (yaml, key, line) in [
-        ("network:\n  proxy: https://u:hunter2@proxy:443\n", "proxy", 2),
+        (
+            "network:\n  proxy: https://u:hunter2@proxy:443\n",
+            "proxy",
+            2,
+        ),
         ("model: gpt-4o\nnetwork:\n  ca_file: \"\"\n", "ca_file", 3),
         ("network:\n  proxy: http://u:hunter2@\n", "proxy", 2),
         ("network:\n  proxy_url: http://p:1\n", "proxy_url", 2),

@@ -3,8 +3,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod cache_warm;
+mod network;
 mod overflow;
 mod plan;
 mod provider_compaction;
-mod network;
 mod summarize;
