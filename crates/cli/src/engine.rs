@@ -90,7 +90,7 @@ pub fn compactor(args: &EngineArgs) -> anyhow::Result<Compactor> {
         Some(_) => resolve::counter(&args.model)?,
         None => config.counter(),
     };
-    let summarizer = summarizer(config.summarizer())?;
+    let summarizer = summarizer_for(&config, config.summarizer())?;
     Compactor::new(config.policy().clone(), summarizer, counter)
         .map_err(|e| BadInput(e.to_string()).into())
 }
@@ -114,6 +114,20 @@ pub fn refuse_unused(settings: &SummarizerSettings) -> anyhow::Result<()> {
 pub fn summarizer(settings: &SummarizerSettings) -> anyhow::Result<Arc<dyn Summarizer>> {
     refuse_unused(settings)?;
     summarizer_with(settings, None)
+}
+
+/// The summariser `settings` select, a model one sending through the configuration's outbound
+/// client (`network:` over the process's proxy and CA variables); the deterministic one needs none.
+pub fn summarizer_for(
+    config: &Config,
+    settings: &SummarizerSettings,
+) -> anyhow::Result<Arc<dyn Summarizer>> {
+    if settings.kind == SummarizerKind::Deterministic {
+        return summarizer(settings);
+    }
+    let client = compact_wiring::client(config, &compact_wiring::Env::process())
+        .map_err(|e| BadInput(e.to_string()))?;
+    summarizer_with(settings, Some(&client))
 }
 
 /// [`summarizer`] sending through `client` (a server's one outbound client).

@@ -6,7 +6,6 @@
 
 use crate::cmd::serve::{route_backends, shutdown_signal};
 use crate::cmd::sessions::open_store;
-use crate::engine::summarizer;
 use crate::exit::BadInput;
 use crate::output::outln;
 use anyhow::Context;
@@ -52,10 +51,14 @@ fn review_desk(store: &Arc<dyn Store>, config: Option<&str>) -> anyhow::Result<R
     let config =
         compact_config::Config::load(config.map(Path::new), &compact_config::Overrides::default())
             .map_err(|e| BadInput(e.to_string()))?;
-    let session =
-        SessionConfig::from_config(&config).with_summarizer(summarizer(config.summarizer())?);
+    // The one outbound client of the summarisers (`network:` over the process's proxy variables).
+    let client = compact_wiring::client(&config, &compact_wiring::Env::process())
+        .map_err(|e| BadInput(e.to_string()))?;
+    let session = SessionConfig::from_config(&config).with_summarizer(
+        crate::engine::summarizer_with(config.summarizer(), Some(&client))?,
+    );
     let mut routes = ProxyConfig::from_config(&config, None);
-    route_backends(&config, &mut routes, None)?;
+    route_backends(&config, &mut routes, Some(&client))?;
     let managers = Managers::new(session, Arc::clone(store)).with_backends(
         routes
             .models
