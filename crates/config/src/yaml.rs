@@ -107,6 +107,7 @@ fn indentation(line: &str) -> usize {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {
     use super::*;
     use serde::Deserialize;
