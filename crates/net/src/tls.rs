@@ -23,16 +23,9 @@ pub struct RootCounts {
 /// An unreadable bundle, or one holding no certificate, is an error naming the file and the
 /// setting it came from.
 pub(crate) fn roots(extra: &[(&Path, &str)]) -> Result<(RootCertStore, RootCounts), NetError> {
-    let mut store = RootCertStore::empty();
-    let mut counts = RootCounts::default();
-    // Errors of single system files are not fatal: whatever loaded is used.
-    let system = rustls_native_certs::load_native_certs();
-    let (added, _ignored) = store.add_parsable_certificates(system.certs);
-    counts.system = added;
-    if counts.system == 0 {
-        store.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-        counts.webpki = webpki_roots::TLS_SERVER_ROOTS.len();
-    }
+    let (system, system_counts) = system_roots();
+    let mut store = system.clone();
+    let mut counts = *system_counts;
     for (path, setting) in extra {
         let bad = |why: String| NetError::CaFile {
             path: path.display().to_string(),
@@ -54,6 +47,26 @@ pub(crate) fn roots(extra: &[(&Path, &str)]) -> Result<(RootCertStore, RootCount
         }
     }
     Ok((store, counts))
+}
+
+/// The system's roots (the Mozilla roots when it has none), read and parsed once per process:
+/// every client a process builds (a proxy's, each Python manager's, each summariser's) trusts the
+/// same store, and reading the system bundle is the costly part of building one.
+fn system_roots() -> &'static (RootCertStore, RootCounts) {
+    static SYSTEM: std::sync::OnceLock<(RootCertStore, RootCounts)> = std::sync::OnceLock::new();
+    SYSTEM.get_or_init(|| {
+        let mut store = RootCertStore::empty();
+        let mut counts = RootCounts::default();
+        // Errors of single system files are not fatal: whatever loaded is used.
+        let system = rustls_native_certs::load_native_certs();
+        let (added, _ignored) = store.add_parsable_certificates(system.certs);
+        counts.system = added;
+        if counts.system == 0 {
+            store.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+            counts.webpki = webpki_roots::TLS_SERVER_ROOTS.len();
+        }
+        (store, counts)
+    })
 }
 
 /// The rustls configuration: `roots`, the ring provider (explicit: the process default would
