@@ -116,6 +116,7 @@
 //! ```
 
 pub mod env;
+mod check;
 mod error;
 mod file;
 mod layer;

@@ -1,17 +1,18 @@
 //! Resolution: file, environment and flag layers merged (later wins) and applied to the defaults,
 //! the model looked up in the registry (with `models:` overrides), and the policy validated once.
 
+use crate::check::{self, Source};
 use crate::error::ConfigError;
 use crate::file::{FileConfig, FileStorageKind, FileUpstream};
 use crate::layer::Overrides;
-use crate::network::{check_proxy, NetworkSettings};
+use crate::network::NetworkSettings;
 use crate::proxy::{
     check_base_url, InFlightLimit, ProxyModelSettings, ProxySettings, UpstreamSettings,
 };
 use crate::session::{
     ArchiveRetention, ArchiveSettings, ExporterSettings, MemorySettings, OtlpProtocol,
     OtlpSettings, RedactionSettings, SessionSettings, StorageSettings, TelemetrySettings,
-    MAX_OVERFLOW_MAX_RETRIES, MEMORY_KINDS,
+    MAX_OVERFLOW_MAX_RETRIES,
 };
 use crate::yaml;
 use compact_core::model::Role;
@@ -152,6 +153,8 @@ fn role(name: &str) -> Result<Role, ConfigError> {
     }
 }
 
+/// The file's text as its typed sections, every rule of [`crate::check`] met; an empty file is the
+/// defaults.
 fn parse_file(name: &str, text: &str) -> Result<FileConfig, ConfigError> {
     if text.trim().is_empty() {
         return Ok(FileConfig::default());
@@ -162,337 +165,16 @@ fn parse_file(name: &str, text: &str) -> Result<FileConfig, ConfigError> {
         column: e.column,
         message: e.message,
     })?;
-    let at = |section: Option<&str>, key: &str, message: String| {
-        let (line, column) = match section {
-            Some(section) => key_position_in(text, section, key),
-            None => key_position(text, key),
-        };
-        ConfigError::Parse {
-            file: name.to_owned(),
-            line,
-            column,
-            message,
-        }
-    };
+    let src = Source { name, text };
     if let Some((section, key, why)) = parsed.unsupported() {
-        return Err(at(
+        return Err(src.error(
             section,
             key,
             format!("`{key}` has no effect in this version ({why}): remove it"),
         ));
     }
-    let policy = parsed.policy.as_ref();
-    if let Some(n) = policy.and_then(|p| p.overflow_max_retries) {
-        if n > MAX_OVERFLOW_MAX_RETRIES {
-            return Err(at(
-                Some("policy"),
-                "overflow_max_retries",
-                format!("`overflow_max_retries` is {n}; at most {MAX_OVERFLOW_MAX_RETRIES} recoveries per turn are allowed"),
-            ));
-        }
-    }
-    if let Some(phrases) = policy.and_then(|p| p.manual_trigger_phrases.as_ref()) {
-        if phrases.iter().any(|p| p.trim().is_empty()) {
-            return Err(at(
-                Some("policy"),
-                "manual_trigger_phrases",
-                "`manual_trigger_phrases` holds an empty phrase (an empty list turns detection off)".to_owned(),
-            ));
-        }
-    }
-    if let Some(redaction) = &parsed.redaction {
-        for p in &redaction.patterns {
-            let (name, regex) = p.parts();
-            if let Err(e) = compact_core::redact::check_pattern(name, regex) {
-                let key = match e {
-                    compact_core::redact::RedactError::BadName(_) => "name",
-                    _ => "patterns",
-                };
-                return Err(at(Some("redaction"), key, e.to_string()));
-            }
-        }
-    }
-    if let Some(n) = &parsed.network {
-        let bad = |key: &str, message: String| Err(at(Some("network"), key, message));
-        if let Some(proxy) = &n.proxy {
-            if let Err(why) = check_proxy(proxy) {
-                return bad("proxy", why);
-            }
-        }
-        if n.ca_file.as_deref().is_some_and(|f| f.trim().is_empty()) {
-            return bad("ca_file", "`network.ca_file` is empty".to_owned());
-        }
-    }
-    if let Some(m) = &parsed.memory {
-        let bad = |key: &str, message: String| Err(at(Some("memory"), key, message));
-        if m.budget_tokens == Some(0) {
-            return bad(
-                "budget_tokens",
-                "`memory.budget_tokens` must be above 0".to_owned(),
-            );
-        }
-        if let Some(c) = m.min_confidence.filter(|c| !(0.0..=1.0).contains(c)) {
-            return bad(
-                "min_confidence",
-                format!("`memory.min_confidence` is {c}; it must lie in 0..=1"),
-            );
-        }
-        if let Some(kind) = m
-            .caps
-            .iter()
-            .flatten()
-            .map(|(k, _)| k)
-            .find(|k| !MEMORY_KINDS.contains(&k.as_str()))
-        {
-            return Err(at(
-                Some("caps"),
-                kind,
-                format!(
-                    "`memory.caps.{kind}` is not a fact kind (one of {})",
-                    MEMORY_KINDS.join(", ")
-                ),
-            ));
-        }
-        if m.project.as_deref().is_some_and(|p| p.trim().is_empty()) {
-            return bad("project", "`memory.project` is empty".to_owned());
-        }
-    }
-    if let Some(t) = &parsed.telemetry {
-        let bad = |key: &str, message: String| Err(at(Some("telemetry"), key, message));
-        let jsonl_keys = [
-            ("path", t.path.is_some()),
-            ("max_bytes", t.max_bytes.is_some()),
-            ("keep", t.keep.is_some()),
-        ];
-        let otlp_keys = [
-            ("endpoint", t.endpoint.is_some()),
-            ("protocol", t.protocol.is_some()),
-            ("headers", t.headers.is_some()),
-            ("service_name", t.service_name.is_some()),
-            ("timeout_ms", t.timeout_ms.is_some()),
-        ];
-        let first_set =
-            |keys: &[(&'static str, bool)]| keys.iter().find_map(|(k, set)| set.then_some(*k));
-        let exporter = t.exporter.as_deref();
-        if exporter != Some("jsonl") {
-            if let Some(key) = first_set(&jsonl_keys) {
-                return bad(key, format!("`telemetry.{key}` is for `exporter: jsonl`"));
-            }
-        }
-        if exporter != Some("otlp") {
-            if let Some(key) = first_set(&otlp_keys) {
-                return bad(key, format!("`telemetry.{key}` is for `exporter: otlp`"));
-            }
-        }
-        match exporter {
-            Some("jsonl") => {
-                if t.path.as_deref().is_none_or(|p| p.trim().is_empty()) {
-                    return bad("exporter", "`exporter: jsonl` needs `path`".to_owned());
-                }
-            }
-            Some("console" | "none") => {}
-            Some("otlp") => {
-                if let Some(endpoint) = &t.endpoint {
-                    if let Err(why) = check_url(endpoint) {
-                        return bad(
-                            "endpoint",
-                            format!("`telemetry.endpoint` must be a URL such as http://127.0.0.1:4318: {why}"),
-                        );
-                    }
-                }
-                match t.protocol.as_deref() {
-                    None | Some("http" | "http/protobuf" | "grpc") => {}
-                    Some(other) => {
-                        return bad(
-                            "protocol",
-                            format!("`telemetry.protocol` `{other}` is not one of http, grpc"),
-                        )
-                    }
-                }
-                for (name, value) in t.headers.iter().flatten() {
-                    if name.is_empty()
-                        || !name
-                            .bytes()
-                            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
-                    {
-                        return bad(
-                            "headers",
-                            format!("`telemetry.headers`: `{name}` is not a header name"),
-                        );
-                    }
-                    // The value is a secret: the message names the header, never the value.
-                    if value.bytes().any(|b| b.is_ascii_control() && b != b'\t') {
-                        return bad(
-                            "headers",
-                            format!("`telemetry.headers.{name}` holds a control character"),
-                        );
-                    }
-                }
-                if t.service_name
-                    .as_deref()
-                    .is_some_and(|s| s.trim().is_empty())
-                {
-                    return bad(
-                        "service_name",
-                        "`telemetry.service_name` is empty".to_owned(),
-                    );
-                }
-                if t.timeout_ms == Some(0) {
-                    return bad(
-                        "timeout_ms",
-                        "`telemetry.timeout_ms` must be above 0".to_owned(),
-                    );
-                }
-            }
-            Some("custom") => {
-                return bad(
-                    "exporter",
-                    "a custom exporter is set in code (`CompactManager::with_exports`), not in a file"
-                        .to_owned(),
-                );
-            }
-            Some(other) => {
-                return bad(
-                    "exporter",
-                    format!("exporter `{other}` is not one of console, jsonl, otlp, none"),
-                );
-            }
-            None => return bad("exporter", "`telemetry` needs `exporter`".to_owned()),
-        }
-        if t.max_bytes == Some(0) {
-            return bad(
-                "max_bytes",
-                "`telemetry.max_bytes` must be above 0".to_owned(),
-            );
-        }
-        if t.queue == Some(0) {
-            return bad("queue", "`telemetry.queue` must be above 0".to_owned());
-        }
-    }
-    if let Some(a) = parsed.storage.as_ref().and_then(|s| s.archive.as_ref()) {
-        let bad = |key: &str, message: String| Err(at(Some("archive"), key, message));
-        match a.kind.as_deref() {
-            Some("fs") | None => {
-                if a.path.as_deref().is_none_or(|p| p.trim().is_empty()) {
-                    return bad(
-                        "archive",
-                        "`storage.archive` needs `path` (a directory), or `kind: s3`".to_owned(),
-                    );
-                }
-                if let Some(key) = [
-                    ("endpoint", a.endpoint.is_some()),
-                    ("bucket", a.bucket.is_some()),
-                ]
-                .iter()
-                .find_map(|(k, set)| set.then_some(*k))
-                {
-                    return bad(key, format!("`storage.archive.{key}` is for `kind: s3`"));
-                }
-            }
-            Some("s3") => {
-                let endpoint = a.endpoint.as_deref().unwrap_or("");
-                if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
-                    return bad(
-                        if a.endpoint.is_some() {
-                            "endpoint"
-                        } else {
-                            "kind"
-                        },
-                        "`kind: s3` needs `endpoint: https://...` and `bucket`".to_owned(),
-                    );
-                }
-                if a.bucket.as_deref().is_none_or(|b| b.trim().is_empty()) {
-                    return bad("kind", "`kind: s3` needs `bucket`".to_owned());
-                }
-                if a.path.is_some() {
-                    return bad(
-                        "path",
-                        "`storage.archive.path` is for `kind: fs`".to_owned(),
-                    );
-                }
-            }
-            Some(other) => {
-                return bad(
-                    "kind",
-                    format!("archive kind `{other}` is not one of fs, s3"),
-                );
-            }
-        }
-    }
-    if let Some(storage) = &parsed.storage {
-        let postgres = storage.kind == Some(FileStorageKind::Postgres);
-        if postgres && storage.path.is_some() {
-            return Err(at(
-                Some("storage"),
-                "path",
-                "`storage.path` is for `kind: sqlite`; `kind: postgres` takes `url`".to_owned(),
-            ));
-        }
-        if !postgres && storage.url.is_some() {
-            return Err(at(
-                Some("storage"),
-                "url",
-                "`storage.url` is for `kind: postgres`".to_owned(),
-            ));
-        }
-        let url = storage.url.as_deref().unwrap_or("");
-        if postgres && !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
-            return Err(at(
-                Some("storage"),
-                if storage.url.is_some() { "url" } else { "kind" },
-                "`kind: postgres` needs `url: postgres://USER@HOST:PORT/DB`".to_owned(),
-            ));
-        }
-        match (storage.kind, &storage.path) {
-            (Some(FileStorageKind::Postgres), _) => {}
-            (Some(FileStorageKind::Memory), Some(_)) => {
-                return Err(at(
-                    Some("storage"),
-                    "path",
-                    "`storage.path` is for `kind: sqlite`; an in-memory store has no file"
-                        .to_owned(),
-                ))
-            }
-            (Some(FileStorageKind::Sqlite) | None, None) => {
-                return Err(at(
-                    Some("storage"),
-                    "storage",
-                    "`storage` needs `path` (the SQLite file) or `kind: memory`".to_owned(),
-                ))
-            }
-            (_, Some(path)) if path.trim().is_empty() => {
-                return Err(at(
-                    Some("storage"),
-                    "path",
-                    "`storage.path` is empty".to_owned(),
-                ))
-            }
-            _ => {}
-        }
-    }
+    check::file(src, &parsed)?;
     Ok(parsed)
-}
-
-/// Why `text` is not an `http://` or `https://` URL with a host.
-fn check_url(text: &str) -> Result<(), String> {
-    let rest = text
-        .strip_prefix("http://")
-        .or_else(|| text.strip_prefix("https://"))
-        .ok_or_else(|| format!("{text:?} does not start with http:// or https://"))?;
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
-    let host = authority.rsplit('@').next().unwrap_or("");
-    if host.is_empty() || host.starts_with(':') {
-        return Err(format!("{text:?} has no host"));
-    }
-    if text.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        return Err(format!("{text:?} holds a space or a control character"));
-    }
-    if let Some((_, port)) = host.rsplit_once(':').filter(|_| !host.ends_with(']')) {
-        if port.parse::<u16>().is_err() {
-            return Err(format!("{text:?} has a bad port"));
-        }
-    }
-    Ok(())
 }
 
 /// The settings of `memory:` (checked by [`parse_file`]); `None` when absent or disabled.
@@ -586,42 +268,6 @@ fn storage_settings(file: &FileConfig) -> Option<StorageSettings> {
     }
 }
 
-/// Like [`key_position`], but for the first `key` at or after the line where `section` is
-/// written as a key (the position of `section` itself when `key` is the section).
-fn key_position_in(text: &str, section: &str, key: &str) -> (usize, usize) {
-    let (line, column) = key_position(text, section);
-    if line == 0 || key == section {
-        return (line, column);
-    }
-    let rest: String = text
-        .lines()
-        .enumerate()
-        .map(|(n, l)| if n + 1 < line { "" } else { l })
-        .collect::<Vec<_>>()
-        .join("\n");
-    match key_position(&rest, key) {
-        (0, _) => (line, column),
-        found => found,
-    }
-}
-
-/// The 1-based line and column where `key` is first written as a mapping key (`key:` at the start
-/// of a line's content or after `{` or `,`), or (0, 0).
-fn key_position(text: &str, key: &str) -> (usize, usize) {
-    let needle = format!("{key}:");
-    for (n, line) in text.lines().enumerate() {
-        let mut from = 0;
-        while let Some(at) = line[from..].find(&needle).map(|i| i + from) {
-            let before = line[..at].trim_end();
-            if before.is_empty() || before.ends_with('{') || before.ends_with(',') {
-                return (n + 1, at + 1);
-            }
-            from = at + needle.len();
-        }
-    }
-    (0, 0)
-}
-
 fn model_override(m: &crate::file::FileModel) -> Result<ModelOverride, ConfigError> {
     let provider = match &m.provider {
         Some(p) => Some(Provider::parse(p).ok_or_else(|| ConfigError::Field {
@@ -663,148 +309,21 @@ impl Config {
         let mut o = parsed.layer();
         o.merge(env);
         o.merge(flags);
-
-        let overrides = parsed
-            .models
-            .iter()
-            .map(model_override)
-            .collect::<Result<Vec<_>, _>>()?;
-        let registry = ModelRegistry::builtin().with_overrides(overrides)?;
-        let model = match &o.model {
-            Some(name) => match registry.lookup(name) {
-                Some(m) => Some(m.clone()),
-                None if o.max_context_tokens.is_some() => None,
-                None => return Err(ConfigError::UnknownModel(name.clone())),
-            },
-            None => None,
-        };
-
-        let mut p = Policy {
-            model: o.model.clone(),
-            ..Policy::default()
-        };
-        if let Some(m) = &model {
-            p.max_context_tokens = m.context_window as usize;
-            p.reserved_output_tokens = p.reserved_output_tokens.min(m.max_output_tokens as usize);
-        }
-        macro_rules! set {
-            ($($src:ident => $dst:expr),+ $(,)?) => { $( if let Some(v) = o.$src.clone() { $dst = v; } )+ };
-        }
-        set!(
-            max_context_tokens => p.max_context_tokens,
-            reserved_output_tokens => p.reserved_output_tokens,
-            hard_cap_buffer => p.hard_cap_buffer,
-            trigger_pct => p.trigger_pct,
-            target_pct => p.target_pct,
-            min_gain_pct => p.min_gain_pct,
-            keep_recent_turns => p.keep_recent_turns,
-            keep_tool_io_pairs => p.keep_tool_io_pairs,
-            protected_flag => p.protected_flag,
-            protected_tools => p.protected_tools,
-            tool_output_max_tokens => p.tool_output.max_tokens,
-            tool_output_serialization_buffer => p.tool_output.serialization_buffer,
-            tool_output_head_fraction => p.tool_output.head_fraction,
-            user_message_max_tokens => p.user_message_max_tokens,
-            tier1_min_savings_tokens => p.tier1_min_savings_tokens,
-            summary_max_tokens => p.summary_max_tokens,
-        );
-        p.soft_trigger_pct = o.soft_trigger_pct.or(p.soft_trigger_pct);
-        p.boundary_trigger_pct = o.boundary_trigger_pct.or(p.boundary_trigger_pct);
-        p.min_tokens_left = o.min_tokens_left.or(p.min_tokens_left);
-        if let Some(v) = field::<Mode>("policy.mode", &o.mode)? {
-            p.mode = v;
-        }
-        if let Some(v) = field::<StrategyName>("policy.strategy", &o.strategy)? {
-            p.strategy = v;
-        }
-        if let Some(v) = field::<ReversibleMode>("policy.reversible", &o.reversible)? {
-            p.reversible = v;
-        }
-        if let Some(v) = field::<TruncationMode>("policy.tool_output.mode", &o.tool_output_mode)? {
-            p.tool_output.mode = v;
-        }
-        if let Some(v) =
-            field::<SummarizerFailure>("policy.on_summarizer_failure", &o.on_summarizer_failure)?
-        {
-            p.on_summarizer_failure = v;
-        }
-        if let Some(roles) = &o.roles_never_prune {
-            p.roles_never_prune = roles.iter().map(|r| role(r)).collect::<Result<_, _>>()?;
-        }
-        p.validate()?;
-
-        let kind =
-            field::<SummarizerKind>("summarizer.kind", &o.summarizer_kind)?.unwrap_or_default();
-        let summarizer = SummarizerSettings {
-            kind,
-            model: o.summarizer_model.clone(),
-            base_url: o.summarizer_base_url.clone(),
-            template: o.summarizer_template.clone(),
-            api_key_env: parsed
-                .summarizer
-                .as_ref()
-                .and_then(|s| s.api_key_env.clone()),
-            cache_warm: field::<CacheWarmSetting>(
-                "summarizer.cache_warm",
-                &o.summarizer_cache_warm,
-            )?
-            .unwrap_or_default(),
-        };
-        if let Some(n) = o
-            .overflow_max_retries
-            .filter(|&n| n > MAX_OVERFLOW_MAX_RETRIES)
-        {
-            return Err(ConfigError::Field {
-                field: "policy.overflow_max_retries",
-                value: n.to_string(),
-                reason: format!(
-                    "at most {MAX_OVERFLOW_MAX_RETRIES} recoveries per turn are allowed"
-                ),
-            });
-        }
-        let session = SessionSettings {
-            overflow_max_retries: o.overflow_max_retries,
-            idle_delay_ms: o.idle_delay_ms.filter(|&ms| ms > 0),
-            manual_trigger_phrases: o.manual_trigger_phrases.clone(),
-            storage: storage_settings(&parsed),
-            redaction: parsed
-                .redaction
-                .as_ref()
-                .map(|r| RedactionSettings {
-                    enabled: r.enabled.unwrap_or(true),
-                    summarizer: r.summarizer.unwrap_or(false),
-                    patterns: r
-                        .patterns
-                        .iter()
-                        .map(|p| {
-                            let (name, regex) = p.parts();
-                            (name.to_owned(), regex.to_owned())
-                        })
-                        .collect(),
-                })
-                .unwrap_or_default(),
-            archive: archive_settings(&parsed).0,
-            archive_retention: archive_settings(&parsed).1,
-            telemetry: telemetry_settings(&parsed),
-            memory: memory_settings(&parsed),
-        };
+        // The stages in the order their errors are reported: the model first, since the policy's
+        // window and output reserve come from its registry entry.
+        let (registry, model) = registry_and_model(&parsed, &o)?;
+        let policy = policy(&o, model.as_ref())?;
+        let summarizer = summarizer_settings(&parsed, &o)?;
+        let session = session_settings(&parsed, &o)?;
         let proxy = proxy_settings(&parsed, &o)?;
         Ok(Config {
-            policy: p,
+            policy,
             model,
             registry,
             summarizer,
             session,
             proxy,
-            network: parsed
-                .network
-                .as_ref()
-                .map(|n| NetworkSettings {
-                    proxy: n.proxy.as_ref().map(|p| p.trim().to_owned()),
-                    no_proxy: n.no_proxy.clone(),
-                    ca_file: n.ca_file.as_ref().map(std::path::PathBuf::from),
-                })
-                .unwrap_or_default(),
+            network: network_settings(&parsed),
             window_set: o.max_context_tokens,
         })
     }
@@ -883,6 +402,165 @@ impl Config {
     pub fn network(&self) -> &NetworkSettings {
         &self.network
     }
+}
+
+/// The registry with the file's `models:` applied, and the named model in it. A model the
+/// registry does not know is an error unless the window is given, since the window is all the
+/// policy needs from it.
+fn registry_and_model(
+    parsed: &FileConfig,
+    o: &Overrides,
+) -> Result<(ModelRegistry, Option<ModelInfo>), ConfigError> {
+    let overrides = parsed
+        .models
+        .iter()
+        .map(model_override)
+        .collect::<Result<Vec<_>, _>>()?;
+    let registry = ModelRegistry::builtin().with_overrides(overrides)?;
+    let model = match &o.model {
+        Some(name) => match registry.lookup(name) {
+            Some(m) => Some(m.clone()),
+            None if o.max_context_tokens.is_some() => None,
+            None => return Err(ConfigError::UnknownModel(name.clone())),
+        },
+        None => None,
+    };
+    Ok((registry, model))
+}
+
+/// The policy: the defaults, then the model's window and output limit, then every layered
+/// setting (a set value wins over the model's), validated once.
+fn policy(o: &Overrides, model: Option<&ModelInfo>) -> Result<Policy, ConfigError> {
+    let mut p = Policy {
+        model: o.model.clone(),
+        ..Policy::default()
+    };
+    if let Some(m) = model {
+        p.max_context_tokens = m.context_window as usize;
+        p.reserved_output_tokens = p.reserved_output_tokens.min(m.max_output_tokens as usize);
+    }
+    macro_rules! set {
+        ($($src:ident => $dst:expr),+ $(,)?) => { $( if let Some(v) = o.$src.clone() { $dst = v; } )+ };
+    }
+    set!(
+        max_context_tokens => p.max_context_tokens,
+        reserved_output_tokens => p.reserved_output_tokens,
+        hard_cap_buffer => p.hard_cap_buffer,
+        trigger_pct => p.trigger_pct,
+        target_pct => p.target_pct,
+        min_gain_pct => p.min_gain_pct,
+        keep_recent_turns => p.keep_recent_turns,
+        keep_tool_io_pairs => p.keep_tool_io_pairs,
+        protected_flag => p.protected_flag,
+        protected_tools => p.protected_tools,
+        tool_output_max_tokens => p.tool_output.max_tokens,
+        tool_output_serialization_buffer => p.tool_output.serialization_buffer,
+        tool_output_head_fraction => p.tool_output.head_fraction,
+        user_message_max_tokens => p.user_message_max_tokens,
+        tier1_min_savings_tokens => p.tier1_min_savings_tokens,
+        summary_max_tokens => p.summary_max_tokens,
+    );
+    p.soft_trigger_pct = o.soft_trigger_pct.or(p.soft_trigger_pct);
+    p.boundary_trigger_pct = o.boundary_trigger_pct.or(p.boundary_trigger_pct);
+    p.min_tokens_left = o.min_tokens_left.or(p.min_tokens_left);
+    if let Some(v) = field::<Mode>("policy.mode", &o.mode)? {
+        p.mode = v;
+    }
+    if let Some(v) = field::<StrategyName>("policy.strategy", &o.strategy)? {
+        p.strategy = v;
+    }
+    if let Some(v) = field::<ReversibleMode>("policy.reversible", &o.reversible)? {
+        p.reversible = v;
+    }
+    if let Some(v) = field::<TruncationMode>("policy.tool_output.mode", &o.tool_output_mode)? {
+        p.tool_output.mode = v;
+    }
+    if let Some(v) =
+        field::<SummarizerFailure>("policy.on_summarizer_failure", &o.on_summarizer_failure)?
+    {
+        p.on_summarizer_failure = v;
+    }
+    if let Some(roles) = &o.roles_never_prune {
+        p.roles_never_prune = roles.iter().map(|r| role(r)).collect::<Result<_, _>>()?;
+    }
+    p.validate()?;
+    Ok(p)
+}
+
+/// The summariser's settings; its key is named by the file only (`api_key_env`), never carried
+/// by a variable or flag, so that no layer holds a secret.
+fn summarizer_settings(
+    parsed: &FileConfig,
+    o: &Overrides,
+) -> Result<SummarizerSettings, ConfigError> {
+    let kind = field::<SummarizerKind>("summarizer.kind", &o.summarizer_kind)?.unwrap_or_default();
+    Ok(SummarizerSettings {
+        kind,
+        model: o.summarizer_model.clone(),
+        base_url: o.summarizer_base_url.clone(),
+        template: o.summarizer_template.clone(),
+        api_key_env: parsed
+            .summarizer
+            .as_ref()
+            .and_then(|s| s.api_key_env.clone()),
+        cache_warm: field::<CacheWarmSetting>("summarizer.cache_warm", &o.summarizer_cache_warm)?
+            .unwrap_or_default(),
+    })
+}
+
+/// The session runtime's settings. The retry bound is checked again here because a variable or
+/// flag can set it too (the file's value was checked with its line by [`parse_file`]).
+fn session_settings(parsed: &FileConfig, o: &Overrides) -> Result<SessionSettings, ConfigError> {
+    if let Some(n) = o
+        .overflow_max_retries
+        .filter(|&n| n > MAX_OVERFLOW_MAX_RETRIES)
+    {
+        return Err(ConfigError::Field {
+            field: "policy.overflow_max_retries",
+            value: n.to_string(),
+            reason: format!("at most {MAX_OVERFLOW_MAX_RETRIES} recoveries per turn are allowed"),
+        });
+    }
+    let (archive, archive_retention) = archive_settings(parsed);
+    Ok(SessionSettings {
+        overflow_max_retries: o.overflow_max_retries,
+        idle_delay_ms: o.idle_delay_ms.filter(|&ms| ms > 0),
+        manual_trigger_phrases: o.manual_trigger_phrases.clone(),
+        storage: storage_settings(parsed),
+        redaction: parsed
+            .redaction
+            .as_ref()
+            .map(|r| RedactionSettings {
+                enabled: r.enabled.unwrap_or(true),
+                summarizer: r.summarizer.unwrap_or(false),
+                patterns: r
+                    .patterns
+                    .iter()
+                    .map(|p| {
+                        let (name, regex) = p.parts();
+                        (name.to_owned(), regex.to_owned())
+                    })
+                    .collect(),
+            })
+            .unwrap_or_default(),
+        archive,
+        archive_retention,
+        telemetry: telemetry_settings(parsed),
+        memory: memory_settings(parsed),
+    })
+}
+
+/// The `network:` section for the outbound client (checked by [`parse_file`]).
+fn network_settings(parsed: &FileConfig) -> NetworkSettings {
+    parsed
+        .network
+        .as_ref()
+        .map(|n| NetworkSettings {
+            proxy: n.proxy.as_ref().map(|p| p.trim().to_owned()),
+            no_proxy: n.no_proxy.clone(),
+            ca_file: n.ca_file.as_ref().map(std::path::PathBuf::from),
+        })
+        .unwrap_or_default()
 }
 
 /// The `proxy:` section with the merged layers' listen address and base URLs, validated.
