@@ -1,7 +1,8 @@
 //! Compaction orchestration around the pure core: the async [`Summarizer`] boundary (the only async
 //! part of compaction), the [`Compactor`] that runs a strategy's plan, asks a summariser for the
 //! checkpoint text, applies the plan and verifies the result, and [`Compactor::preflight`] that
-//! decides before each model call.
+//! decides before each model call. The decision and the compaction it asks for are one step
+//! ([`decide`], [`Compactor::compact_due`]) that the session runtime wraps as well.
 //!
 //! Architecture invariants: every compaction attempt shrinks the conversation or returns a typed
 //! error (never a loop); a failed summariser never changes the history; the output normalises with
@@ -36,6 +37,7 @@ mod deterministic;
 mod error;
 mod preflight;
 mod report;
+mod step;
 mod summarizer;
 
 pub use block_on::block_on;
@@ -44,6 +46,7 @@ pub use deterministic::DeterministicSummarizer;
 pub use error::CompactError;
 pub use preflight::Preflight;
 pub use report::Report;
+pub use step::{decide, Due, Settled};
 pub use summarizer::{
     BoxFuture, SummarizeError, Summarizer, Summary, SummaryRequest, SummaryUsage,
 };

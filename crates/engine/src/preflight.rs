@@ -1,14 +1,16 @@
 //! [`Compactor::preflight`]: before each model call, count, decide (none / remind / compact) and, when
-//! compaction is due, compact. A failed compaction of a request that still fits is not an error: the
-//! request goes out unchanged with a warning.
+//! compaction is due, compact: the stateless host of the one step in [`crate::step`]. A failed
+//! compaction of a request that still fits is not an error: the request goes out unchanged with a
+//! warning.
 
 use crate::compactor::Compactor;
 use crate::error::CompactError;
 use crate::report::Report;
+use crate::step::{decide, Due, Settled};
 use compact_core::boundary::natural_boundary;
 use compact_core::model::Conversation;
 use compact_core::normalize::normalize;
-use compact_core::policy::{decide_at, Decision};
+use compact_core::policy::Decision;
 use compact_core::provider::compaction_call;
 
 /// What preflight decided and what to send.
@@ -31,9 +33,14 @@ impl Compactor {
     /// normalised: it is returned as it is, with a warning when compaction was due.
     pub async fn preflight(&self, conv: &Conversation) -> Result<Preflight, CompactError> {
         let count = self.counter().total(conv);
-        // The boundary is only read when a floor is set: without one it cannot change the decision.
-        let at = self.budget().boundary.and_then(|_| natural_boundary(conv));
-        let decision = decide_at(count, self.budget(), self.policy(), at);
+        let due = Due {
+            count,
+            // The boundary is only read when a floor is set: without one it cannot change the
+            // decision.
+            at: self.budget().boundary.and_then(|_| natural_boundary(conv)),
+            manual: false,
+        };
+        let decision = decide(due, self.budget(), self.policy());
         let unchanged = |warnings: Vec<String>| Preflight {
             decision,
             conversation: normalize(conv, &self.rules_for(conv)).conversation,
@@ -58,21 +65,18 @@ impl Compactor {
         let Decision::Compact(reason) = decision else {
             return Ok(unchanged(Vec::new()));
         };
-        match self.compact_for(conv, &reason).await {
-            Ok(done) => Ok(Preflight {
+        match self
+            .compact_due(conv, &reason, self.budget().fits(count))
+            .await
+        {
+            Settled::Compacted(done) => Ok(Preflight {
                 decision,
                 conversation: done.conversation,
                 warnings: done.report.warnings.clone(),
                 report: Some(done.report),
             }),
-            Err(
-                e @ (CompactError::NoProgress { .. }
-                | CompactError::InsufficientBudget { .. }
-                | CompactError::StillOverBudget { .. }),
-            ) if self.budget().fits(count) => Ok(unchanged(vec![format!(
-                "compaction skipped: {e}; the request fits and is sent unchanged"
-            )])),
-            Err(e) => Err(e),
+            Settled::Skipped(e) => Ok(unchanged(vec![Settled::skipped_warning(&e)])),
+            Settled::Failed(e) => Err(e),
         }
     }
 }

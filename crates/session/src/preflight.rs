@@ -26,8 +26,8 @@ use compact_core::memory::{Change as MemoryChange, Memory, Origin, Outcome};
 use compact_core::model::{Conversation, Format, Item, ItemBody, Role};
 use compact_core::normalize::{diagnose, normalize, Normalized, ProviderRules};
 use compact_core::plan::Action;
-use compact_core::policy::{decide_at, Decision, Policy};
-use compact_engine::{block_on, CompactError, Compaction};
+use compact_core::policy::{Decision, Policy};
+use compact_engine::{block_on, CompactError, Compaction, Settled};
 use serde_json::json;
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -551,11 +551,13 @@ impl CompactManager {
                 state.growth.expected(),
             )
         };
-        let outcome = self
-            .compactor(session, policy_for_run)
-            .and_then(|c| block_on(c.compact_for(&to_compact, reason)));
+        let fits = budget.fits(effective);
+        let outcome = match self.compactor(session, policy_for_run) {
+            Ok(c) => block_on(c.compact_due(&to_compact, reason, fits)),
+            Err(e) => Settled::of(Err(e), fits),
+        };
         match outcome {
-            Ok(compaction) => {
+            Settled::Compacted(compaction) => {
                 if manual {
                     state.strikes = 0;
                 } else if state
@@ -568,13 +570,9 @@ impl CompactManager {
                 } else {
                     state.strikes = 0;
                 }
-                done.compaction = Some(compaction);
+                done.compaction = Some(*compaction);
             }
-            Err(
-                e @ (CompactError::NoProgress { .. }
-                | CompactError::InsufficientBudget { .. }
-                | CompactError::StillOverBudget { .. }),
-            ) if budget.fits(effective) => {
+            Settled::Skipped(e) => {
                 if !manual {
                     state.strikes += 1;
                     state.strike_floor = count;
@@ -586,11 +584,9 @@ impl CompactManager {
                     }
                     .to_event(),
                 );
-                draft.warnings.push(format!(
-                    "compaction skipped: {e}; the request fits and is sent unchanged"
-                ));
+                draft.warnings.push(Settled::skipped_warning(&e));
             }
-            Err(e) => {
+            Settled::Failed(e) => {
                 draft.events.push(Event::new(
                     EventKind::Failed,
                     json!({"model": draft.model, "t_est": effective, "max": budget.window,
@@ -828,8 +824,9 @@ fn match_chain(state: &mut SessionState, draft: &mut Draft<'_>) -> ChainMatch {
     }
 }
 
-/// Stage 3: the decision on the calibrated count (at the natural boundary the request is at, when
-/// the policy sets a floor: without one the boundary changes nothing).
+/// Stage 3: the engine's decision ([`compact_engine::decide`]) on the calibrated count, at the
+/// natural boundary the request is at when the policy sets a floor (without one the boundary
+/// changes nothing).
 fn decide(
     state: &SessionState,
     chain: &ChainMatch,
@@ -843,11 +840,15 @@ fn decide(
         Some(c) => natural_boundary(c),
         None => natural_boundary_after(&state.sent().items, &draft.request.items[chain.matched..]),
     });
-    let decision = if manual {
-        Decision::Compact(compact_core::policy::TriggerReason::Manual)
-    } else {
-        decide_at(effective, budget, policy, at)
-    };
+    let decision = compact_engine::decide(
+        compact_engine::Due {
+            count: effective,
+            at,
+            manual,
+        },
+        budget,
+        policy,
+    );
     draft.events.push(
         DecisionEvent {
             decision: decision_name(&decision).to_owned(),
