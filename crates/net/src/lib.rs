@@ -19,6 +19,9 @@
 //! - **Synchronous callers** (the S3 archive, the OTLP exporter's thread) use a [`BlockingClient`]:
 //!   the same client driven by a runtime thread of its own.
 //!
+//! - **Inbound.** [`server::serve`] is the one accept loop the proxy, the web view and the MCP
+//!   server run their hyper services on (graceful, bounded shutdown; accept errors survived).
+//!
 //! Nothing here reads the environment on its own: [`ProxyEnv::from_process`] is called once by the
 //! binary, and tests pass a [`ProxyEnv`] they build, so parallel tests never share settings.
 //!
@@ -44,6 +47,7 @@ mod env;
 mod error;
 mod no_proxy;
 mod proxy;
+pub mod server;
 mod tls;
 
 pub use blocking::{BlockingClient, Collected};

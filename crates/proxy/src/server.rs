@@ -1,21 +1,19 @@
-//! [`Proxy`]: the accept loop and graceful shutdown over the shared state ([`crate::state`]). On shutdown the proxy stops
-//! accepting, answers `/readyz` with 503, lets in-flight requests (streams included) finish for up
-//! to the drain timeout, then returns.
+//! [`Proxy`]: the shared state ([`crate::state`]) served on the workspace's one accept loop
+//! ([`compact_net::server`]). On shutdown the proxy stops accepting, answers `/readyz` with 503,
+//! lets in-flight requests (streams included) finish for up to the drain timeout, then returns.
 
 use crate::config::ProxyConfig;
 use crate::error::ProxyError;
 use crate::log::{emit, Level};
 use crate::metrics::Metrics;
 use crate::state::Shared;
+use compact_net::server::ServeOptions;
 use compact_session::Store;
-use hyper_util::rt::TokioIo;
-use hyper_util::server::graceful::GracefulShutdown;
 use serde_json::json;
 use std::future::Future;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use tokio::net::TcpListener;
-use tracing::Instrument;
 
 /// The compaction proxy. Build it with [`Proxy::new`], then [`Proxy::serve`] on a listener.
 #[derive(Clone)]
@@ -77,37 +75,22 @@ impl Proxy {
                        .filter_map(|m| m.backend.as_ref().map(|b| (m.name.clone(), json!(b.summarizer().name()))))
                        .collect::<serde_json::Map<_, _>>()}),
         );
-        let graceful = GracefulShutdown::new();
-        tokio::pin!(shutdown);
-        loop {
-            tokio::select! {
-                accepted = listener.accept() => {
-                    let Ok((stream, _)) = accepted else { continue };
-                    let _ = stream.set_nodelay(true);
-                    let shared = Arc::clone(&self.shared);
-                    let service = hyper::service::service_fn(move |req| {
-                        crate::handler::handle(Arc::clone(&shared), req)
-                    });
-                    let conn = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), service);
-                    let watched = graceful.watch(conn);
-                    // The connection's events (ours and hyper's) keep the span `serve` runs in.
-                    tokio::spawn(
-                        async move {
-                            let _ = watched.await;
-                        }
-                        .in_current_span(),
-                    );
-                }
-                () = &mut shutdown => break,
-            }
-        }
-        drop(listener);
-        self.shared.draining.store(true, Ordering::SeqCst);
-        emit(Level::Info, "draining", json!({}));
-        let drained =
-            tokio::time::timeout(self.shared.config.drain_timeout, graceful.shutdown()).await;
-        emit(Level::Info, "stopped", json!({"drained": drained.is_ok()}));
+        let shared = Arc::clone(&self.shared);
+        let service =
+            hyper::service::service_fn(move |req| crate::handler::handle(Arc::clone(&shared), req));
+        let options = ServeOptions {
+            drain_timeout: self.shared.config.drain_timeout,
+            ..ServeOptions::default()
+        };
+        // `/readyz` answers 503 from the moment shutdown is asked for, while requests drain.
+        let draining = async {
+            shutdown.await;
+            self.shared.draining.store(true, Ordering::SeqCst);
+            emit(Level::Info, "draining", json!({}));
+        };
+        let stopped = compact_net::server::serve(listener, service, &options, draining).await;
+        let drained = stopped.drained;
+        emit(Level::Info, "stopped", json!({"drained": drained}));
         Ok(())
     }
 }

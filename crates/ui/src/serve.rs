@@ -1,4 +1,5 @@
-//! [`serve`]: the pages over HTTP/1.1 with hyper (the stack the proxy uses), for `compactctl ui`.
+//! [`serve`]: the pages over HTTP/1.1 on the workspace's one accept loop ([`compact_net::server`],
+//! as the proxy's), for `compactctl ui`.
 //! GET and HEAD, and POST of a review form (at most [`crate::review::MAX_FORM_BYTES`], from the
 //! page's own origin) when the UI has a review desk; each page is rendered on the blocking pool
 //! (stores are synchronous). Served on a loopback address, requests must name a loopback host
@@ -6,12 +7,11 @@
 
 use crate::{Response as Page, Ui};
 use bytes::Bytes;
+use compact_net::server::ServeOptions;
 use compact_session::Store;
 use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
-use hyper_util::server::graceful::GracefulShutdown;
 use std::convert::Infallible;
 use std::future::Future;
 use std::sync::Arc;
@@ -207,7 +207,8 @@ async fn answer(
 }
 
 /// Serves the pages of `ui` (mounted at the root) over `store` on `listener` until `shutdown`
-/// completes, then lets open requests finish.
+/// completes, then lets open requests finish (for at most
+/// [`compact_net::server::DEFAULT_DRAIN_TIMEOUT`]).
 pub async fn serve(
     listener: TcpListener,
     ui: Ui,
@@ -216,31 +217,9 @@ pub async fn serve(
 ) -> Result<(), ServeError> {
     let ui = Arc::new(ui);
     let loopback = listener.local_addr()?.ip().is_loopback();
-    let graceful = GracefulShutdown::new();
-    tokio::pin!(shutdown);
-    loop {
-        tokio::select! {
-            accepted = listener.accept() => {
-                let (stream, _) = match accepted {
-                    Ok(a) => a,
-                    // A connection that failed before it was accepted (reset, too many files).
-                    Err(_) => continue,
-                };
-                let (ui, store) = (Arc::clone(&ui), Arc::clone(&store));
-                let service = hyper::service::service_fn(move |req| {
-                    answer(Arc::clone(&ui), Arc::clone(&store), loopback, req)
-                });
-                let conn = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), service);
-                let watched = graceful.watch(conn);
-                tokio::spawn(async move {
-                    let _ = watched.await;
-                });
-            }
-            () = &mut shutdown => break,
-        }
-    }
-    drop(listener);
-    graceful.shutdown().await;
+    let service = hyper::service::service_fn(move |req| {
+        answer(Arc::clone(&ui), Arc::clone(&store), loopback, req)
+    });
+    compact_net::server::serve(listener, service, &ServeOptions::default(), shutdown).await;
     Ok(())
 }

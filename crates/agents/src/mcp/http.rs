@@ -2,7 +2,8 @@
 //!
 //! rmcp's [`StreamableHttpService`] speaks the protocol (stateful sessions with
 //! `Mcp-Session-Id`, SSE streams, `Host` and `Origin` checks against DNS rebinding, a bounded
-//! request body); this module serves it with hyper on one path, [`MCP_PATH`], and adds what a local
+//! request body); this module serves it on the workspace's one accept loop
+//! ([`compact_net::server`]) on one path, [`MCP_PATH`], and adds what a local
 //! server needs around it:
 //! - it listens on a loopback address only, unless [`HttpOptions::allow_remote`] says otherwise:
 //!   the server hands out the whole history of a session;
@@ -15,12 +16,11 @@ use super::server::CompactServer;
 use super::source::Source;
 use crate::error::AgentsError;
 use bytes::Bytes;
+use compact_net::server::ServeOptions;
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::{header, Request, Response, StatusCode};
-use hyper_util::rt::{TokioIo, TokioTimer};
-use hyper_util::server::graceful::GracefulShutdown;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use std::convert::Infallible;
@@ -159,38 +159,21 @@ impl HttpServer {
             config,
         );
         let token: Option<Arc<str>> = self.options.token.as_deref().map(Arc::from);
-        let graceful = GracefulShutdown::new();
-        tokio::pin!(shutdown);
-        loop {
-            tokio::select! {
-                accepted = self.listener.accept() => {
-                    // A failed accept (a reset connection, out of descriptors) is that
-                    // connection's problem, not the server's.
-                    let Ok((stream, _)) = accepted else { continue };
-                    let _ = stream.set_nodelay(true);
-                    let mcp = mcp.clone();
-                    let token = token.clone();
-                    let service = hyper::service::service_fn(move |request| {
-                        let mcp = mcp.clone();
-                        let token = token.clone();
-                        async move { Ok::<_, Infallible>(route(&mcp, token.as_deref(), request).await) }
-                    });
-                    let connection = hyper::server::conn::http1::Builder::new()
-                        .timer(TokioTimer::new())
-                        .header_read_timeout(HEADER_READ_TIMEOUT)
-                        .serve_connection(TokioIo::new(stream), service);
-                    let watched = graceful.watch(connection);
-                    tokio::spawn(async move {
-                        let _ = watched.await;
-                    });
-                }
-                () = &mut shutdown => break,
-            }
-        }
-        drop(self.listener);
-        // Ends every MCP session and its event streams, so that the connections can close.
-        cancel.cancel();
-        let _ = tokio::time::timeout(DRAIN_TIMEOUT, graceful.shutdown()).await;
+        let service = hyper::service::service_fn(move |request| {
+            let mcp = mcp.clone();
+            let token = token.clone();
+            async move { Ok::<_, Infallible>(route(&mcp, token.as_deref(), request).await) }
+        });
+        let options = ServeOptions {
+            drain_timeout: DRAIN_TIMEOUT,
+            header_read_timeout: Some(HEADER_READ_TIMEOUT),
+        };
+        // Ending every MCP session and its event streams lets their connections close.
+        let ending = async {
+            shutdown.await;
+            cancel.cancel();
+        };
+        compact_net::server::serve(self.listener, service, &options, ending).await;
         Ok(())
     }
 }

@@ -186,3 +186,24 @@ fn ui_reviews_with_the_configured_summarizer() {
         .unwrap_or_else(|| panic!("{review}"));
     assert!(planned.contains("summariser openai"), "{planned}");
 }
+
+/// Without `--bind`, `compactctl ui` listens on 127.0.0.1 only, as its help says (the pages show
+/// whole transcripts): the address it prints is 127.0.0.1, and another loopback address of the
+/// machine, which a socket on 0.0.0.0 would answer, is refused on its port.
+#[test]
+fn ui_without_bind_listens_on_127_0_0_1_only() {
+    let dir = temp_dir("ui-loopback");
+    let db = in_dir(&dir, "sessions.db");
+    std::fs::write(&db, b"").unwrap();
+    let (child, addr) = serve(&db, &["--read-only"]);
+    let port: u16 = addr.rsplit(':').next().unwrap().parse().unwrap();
+    let page = get(&addr, "/");
+    let elsewhere = TcpStream::connect(("127.0.0.2", port)).map_err(|e| e.kind());
+    stop(child);
+    assert!(addr.starts_with("127.0.0.1:"), "{addr}");
+    assert!(page.starts_with("HTTP/1.1 200"), "{page}");
+    assert_eq!(
+        elsewhere.map(|_| ()),
+        Err(std::io::ErrorKind::ConnectionRefused)
+    );
+}

@@ -4,6 +4,8 @@
 //! [`ProxyEnv`].
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod server;
+
 use compact_net::http::{Request, Version};
 use compact_net::{BlockingClient, Body, Client, NetError, NetSettings, ProxyEnv};
 use compact_net_test::{Alpn, Backend, TestCa, TestProxy, TlsServer};

@@ -417,3 +417,42 @@ async fn a_compaction_reviewed_in_the_web_view_applies_through_the_sessions_mana
     assert!(sent.contains("Next: fix src/rev.rs line 3."), "{sent}");
     h.stop().await;
 }
+
+/// With no listen option (no `--listen`, no `proxy.listen`, no `COMPACT_PROXY_LISTEN`) the proxy
+/// listens on 127.0.0.1:8787, loopback only, as the README says: an agent's requests carry its API
+/// key. The started server is checked on a free port of that address (a fixed port may be taken):
+/// another loopback address of the machine, which a socket on 0.0.0.0 would answer, is refused.
+#[tokio::test]
+async fn without_a_listen_option_the_proxy_listens_on_127_0_0_1_only() {
+    use std::net::{Ipv4Addr, SocketAddr};
+    let none = compact_config::Overrides::default();
+    let config = compact_config::Config::from_sources(None, &none, &none).unwrap();
+    let mut settings = compact_proxy::ProxyConfig::from_config(&config, None);
+    assert_eq!(settings.listen, SocketAddr::from(([127, 0, 0, 1], 8787)));
+
+    settings.listen.set_port(0);
+    let store: std::sync::Arc<dyn Store> = std::sync::Arc::new(compact_session::MemoryStore::new());
+    let proxy = compact_proxy::Proxy::new(settings, store).unwrap();
+    let listener = proxy.bind().await.unwrap();
+    let local = listener.local_addr().unwrap();
+    assert_eq!(local.ip(), Ipv4Addr::LOCALHOST);
+    let (stop, stop_asked) = tokio::sync::oneshot::channel::<()>();
+    let served = tokio::spawn(async move {
+        proxy
+            .serve(listener, async {
+                let _ = stop_asked.await;
+            })
+            .await
+    });
+    tokio::net::TcpStream::connect(local).await.unwrap();
+    let elsewhere = SocketAddr::new(Ipv4Addr::new(127, 0, 0, 2).into(), local.port());
+    assert_eq!(
+        tokio::net::TcpStream::connect(elsewhere)
+            .await
+            .map(|_| ())
+            .map_err(|e| e.kind()),
+        Err(std::io::ErrorKind::ConnectionRefused)
+    );
+    stop.send(()).unwrap();
+    served.await.unwrap().unwrap();
+}
