@@ -357,3 +357,64 @@ fn arch_no_function_runs_past_150_lines() {
         );
     }
 }
+
+/// The Rust version every workspace crate declares (inherited from the workspace) is at least what
+/// each dependency in the lock file declares: `cargo` then refuses an older toolchain with a clear
+/// message instead of a compile error deep in a dependency. Every crate also stays unpublished.
+#[test]
+fn arch_the_declared_rust_version_covers_every_dependency() {
+    let out = Command::new(env!("CARGO"))
+        .args(["metadata", "--format-version", "1", "--offline", "--locked"])
+        .current_dir(root())
+        .output()
+        .expect("cargo metadata runs");
+    assert!(
+        out.status.success(),
+        "cargo metadata failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let metadata: Value = serde_json::from_slice(&out.stdout).expect("cargo metadata prints JSON");
+    let members: BTreeSet<&str> = metadata["workspace_members"]
+        .as_array()
+        .expect("workspace members")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    // `1.89` and `1.89.0` are the same version: compared as three numbers.
+    let version = |v: &str| -> [u64; 3] {
+        let mut out = [0; 3];
+        for (slot, n) in out.iter_mut().zip(v.split('.')) {
+            *slot = n.parse().expect("a numeric rust-version");
+        }
+        out
+    };
+    let mut needed: Option<([u64; 3], String)> = None;
+    let mut declared = Vec::new();
+    for package in metadata["packages"].as_array().expect("packages") {
+        let name = package["name"].as_str().expect("a package name");
+        let id = package["id"].as_str().expect("a package id");
+        let rust_version = package["rust_version"].as_str();
+        if members.contains(id) {
+            let Some(v) = rust_version else {
+                panic!("{name} declares no rust-version: add `rust-version.workspace = true`");
+            };
+            assert_eq!(
+                package["publish"],
+                Value::Array(Vec::new()),
+                "{name} must say `publish = false`"
+            );
+            declared.push((name.to_owned(), version(v)));
+        } else if let Some(v) = rust_version {
+            if needed.as_ref().is_none_or(|(n, _)| version(v) > *n) {
+                needed = Some((version(v), format!("{name} {}", package["version"])));
+            }
+        }
+    }
+    let (needed, by) = needed.expect("some dependency declares a rust-version");
+    for (name, v) in declared {
+        assert!(
+            v >= needed,
+            "{name} declares rust-version {v:?}, below the {needed:?} that {by} needs: raise the workspace's rust-version"
+        );
+    }
+}
