@@ -43,7 +43,6 @@ pub use fault::Fault;
 pub use record::{Api, RecordedRequest};
 pub use script::{ScriptedReply, ScriptedToolCall, RECALL_TOOL, STUB_ID};
 
-use hyper_util::rt::TokioIo;
 use server::{lock, State};
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -87,21 +86,18 @@ impl Simulator {
     }
 }
 
+/// Serves until the handle is dropped (which aborts this task), through the one server loop
+/// (`compact_net::server`): an accept error is retried after a pause, not in a tight loop.
 async fn accept_loop(listener: TcpListener, state: Arc<State>) {
-    loop {
-        let Ok((stream, _)) = listener.accept().await else {
-            continue;
-        };
-        let state = Arc::clone(&state);
-        tokio::spawn(async move {
-            let service =
-                hyper::service::service_fn(move |req| server::handle(Arc::clone(&state), req));
-            // A simulated reset surfaces here as a service error: the connection is dropped unanswered.
-            let _ = hyper::server::conn::http1::Builder::new()
-                .serve_connection(TokioIo::new(stream), service)
-                .await;
-        });
-    }
+    // A simulated reset surfaces as a service error: the connection is dropped unanswered.
+    let service = hyper::service::service_fn(move |req| server::handle(Arc::clone(&state), req));
+    compact_net::server::serve(
+        listener,
+        service,
+        &compact_net::server::ServeOptions::default(),
+        std::future::pending(),
+    )
+    .await;
 }
 
 /// A running simulator. Dropping it stops accepting connections.
