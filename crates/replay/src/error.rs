@@ -33,6 +33,9 @@ pub enum ReplayError {
     /// A model the registry does not know (add it under `models:` in the configuration).
     #[error("unknown model `{0}` (add it under `models:` in the configuration)")]
     UnknownModel(String),
+    /// A history could not be written as a wire request.
+    #[error("encoding a request: {0}")]
+    Encode(String),
     /// The window is zero.
     #[error("the context window must be at least 1 token")]
     EmptyWindow,

@@ -40,6 +40,7 @@
 //! assert_eq!(run.overflows(), 0);
 //! ```
 
+mod agent;
 mod cache;
 mod calls;
 mod continuation;
@@ -60,6 +61,7 @@ mod setup;
 pub mod split;
 mod stats;
 
+pub use agent::AgentCalls;
 pub use cache::{PrefixCache, RequestShape};
 pub use calls::{call_points, is_assistant_side, run_end};
 pub use continuation::{
