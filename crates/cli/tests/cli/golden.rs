@@ -20,7 +20,7 @@ fn golden_path() -> PathBuf {
 }
 
 /// FNV-1a, 64 bits: a stable digest with no dependency (not a security property).
-fn digest(bytes: &[u8]) -> String {
+pub(crate) fn digest(bytes: &[u8]) -> String {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for b in bytes {
         h ^= u64::from(*b);
@@ -91,26 +91,19 @@ fn digests(files: &[PathBuf]) -> BTreeMap<String, String> {
     out
 }
 
-#[test]
-fn golden_corpus_outputs_are_unchanged() {
-    let Some(dir) = corpus() else { return };
-    let files = corpus_files(&dir);
-    assert!(!files.is_empty());
-    let now = digests(&files);
+/// Compares `now` with the golden file at `path` and fails naming every key that changed, came or
+/// went; with `COMPACT_BLESS` set, writes `now` there instead (the proxy's golden test uses it too).
+pub(crate) fn compare_or_bless(path: &Path, now: &BTreeMap<String, String>) {
     let text: String = now.iter().map(|(k, d)| format!("{k} {d}\n")).collect();
     if std::env::var_os("COMPACT_BLESS").is_some() {
-        std::fs::write(golden_path(), &text).unwrap();
+        std::fs::write(path, &text).unwrap();
         return;
     }
-    let golden = std::fs::read_to_string(golden_path()).unwrap_or_else(|e| {
-        panic!(
-            "{}: {e}; bless it with COMPACT_BLESS=1",
-            golden_path().display()
-        )
-    });
+    let golden = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("{}: {e}; bless it with COMPACT_BLESS=1", path.display()));
     let was: BTreeMap<&str, &str> = golden.lines().filter_map(|l| l.rsplit_once(' ')).collect();
     let mut changed = Vec::new();
-    for (k, d) in &now {
+    for (k, d) in now {
         match was.get(k.as_str()) {
             Some(old) if old == d => {}
             Some(_) => changed.push(format!("changed: {k}")),
@@ -128,9 +121,18 @@ fn golden_corpus_outputs_are_unchanged() {
          alter outputs re-blesses with COMPACT_BLESS=1 and says why):\n{}",
         changed.len(),
         now.len(),
-        golden_path().display(),
+        path.display(),
         changed.join("\n")
     );
+}
+
+#[test]
+fn golden_corpus_outputs_are_unchanged() {
+    let Some(dir) = corpus() else { return };
+    let files = corpus_files(&dir);
+    assert!(!files.is_empty());
+    let now = digests(&files);
+    compare_or_bless(&golden_path(), &now);
 }
 
 #[test]

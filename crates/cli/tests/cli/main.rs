@@ -9,6 +9,7 @@ mod compact;
 mod count;
 mod exit;
 mod golden;
+mod golden_proxy;
 mod inspect;
 mod limits;
 mod llm;
