@@ -132,6 +132,38 @@ impl Conversation {
             item.meta.id = id;
         }
     }
+
+    /// [`Conversation::extend_unique`] for a conversation whose items already went through it
+    /// (their ids are unique, none empty: the result of an earlier `extend_unique` or
+    /// [`Conversation::make_ids_unique`]): the same ids and turns, but only the new items are
+    /// renamed or given their content id, checked against every earlier item without copying
+    /// the earlier items' ids (a decoder that keeps the items of a request's unchanged start).
+    pub fn extend_unique_after(&mut self, items: impl IntoIterator<Item = Item>) {
+        let start = self.items.len();
+        for item in items {
+            self.append(item);
+        }
+        self.make_ids_unique_from(start);
+    }
+
+    /// [`Conversation::make_ids_unique`] for the items from `start` on, the ones before already
+    /// unique.
+    fn make_ids_unique_from(&mut self, start: usize) {
+        let start = start.min(self.items.len());
+        let (done, new) = self.items.split_at_mut(start);
+        let taken: HashSet<&str> = done.iter().map(|i| i.meta.id.as_str()).collect();
+        let mut added: HashSet<ItemId> = HashSet::with_capacity(new.len());
+        for item in new {
+            let base = if item.meta.id.as_str().is_empty() {
+                content_id(item)
+            } else {
+                std::mem::take(&mut item.meta.id)
+            };
+            let id = unique(base, |id| taken.contains(id.as_str()) || added.contains(id));
+            added.insert(id.clone());
+            item.meta.id = id;
+        }
+    }
 }
 
 #[cfg(test)]
@@ -196,5 +228,38 @@ mod tests {
         ]);
         let ids: Vec<&str> = conv.items.iter().map(|i| i.meta.id.as_str()).collect();
         assert_eq!(ids, ["r1", "r1~2", "r1~2~2"]);
+    }
+
+    #[test]
+    fn ids_made_unique_from_a_finished_prefix_are_those_of_the_whole_pass() {
+        let items = || {
+            vec![
+                Item::text(Role::User, "a").with_id("r1"),
+                Item::text(Role::User, "continue"),
+                Item::text(Role::User, "b").with_id("r1"),
+                Item::text(Role::User, "continue"),
+                Item::text(Role::User, "c").with_id("r1~2"),
+                Item::text(Role::User, "d").with_id("r1"),
+                Item::text(Role::User, "continue"),
+            ]
+        };
+        let mut whole = Conversation::default();
+        whole.extend_unique(items());
+        for start in 0..=items().len() {
+            let mut part = Conversation::default();
+            part.extend_unique(items().into_iter().take(start));
+            part.extend_unique_after(items().into_iter().skip(start));
+            let got: Vec<(&str, u32)> = part
+                .items
+                .iter()
+                .map(|i| (i.meta.id.as_str(), i.meta.turn))
+                .collect();
+            let want: Vec<(&str, u32)> = whole
+                .items
+                .iter()
+                .map(|i| (i.meta.id.as_str(), i.meta.turn))
+                .collect();
+            assert_eq!(got, want, "from {start}");
+        }
     }
 }

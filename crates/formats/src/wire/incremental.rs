@@ -94,7 +94,8 @@ impl IncrementalDecode {
             items: kept,
             ..head
         };
-        conversation.extend_unique(items);
+        // The kept items are the last decode's, their ids made unique: only the new ones are.
+        conversation.extend_unique_after(items);
         resolve_tool_names(&mut conversation);
         self.conversation = conversation;
         self.format = Some(format);
