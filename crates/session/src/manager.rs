@@ -25,7 +25,7 @@ use crate::provider::ProviderHeld;
 use crate::record::{Record, ViewEntry};
 use crate::state::{call_ids, hides_only, SessionState};
 use crate::store::{Store, StoreError};
-use compact_core::model::{Conversation, Format};
+use compact_core::model::{Conversation, Format, ItemMeta};
 use compact_core::normalize::{normalize, ProviderRules};
 use compact_core::plan::Action;
 use compact_core::policy::{Decision, Policy};
@@ -60,9 +60,36 @@ impl Prepared {
             && sent.len() == asked.len()
             && sent.iter().zip(asked).all(|(a, b)| {
                 let same_wire = a.wire_digest().is_some() && a.wire_digest() == b.wire_digest();
-                (same_wire && a.meta == b.meta) || a == b
+                (same_wire && same_meta(&a.meta, &b.meta)) || a == b
             })
     }
+}
+
+/// `a == b`, but an envelope shared by both (the same `Arc`, as an item and its copy in the view
+/// share it) is equal without comparing its fields: the common case, and a walk of every
+/// message-level field otherwise.
+fn same_meta(a: &ItemMeta, b: &ItemMeta) -> bool {
+    // Every field named, so that a new one cannot be left out of the comparison.
+    let ItemMeta {
+        id,
+        protected,
+        visibility,
+        turn,
+        timestamp,
+        origin,
+        envelope,
+    } = a;
+    *id == b.id
+        && *protected == b.protected
+        && *visibility == b.visibility
+        && *turn == b.turn
+        && *timestamp == b.timestamp
+        && *origin == b.origin
+        && match (envelope, &b.envelope) {
+            (Some(x), Some(y)) => Arc::ptr_eq(x, y) || x == y,
+            (None, None) => true,
+            _ => false,
+        }
 }
 
 /// What one preflight decided and did.
