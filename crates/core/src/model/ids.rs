@@ -151,14 +151,29 @@ impl Conversation {
     fn make_ids_unique_from(&mut self, start: usize) {
         let start = start.min(self.items.len());
         let (done, new) = self.items.split_at_mut(start);
-        let taken: HashSet<&str> = done.iter().map(|i| i.meta.id.as_str()).collect();
+        let bases: Vec<ItemId> = new
+            .iter_mut()
+            .map(|item| {
+                if item.meta.id.as_str().is_empty() {
+                    content_id(item)
+                } else {
+                    std::mem::take(&mut item.meta.id)
+                }
+            })
+            .collect();
+        // Every id `unique` may try for a base starts with that base: only the earlier ids that
+        // do can be taken. A few new items (an agent's turn) are looked for by comparing bytes,
+        // many (a first request after a branch) with a set of every earlier id.
+        let taken: HashSet<&str> = if bases.len() <= 8 {
+            done.iter()
+                .map(|i| i.meta.id.as_str())
+                .filter(|id| bases.iter().any(|b| id.starts_with(b.as_str())))
+                .collect()
+        } else {
+            done.iter().map(|i| i.meta.id.as_str()).collect()
+        };
         let mut added: HashSet<ItemId> = HashSet::with_capacity(new.len());
-        for item in new {
-            let base = if item.meta.id.as_str().is_empty() {
-                content_id(item)
-            } else {
-                std::mem::take(&mut item.meta.id)
-            };
+        for (item, base) in new.iter_mut().zip(bases) {
             let id = unique(base, |id| taken.contains(id.as_str()) || added.contains(id));
             added.insert(id.clone());
             item.meta.id = id;
@@ -241,10 +256,18 @@ mod tests {
                 Item::text(Role::User, "c").with_id("r1~2"),
                 Item::text(Role::User, "d").with_id("r1"),
                 Item::text(Role::User, "continue"),
+                Item::text(Role::Assistant, "continue"),
+                Item::text(Role::User, "e").with_id("r1~2~2"),
+                Item::text(Role::User, "f").with_id("r1"),
+                Item::text(Role::Assistant, "continue"),
+                Item::text(Role::User, "g").with_id("r"),
+                Item::text(Role::User, "continue"),
             ]
         };
         let mut whole = Conversation::default();
         whole.extend_unique(items());
+        // From the start (13 new items: the set of every earlier id) to the end (a few new items:
+        // the earlier ids that start with a new item's id).
         for start in 0..=items().len() {
             let mut part = Conversation::default();
             part.extend_unique(items().into_iter().take(start));
