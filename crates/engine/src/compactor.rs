@@ -1,6 +1,7 @@
 //! [`Compactor`]: plans with a strategy, asks the summariser for the checkpoint text, applies the plan,
-//! re-estimates (re-planning with the real summary size when it came out larger than planned) and
-//! verifies. Every attempt must shrink the conversation: no progress is a typed error, never a loop.
+//! re-estimates (re-planning with the real summary size when it came out larger than planned, or
+//! well under it and the result left room below the target) and verifies. Every attempt must shrink
+//! the conversation: no progress is a typed error, never a loop.
 
 use crate::deterministic::DeterministicSummarizer;
 use crate::error::CompactError;
@@ -21,9 +22,27 @@ use compact_core::strategy::{self, Request};
 use compact_core::tokens::TokenCounter;
 use std::sync::Arc;
 
-/// Plans per compaction: the first, and re-plans with the real summary size. Bounded so a summariser
-/// that ignores its budget cannot cause a loop.
+/// Plans per compaction: the first, and re-plans with the real summary size when it came out larger
+/// than planned. Bounded so a summariser that ignores its budget cannot cause a loop. A compaction that
+/// fits may take one plan more to use the room a smaller summary left ([`ROOM_SHARE`]).
 pub const MAX_PLANS: u32 = 3;
+
+/// Share of the usable budget a compaction must leave empty below the target before it is re-planned
+/// with its checkpoint's real size ([`Compactor::use_room`]).
+pub const ROOM_SHARE: f64 = 0.08;
+/// Fewest tokens of room worth a re-plan whatever the window: a re-plan rewrites the kept span and
+/// may cost a summary, worth it when a tool output or two come back, not a line.
+pub const MIN_ROOM_TOKENS: usize = 1_500;
+
+/// A plan applied: the compacted conversation, its size, the size of its checkpoint text, and how
+/// many plans it took.
+struct Applied {
+    plan: Plan,
+    out: Conversation,
+    tokens_after: usize,
+    text_tokens: Option<usize>,
+    plans: u32,
+}
 
 /// A request made ready for planning: normalised, with what the provider's last compaction
 /// superseded hidden.
@@ -50,6 +69,9 @@ struct Draft {
     /// The last summary and the items it covers: a re-plan that summarises the same items reuses
     /// it instead of asking again.
     cached: Option<(Vec<compact_core::model::ItemId>, String)>,
+    /// The summariser failed and the deterministic fallback wrote the checkpoint: it is not asked
+    /// again for a re-plan that is only worth making, not needed.
+    fell_back: bool,
 }
 
 /// The result of a compaction.
@@ -307,16 +329,24 @@ impl Compactor {
                     usable: self.budget.usable,
                 });
             }
+            let first = Applied {
+                plan,
+                out,
+                tokens_after,
+                text_tokens,
+                plans: attempt,
+            };
+            let done = self.use_room(input, min_gain, first, &mut draft).await?;
             let report = self.report(
                 input,
-                (&out, tokens_after),
-                &plan,
+                (&done.out, done.tokens_after),
+                &done.plan,
                 draft,
-                (attempt, text_tokens),
+                (done.plans, done.text_tokens),
             );
             return Ok(Compaction {
-                conversation: out,
-                plan,
+                conversation: done.out,
+                plan: done.plan,
                 report,
             });
         }
@@ -324,6 +354,97 @@ impl Compactor {
             after: last_after,
             usable: self.budget.usable,
         })
+    }
+
+    /// `first` (a compaction that fits), or, when its checkpoint came in under its planned size and
+    /// left room below the target ([`Compactor::room_worth_replanning`]), the compaction
+    /// re-planned with the checkpoint's real size: the strategy then summarises less and keeps more of
+    /// the recent history. The re-plan is taken only when it keeps more, stays within the target and
+    /// still frees `min_gain`; otherwise `first` stands. One extra plan at most (and one summary of
+    /// fewer items).
+    async fn use_room(
+        &self,
+        input: &Input<'_>,
+        min_gain: usize,
+        first: Applied,
+        draft: &mut Draft,
+    ) -> Result<Applied, CompactError> {
+        let target = self.budget.target;
+        let room = target.saturating_sub(first.tokens_after);
+        let planned = first.plan.checkpoint.as_ref().map_or(0, |c| c.max_tokens);
+        let summarised = first
+            .plan
+            .checkpoint
+            .as_ref()
+            .is_some_and(|c| c.fixed_text.is_none());
+        let Some(actual) = first.text_tokens.filter(|&t| t < planned) else {
+            return Ok(first);
+        };
+        if !summarised || draft.fell_back || room < self.room_worth_replanning() {
+            return Ok(first);
+        }
+        let request = Request {
+            summary_tokens: Some(actual),
+            ..Request::new(&input.base, &self.budget, &self.policy, &self.counter)
+        };
+        let Ok(mut plan) = strategy::run(self.strategy, &request) else {
+            return Ok(first);
+        };
+        let same_cover = plan.checkpoint.as_ref().map(|c| &c.covers)
+            == first.plan.checkpoint.as_ref().map(|c| &c.covers);
+        if plan.is_noop() || plan.checkpoint.is_none() || same_cover {
+            return Ok(first);
+        }
+        // A failed summary here is no reason to fail a compaction that already fits.
+        let mut trial = Draft {
+            produced_by: draft.produced_by.clone(),
+            ..Draft::default()
+        };
+        let text = match self.checkpoint_text(input, &plan, &mut trial).await {
+            Ok(t) => t,
+            Err(_) => {
+                draft.usage = draft.usage.plus(trial.usage);
+                return Ok(first);
+            }
+        };
+        draft.usage = draft.usage.plus(trial.usage);
+        let text_tokens = text.as_deref().map(|t| self.counter.count_text(t));
+        let new_planned = plan.checkpoint.as_ref().map_or(0, |c| c.max_tokens);
+        if text_tokens.is_some_and(|t| t > new_planned) {
+            return Ok(first);
+        }
+        input.dropped.mark(&mut plan);
+        let mut warnings = Vec::new();
+        let Ok(out) = self.apply_checked(input, &plan, text.as_deref(), &mut warnings) else {
+            return Ok(first);
+        };
+        let tokens_after = self.counter.total(&out);
+        if tokens_after > target
+            || tokens_after <= first.tokens_after
+            || self.too_little_freed(input.tokens_before, tokens_after, min_gain)
+        {
+            return Ok(first);
+        }
+        draft.warnings.extend(warnings);
+        draft.warnings.extend(trial.warnings);
+        draft.produced_by = trial.produced_by;
+        draft.warnings.push(format!(
+            "summary of {actual} tokens came in under the planned {planned}: re-planned to keep more ({} -> {tokens_after} tokens)",
+            first.tokens_after
+        ));
+        Ok(Applied {
+            plan,
+            out,
+            tokens_after,
+            text_tokens,
+            plans: first.plans + 1,
+        })
+    }
+
+    /// The least room below the target that [`Compactor::use_room`] re-plans for: [`ROOM_SHARE`] of
+    /// the usable budget, and at least [`MIN_ROOM_TOKENS`].
+    fn room_worth_replanning(&self) -> usize {
+        ((self.budget.usable as f64 * ROOM_SHARE) as usize).max(MIN_ROOM_TOKENS)
     }
 
     /// The text of `plan`'s checkpoint, if it has one: the strategy's fixed text, the summary made
@@ -349,13 +470,7 @@ impl Compactor {
             return Ok(Some(text.clone()));
         }
         let text = self
-            .summarize(
-                (input.conv, &input.base),
-                plan,
-                &mut draft.usage,
-                &mut draft.produced_by,
-                &mut draft.warnings,
-            )
+            .summarize((input.conv, &input.base), plan, draft)
             .await?;
         draft.cached = Some((slot.covers.clone(), text.clone()));
         Ok(Some(text))
@@ -487,9 +602,7 @@ impl Compactor {
         &self,
         (conv, base): (&Conversation, &Conversation),
         plan: &Plan,
-        usage: &mut SummaryUsage,
-        produced_by: &mut Option<String>,
-        warnings: &mut Vec<String>,
+        draft: &mut Draft,
     ) -> Result<String, CompactError> {
         let items = plan.summary_items(base);
         let previous = plan.previous_checkpoint(base);
@@ -517,7 +630,8 @@ impl Compactor {
             Err(e) => {
                 // The failed calls cost tokens: the report counts them beside the fallback's own.
                 let spent = e.usage();
-                *usage = usage.plus(spent);
+                draft.usage = draft.usage.plus(spent);
+                draft.fell_back = true;
                 let cost = if spent.calls > 0 {
                     format!(
                         " after {} call(s), {} input and {} output tokens",
@@ -526,7 +640,7 @@ impl Compactor {
                 } else {
                     String::new()
                 };
-                warnings.push(format!(
+                draft.warnings.push(format!(
                     "summariser `{}` failed{cost} ({}); used the deterministic checkpoint instead",
                     self.summarizer.name(),
                     e.cause()
@@ -534,9 +648,9 @@ impl Compactor {
                 self.fallback.summarize(request(())).await?
             }
         };
-        *usage = usage.plus(summary.usage);
-        warnings.extend(summary.warnings.iter().cloned());
-        *produced_by = Some(summary.produced_by.clone());
+        draft.usage = draft.usage.plus(summary.usage);
+        draft.warnings.extend(summary.warnings.iter().cloned());
+        draft.produced_by = Some(summary.produced_by.clone());
         Ok(summary.text)
     }
 }

@@ -305,3 +305,67 @@ fn deterministic_summary_respects_its_budget() {
         assert!(n <= max_tokens, "{n} > {max_tokens}");
     }
 }
+
+/// A summariser that writes a few words whatever it is given, and counts its calls.
+struct Terse(AtomicU32);
+impl Summarizer for Terse {
+    fn name(&self) -> &str {
+        "terse"
+    }
+    fn summarize<'a>(
+        &'a self,
+        _: SummaryRequest<'a>,
+    ) -> BoxFuture<'a, Result<Summary, SummarizeError>> {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        Box::pin(async {
+            Ok(Summary {
+                text: "Earlier: the agent read and edited the files of the task.".into(),
+                produced_by: "terse".into(),
+                ..Summary::default()
+            })
+        })
+    }
+}
+
+/// A checkpoint far under its planned size leaves room: the compaction is re-planned once with the
+/// checkpoint's real size and keeps more of the history, still within the target and valid.
+#[test]
+fn a_checkpoint_under_its_plan_gives_its_room_back_to_the_history() {
+    let conv = fixture::session(17, 40, 20);
+    let before = counter().total(&conv);
+    let policy = Policy::for_window(before / 2);
+    let terse = Arc::new(Terse(AtomicU32::new(0)));
+    let c = Compactor::new(policy.clone(), terse.clone(), counter()).unwrap();
+    let done = block_on(c.compact(&conv)).unwrap();
+    assert_eq!(terse.0.load(Ordering::SeqCst), 2, "one summary per plan");
+    assert_eq!(done.report.plans, 2);
+    assert!(
+        done.report
+            .warnings
+            .iter()
+            .any(|w| w.contains("re-planned to keep more")),
+        "{:?}",
+        done.report.warnings
+    );
+    assert!(done.report.tokens_after <= c.budget().target);
+    // The first plan alone (summarised with the budgeted size) keeps less.
+    let dry = c.plan(&conv).unwrap();
+    let first_kept = dry
+        .plan
+        .items
+        .iter()
+        .filter(|p| p.action.is_present())
+        .count();
+    let kept = done
+        .plan
+        .items
+        .iter()
+        .filter(|p| p.action.is_present())
+        .count();
+    assert!(kept > first_kept, "{kept} items kept, {first_kept} before");
+    let check = normalize(
+        &done.conversation,
+        &ProviderRules::for_format(compact_core::model::Format::OpenAiChat),
+    );
+    assert!(check.diagnostics.is_empty(), "{:?}", check.diagnostics);
+}
