@@ -115,8 +115,8 @@
 //! assert!(message.contains("compact.yaml:2") && message.contains("triger_pct"), "{message}");
 //! ```
 
-pub mod env;
 mod check;
+pub mod env;
 mod error;
 mod file;
 mod layer;

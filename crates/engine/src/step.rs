@@ -85,6 +85,7 @@ impl Compactor {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::panic)]
 mod tests {
     use super::*;
     use crate::{block_on, DeterministicSummarizer};
@@ -95,7 +96,7 @@ mod tests {
     fn compactor(window: usize) -> Compactor {
         Compactor::new(
             Policy::for_window(window),
-            Arc::new(DeterministicSummarizer::default()),
+            Arc::new(DeterministicSummarizer),
             TokenCounter::new(Encoding::O200kBase),
         )
         .unwrap()
