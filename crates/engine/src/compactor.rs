@@ -380,7 +380,13 @@ impl Compactor {
         let Some(actual) = first.text_tokens.filter(|&t| t < planned) else {
             return Ok(first);
         };
-        if !summarised || draft.fell_back || room < self.room_worth_replanning() {
+        // A second summary is spent only where it is free: a model summariser would be billed
+        // for another call over most of the same span.
+        if !summarised
+            || draft.fell_back
+            || self.summarizer.costs_a_call()
+            || room < self.room_worth_replanning()
+        {
             return Ok(first);
         }
         let request = Request {

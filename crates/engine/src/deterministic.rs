@@ -12,6 +12,9 @@ pub struct DeterministicSummarizer;
 pub const NAME: &str = "deterministic";
 
 impl Summarizer for DeterministicSummarizer {
+    fn costs_a_call(&self) -> bool {
+        false
+    }
     fn name(&self) -> &str {
         NAME
     }

@@ -138,6 +138,12 @@ impl SummaryUsage {
 pub trait Summarizer: Send + Sync {
     /// Short name for reports (`deterministic`, `openai`, `anthropic`).
     fn name(&self) -> &str;
+    /// Whether a summary costs a model call (billed, and slow). The compactor spends a second
+    /// summary on using the room a short checkpoint left only when it does not. A wrapper answers
+    /// for what it wraps.
+    fn costs_a_call(&self) -> bool {
+        true
+    }
     /// Summarises `request`.
     fn summarize<'a>(
         &'a self,

@@ -306,11 +306,15 @@ fn deterministic_summary_respects_its_budget() {
     }
 }
 
-/// A summariser that writes a few words whatever it is given, and counts its calls.
-struct Terse(AtomicU32);
+/// A summariser that writes a few words whatever it is given, and counts its calls; the flag says
+/// whether it stands for a model call.
+struct Terse(AtomicU32, bool);
 impl Summarizer for Terse {
     fn name(&self) -> &str {
         "terse"
+    }
+    fn costs_a_call(&self) -> bool {
+        self.1
     }
     fn summarize<'a>(
         &'a self,
@@ -334,7 +338,13 @@ fn a_checkpoint_under_its_plan_gives_its_room_back_to_the_history() {
     let conv = fixture::session(17, 40, 20);
     let before = counter().total(&conv);
     let policy = Policy::for_window(before / 2);
-    let terse = Arc::new(Terse(AtomicU32::new(0)));
+    // A summariser that costs a model call is not asked twice: the first plan stands.
+    let billed = Arc::new(Terse(AtomicU32::new(0), true));
+    let c = Compactor::new(policy.clone(), billed.clone(), counter()).unwrap();
+    let once = block_on(c.compact(&conv)).unwrap();
+    assert_eq!(billed.0.load(Ordering::SeqCst), 1, "one billed summary");
+    assert_eq!(once.report.plans, 1);
+    let terse = Arc::new(Terse(AtomicU32::new(0), false));
     let c = Compactor::new(policy.clone(), terse.clone(), counter()).unwrap();
     let done = block_on(c.compact(&conv)).unwrap();
     assert_eq!(terse.0.load(Ordering::SeqCst), 2, "one summary per plan");

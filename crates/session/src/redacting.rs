@@ -37,6 +37,10 @@ impl Summarizer for RedactingSummarizer {
         self.inner.name()
     }
 
+    fn costs_a_call(&self) -> bool {
+        self.inner.costs_a_call()
+    }
+
     fn summarize<'a>(
         &'a self,
         request: SummaryRequest<'a>,
