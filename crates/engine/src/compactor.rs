@@ -24,7 +24,7 @@ use std::sync::Arc;
 
 /// Plans per compaction: the first, and re-plans with the real summary size when it came out larger
 /// than planned. Bounded so a summariser that ignores its budget cannot cause a loop. A compaction that
-/// fits may take one plan more to use the room a smaller summary left ([`ROOM_SHARE`]).
+/// fits may take one plan more to use the room a smaller summary left (`ROOM_SHARE`).
 pub const MAX_PLANS: u32 = 3;
 
 /// Share of the usable budget a compaction must leave empty below the target before it is re-planned
