@@ -69,23 +69,8 @@ impl Prepared {
 /// share it) is equal without comparing its fields: the common case, and a walk of every
 /// message-level field otherwise.
 fn same_meta(a: &ItemMeta, b: &ItemMeta) -> bool {
-    // Every field named, so that a new one cannot be left out of the comparison.
-    let ItemMeta {
-        id,
-        protected,
-        visibility,
-        turn,
-        timestamp,
-        origin,
-        envelope,
-    } = a;
-    *id == b.id
-        && *protected == b.protected
-        && *visibility == b.visibility
-        && *turn == b.turn
-        && *timestamp == b.timestamp
-        && *origin == b.origin
-        && match (envelope, &b.envelope) {
+    crate::state::same_meta(a, b)
+        && match (&a.envelope, &b.envelope) {
             (Some(x), Some(y)) => Arc::ptr_eq(x, y) || x == y,
             (None, None) => true,
             _ => false,

@@ -514,7 +514,7 @@ fn same_but_turn(a: &Item, b: &Item) -> bool {
 
 /// Equal metadata, the envelope aside (the wire fingerprint covers the message it describes).
 /// (Destructured so that a new metadata field cannot be forgotten here.)
-fn same_meta(a: &ItemMeta, b: &ItemMeta) -> bool {
+pub(crate) fn same_meta(a: &ItemMeta, b: &ItemMeta) -> bool {
     let ItemMeta {
         id,
         protected,
