@@ -57,16 +57,11 @@ const IO_CRATES: &[&str] = &[
     "axum",
 ];
 
-/// The workspace's packages as `cargo metadata` reads them from the manifests.
-fn packages() -> Vec<Value> {
+/// `cargo metadata --format-version 1 --offline` with `extra` arguments, parsed.
+fn metadata(extra: &[&str]) -> Value {
     let out = Command::new(env!("CARGO"))
-        .args([
-            "metadata",
-            "--format-version",
-            "1",
-            "--no-deps",
-            "--offline",
-        ])
+        .args(["metadata", "--format-version", "1", "--offline"])
+        .args(extra)
         .current_dir(root())
         .output()
         .expect("cargo metadata runs");
@@ -75,8 +70,12 @@ fn packages() -> Vec<Value> {
         "cargo metadata failed:\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let mut metadata: Value =
-        serde_json::from_slice(&out.stdout).expect("cargo metadata prints JSON");
+    serde_json::from_slice(&out.stdout).expect("cargo metadata prints JSON")
+}
+
+/// The workspace's packages as `cargo metadata` reads them from the manifests.
+fn packages() -> Vec<Value> {
+    let mut metadata = metadata(&["--no-deps"]);
     match metadata["packages"].take() {
         Value::Array(packages) => packages,
         other => panic!("no package list: {other}"),
@@ -363,17 +362,7 @@ fn arch_no_function_runs_past_150_lines() {
 /// message instead of a compile error deep in a dependency. Every crate also stays unpublished.
 #[test]
 fn arch_the_declared_rust_version_covers_every_dependency() {
-    let out = Command::new(env!("CARGO"))
-        .args(["metadata", "--format-version", "1", "--offline", "--locked"])
-        .current_dir(root())
-        .output()
-        .expect("cargo metadata runs");
-    assert!(
-        out.status.success(),
-        "cargo metadata failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let metadata: Value = serde_json::from_slice(&out.stdout).expect("cargo metadata prints JSON");
+    let metadata = metadata(&["--locked"]);
     let members: BTreeSet<&str> = metadata["workspace_members"]
         .as_array()
         .expect("workspace members")
