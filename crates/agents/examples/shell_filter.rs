@@ -8,7 +8,8 @@
 //!
 //! With `SHELL_FILTER_MISSES=1` it also lists, on stderr, each cut output that lost error lines;
 //! with `SHELL_FILTER_ERRORS=1`, every error line (`is_error_line`) of every shell output, once per
-//! output, to compare two versions of the rule.
+//! output, to compare two versions of the rule; with `SHELL_FILTER_DIST=1`, the tokens of the outputs
+//! that fit the budget (which pass unchanged) and what lossless densification would make them.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use compact_core::model::{Conversation, Item, ItemBody, Part};
@@ -51,6 +52,9 @@ struct Tally {
     last_kept: usize,
     probes_before: usize,
     probes_lost: usize,
+    /// Tokens of the outputs that fit the budget, and what lossless densification would make them.
+    fitting_tokens: usize,
+    fitting_densified: usize,
 }
 
 fn pct(n: usize, d: usize) -> String {
@@ -178,6 +182,7 @@ fn tally_budget(
     budget: usize,
     counter: &TokenCounter,
     show_misses: bool,
+    show_dist: bool,
 ) {
     t.sessions += 1;
     let mut found_after = tr.found_other.clone();
@@ -187,6 +192,10 @@ fn tally_budget(
         let Some(text) = text_of(item) else { continue };
         let (out, cut) = filter_shell_output(&text, budget, counter, &item.meta.id);
         t.outputs += 1;
+        if !cut.changed && show_dist {
+            t.fitting_tokens += cut.original_tokens;
+            t.fitting_densified += counter.count_text(&compact_core::truncate::densify(&text));
+        }
         before += cut.original_tokens;
         after += cut.tokens;
         found_after.extend(tr.probes.find_in(&out));
@@ -326,6 +335,9 @@ fn main() {
     // SHELL_FILTER_MISSES=1 lists, on stderr, every cut output whose error lines were not all kept.
     let show_misses = std::env::var_os("SHELL_FILTER_MISSES").is_some();
     let show_errors = std::env::var_os("SHELL_FILTER_ERRORS").is_some();
+    // SHELL_FILTER_DIST=1 prints, on stderr, the tokens of the outputs that fit the budget and what
+    // lossless densification would make them.
+    let show_dist = std::env::var_os("SHELL_FILTER_DIST").is_some();
     let counter = TokenCounter::new(Encoding::O200kBase);
     let mut tallies: Vec<Tally> = budgets.iter().map(|_| Tally::default()).collect();
     let mut skipped = 0;
@@ -351,10 +363,18 @@ fn main() {
             transcript.print_error_lines();
         }
         for (t, &budget) in tallies.iter_mut().zip(&budgets) {
-            tally_budget(t, &transcript, budget, &counter, show_misses);
+            tally_budget(t, &transcript, budget, &counter, show_misses, show_dist);
         }
     }
     print_table(&budgets, &mut tallies);
+    if show_dist {
+        for (t, budget) in tallies.iter().zip(&budgets) {
+            eprintln!(
+                "{budget}: outputs that fit: {} of {} tokens, densified {}",
+                t.fitting_tokens, t.tokens_before, t.fitting_densified
+            );
+        }
+    }
     if skipped > 0 {
         eprintln!("{skipped} files could not be read");
     }
