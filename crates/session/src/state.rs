@@ -90,6 +90,9 @@ pub(crate) struct SessionState {
     /// than the policy's: every later call is prepared for it (replayed from `compact.recovery`
     /// events).
     pub provider_window: Option<usize>,
+    /// Usage records made but not yet in the log (see [`crate::usage`]): `version` counts them,
+    /// the store's version is `version` less their number.
+    pub held: Vec<crate::usage::HeldUsage>,
 }
 
 impl SessionState {

@@ -128,12 +128,25 @@ impl CompactManager {
 }
 
 /// The figures of the call a usage is recorded for.
+#[derive(Debug)]
 struct CallFigures {
     model: String,
     sent_tokens: usize,
     recovery_attempts: u32,
     /// The model-visible items of what was sent, instructions aside.
     sent_items: usize,
+}
+
+/// One usage report whose records are not in the log yet: what it measures, and its records as
+/// they would be logged now (redacted).
+#[derive(Debug)]
+#[allow(dead_code)] // Filled in by the next commit.
+pub(crate) struct HeldUsage {
+    call: CallFigures,
+    usage: Usage,
+    records: Vec<Record>,
+    /// When it was reported.
+    since: std::time::Instant,
 }
 
 /// The records of a usage (calibration, a recovery that went through, the provider's own
