@@ -134,7 +134,7 @@ impl fmt::Display for EventKind {
 }
 
 /// One event: its kind, when (milliseconds since the Unix epoch) and its fields.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct Event {
     /// What it reports.
     pub kind: EventKind,
@@ -142,6 +142,15 @@ pub struct Event {
     pub at_ms: u64,
     /// Its fields (a JSON object).
     pub data: Map<String, Value>,
+    /// Set once the manager redacted it for the caller, so that logging it does not search it
+    /// again with the same redactor (not part of the event: never stored, ignored by `==`).
+    redacted: bool,
+}
+
+impl PartialEq for Event {
+    fn eq(&self, other: &Event) -> bool {
+        self.kind == other.kind && self.at_ms == other.at_ms && self.data == other.data
+    }
 }
 
 impl Event {
@@ -158,7 +167,22 @@ impl Event {
         let at_ms = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
-        Event { kind, at_ms, data }
+        Event {
+            kind,
+            at_ms,
+            data,
+            redacted: false,
+        }
+    }
+
+    /// True once the manager redacted it (see [`Event::mark_redacted`]).
+    pub(crate) fn is_redacted(&self) -> bool {
+        self.redacted
+    }
+
+    /// Notes that the event's fields were redacted.
+    pub(crate) fn mark_redacted(&mut self) {
+        self.redacted = true;
     }
 
     /// A field.
@@ -187,7 +211,12 @@ impl Event {
             .filter(|(k, _)| *k != "event" && *k != "ts_ms")
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
-        Some(Event { kind, at_ms, data })
+        Some(Event {
+            kind,
+            at_ms,
+            data,
+            redacted: false,
+        })
     }
 }
 

@@ -25,6 +25,7 @@ use crate::provider::ProviderHeld;
 use crate::record::{Record, ViewEntry};
 use crate::state::{call_ids, hides_only, SessionState};
 use crate::store::{Store, StoreError};
+use crate::usage::UsageFlusher;
 use compact_core::model::{Conversation, Format, ItemMeta};
 use compact_core::normalize::{normalize, ProviderRules};
 use compact_core::plan::Action;
@@ -32,7 +33,7 @@ use compact_core::policy::{Decision, Policy};
 use compact_engine::{CompactError, Compaction, Compactor, Report};
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 /// What to send, and what preflight did.
 #[derive(Debug, Clone)]
@@ -117,10 +118,13 @@ pub struct CompactManager {
     archive: Option<Arc<dyn Archive>>,
     exports: Option<Arc<ExportQueue>>,
     sessions: Mutex<Sessions>,
+    /// Writes held usage records ([`crate::usage`]), started at the first usage report (`None`
+    /// inside when no thread could be started).
+    flusher: OnceLock<Option<UsageFlusher>>,
 }
 
 /// A session's slot, shared by the calls on it (`None` until loaded from the store).
-type SlotHandle = Arc<Mutex<Option<SessionState>>>;
+pub(crate) type SlotHandle = Arc<Mutex<Option<SessionState>>>;
 
 /// The sessions held in memory: each one's slot and when it was last used (a tick of this map).
 #[derive(Default)]
@@ -162,6 +166,13 @@ impl Sessions {
     }
 }
 
+impl Drop for CompactManager {
+    /// Writes the usage records still held (the flusher's thread does, and ends).
+    fn drop(&mut self) {
+        drop(self.flusher.take());
+    }
+}
+
 impl std::fmt::Debug for CompactManager {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CompactManager")
@@ -183,7 +194,26 @@ impl CompactManager {
             archive: None,
             exports: None,
             sessions: Mutex::new(Sessions::default()),
+            flusher: OnceLock::new(),
         })
+    }
+
+    /// The thread writing held usage records, started on first use.
+    pub(crate) fn usage_flusher(&self) -> Option<&UsageFlusher> {
+        self.flusher
+            .get_or_init(|| {
+                UsageFlusher::start(
+                    Arc::clone(&self.store),
+                    self.config.redactor.clone(),
+                    self.exports.clone(),
+                )
+            })
+            .as_ref()
+    }
+
+    /// The thread writing held usage records, when it was started.
+    pub(crate) fn held_usage_flusher(&self) -> Option<&UsageFlusher> {
+        self.flusher.get().and_then(Option::as_ref)
     }
 
     /// The same manager, archiving every compaction (the full pre-compaction transcript and the
@@ -318,6 +348,10 @@ impl CompactManager {
     /// Drops the in-memory state of `session` unless a call is using it (its next call reloads it
     /// from the store); true when it was dropped. Nothing is lost: the state is a cache of the log.
     pub fn evict(&self, session: &str) -> bool {
+        // Its held usage records are written first (a failure leaves them held: not evicted).
+        if self.flush_session(session).is_err() {
+            return false;
+        }
         let mut map = self
             .sessions
             .lock()
@@ -363,8 +397,19 @@ impl CompactManager {
                 }
                 Err(e) => return Err(e.into()),
             };
-            if state.stale || version != state.version {
-                if let Err(e) = state.catch_up(self.store.as_ref(), session) {
+            if state.stale || version != state.logged_version() {
+                let caught_up = if state.held.is_empty() {
+                    state.catch_up(self.store.as_ref(), session)
+                } else {
+                    // Usage records held: made again on top of what the others appended.
+                    crate::usage::rebase_held(
+                        self.store.as_ref(),
+                        self.config.redactor.as_deref(),
+                        session,
+                        state,
+                    )
+                };
+                if let Err(e) = caught_up {
                     **slot = None;
                     return Err(e);
                 }
@@ -383,17 +428,26 @@ impl CompactManager {
             .ok_or_else(|| SessionError::UnknownSession(session.to_owned()))
     }
 
-    /// Appends `records` after the state's version; on success the state's version moves on. On a
-    /// conflict (another writer) the slot's state is dropped so the next call reloads it.
+    /// Appends `records` after the state's version, in one transaction with the usage records the
+    /// state holds (first: their sequence numbers were reserved); on success the state's version
+    /// moves on. On a conflict (another writer) the state is marked stale (the next call catches
+    /// up) and keeps its held records.
     pub(crate) fn append(
         &self,
         session: &str,
         state: &mut SessionState,
-        mut records: Vec<Record>,
+        records: Vec<Record>,
     ) -> Result<(), SessionError> {
         if records.is_empty() {
             return Ok(());
         }
+        let mut records = if state.held.is_empty() {
+            records
+        } else {
+            let mut all = state.held_log();
+            all.extend(records);
+            all
+        };
         self.redact_records(session, state, &mut records);
         // The events are exported once the log holds them (redacted as logged).
         let events: Vec<Event> = match &self.exports {
@@ -406,8 +460,9 @@ impl CompactManager {
                 .collect(),
             None => Vec::new(),
         };
-        match self.store.append(session, state.version, records) {
+        match self.store.append(session, state.logged_version(), records) {
             Ok(version) => {
+                state.held.clear();
                 state.version = version;
                 if let Some(exports) = &self.exports {
                     exports.emit(session, &events);
@@ -466,7 +521,10 @@ impl CompactManager {
                         }
                     }
                 }
-                Record::Event(e) => redact_event(r, session, e),
+                // An event the manager redacted for its caller is searched again only when this
+                // append's items taught the redactor a new secret.
+                Record::Event(e) if grew || !e.is_redacted() => redact_event(r, session, e),
+                Record::Event(_) => {}
             }
         }
     }
@@ -477,6 +535,7 @@ impl CompactManager {
             let r = state.redactor.as_ref().unwrap_or(base);
             for e in events {
                 redact_event(r, session, e);
+                e.mark_redacted();
             }
         }
     }
@@ -594,7 +653,7 @@ impl CompactManager {
 }
 
 /// Redacts the string values of an event's data.
-fn redact_event(r: &compact_core::redact::Redactor, session: &str, e: &mut Event) {
+pub(crate) fn redact_event(r: &compact_core::redact::Redactor, session: &str, e: &mut Event) {
     for (_, v) in e.data.iter_mut() {
         r.redact_value(session, v);
     }

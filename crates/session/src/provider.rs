@@ -184,14 +184,11 @@ pub fn provider_state(
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
-    use serde_json::Map;
 
     fn event(data: Value) -> Event {
-        Event {
-            kind: EventKind::ProviderState,
-            at_ms: 1,
-            data: data.as_object().cloned().unwrap_or_else(Map::new),
-        }
+        let mut e = Event::new(EventKind::ProviderState, data);
+        e.at_ms = 1;
+        e
     }
 
     #[test]
@@ -221,10 +218,8 @@ mod tests {
             ProviderHeld::from_event(&event(json!({"source": "x"}))),
             None
         );
-        let other = Event {
-            kind: EventKind::Sent,
-            ..held_event()
-        };
+        let mut other = held_event();
+        other.kind = EventKind::Sent;
         assert_eq!(ProviderHeld::from_event(&other), None);
     }
 

@@ -220,6 +220,8 @@ fn configured_telemetry_exports_to_a_jsonl_file_including_a_recovery() {
         ..compact_session::Usage::default()
     };
     manager.record_usage("s", &usage).unwrap();
+    // The usage's events are exported once logged: with the next turn, or a flush.
+    manager.flush().unwrap();
     assert!(exports.flush(std::time::Duration::from_secs(30)));
     let names: Vec<String> = std::fs::read_to_string(&path)
         .unwrap()

@@ -136,6 +136,10 @@ fn alternating_managers_prepare_every_turn_within_the_window() {
         };
         m.record_usage("s", &usage).unwrap();
     }
+    // Each manager holds its last usage until its next append, a flush or its drop.
+    for m in &managers {
+        m.flush().unwrap();
+    }
     assert!(compactions >= 3, "{compactions} compactions");
     assert_logged_once(store.as_ref(), "s", agent.history.len());
     assert_eq!(
@@ -165,6 +169,8 @@ fn a_usage_recorded_after_the_next_turn_measures_its_own_call() {
         ..Usage::default()
     };
     a.record_usage("s", &usage).unwrap();
+    // Held until `a`'s next append, a flush or its drop: written after `b`'s turn.
+    a.flush().unwrap();
     let calibrations = events(store.as_ref(), "s", EventKind::Calibration);
     assert_eq!(calibrations.len(), 1);
     assert_eq!(calibrations[0]["our_tokens"], first.report.tokens);

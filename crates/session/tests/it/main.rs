@@ -10,6 +10,7 @@ mod config;
 mod conflict;
 mod errors;
 mod exports;
+mod held_usage;
 mod idle;
 mod incremental;
 mod log;

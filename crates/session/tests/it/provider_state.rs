@@ -70,6 +70,8 @@ fn a_provider_compaction_updates_the_sessions_state_and_its_count() {
         )
         .unwrap();
     let announced = manager.provider_held("s").unwrap().unwrap();
+    // The usage's records are logged with the next turn, or by a flush.
+    manager.flush().unwrap();
     assert_eq!(announced.source, HeldSource::Response);
     assert_eq!(announced.superseded_tokens, sent_tokens);
     assert_eq!(announced.superseded_items, 40);
