@@ -86,6 +86,7 @@ pub(crate) async fn handle(
                 )
             }
         };
+    let body_len = body.plain.len();
     // An Azure deployment's path names the model when the body does not.
     let model = value
         .get("model")
@@ -128,10 +129,11 @@ pub(crate) async fn handle(
             );
         }
     }
+    let place = Place::of(shared, &manager);
     let prepared = {
         let manager = Arc::clone(&manager);
         let session = session.clone();
-        run_blocking(move || {
+        run_blocking(place, move || {
             let conversation = held.decoder.conversation();
             let prepared = manager.preflight(&session, conversation);
             let unchanged = prepared
@@ -149,7 +151,7 @@ pub(crate) async fn handle(
                 "preflight_failed",
                 json!({"route": route.label(), "session": session, "error": e.to_string()}),
             );
-            record_fallback(&manager, &session, h, "preflight_failed").await;
+            record_fallback(place, &manager, &session, h, "preflight_failed").await;
             return call
                 .untouched(body.sent, &session, "preflight_failed")
                 .await;
@@ -187,12 +189,12 @@ pub(crate) async fn handle(
             },
             Ok(encoded) => Outgoing::Bytes(Bytes::from(encoded.value.to_string())),
             Err(_) => {
-                record_fallback(&manager, &session, held, "encode_failed").await;
+                record_fallback(place, &manager, &session, held, "encode_failed").await;
                 return call.untouched(body.sent, &session, "encode_failed").await;
             }
         },
     };
-    held.keep(value);
+    held.keep(value, body_len);
     shared.decoders.put(&session, held);
     let turn = Turn {
         shared,
@@ -202,6 +204,7 @@ pub(crate) async fn handle(
         url: url_for(shared, family, model.as_deref(), parts),
         headers: headers::upstream_compacted(&parts.headers),
         manager,
+        place,
         session,
         client_session: client_session(&parts.headers).map(|(_, id)| id.to_owned()),
     };
@@ -286,11 +289,6 @@ enum Outgoing {
     },
 }
 
-/// Runs a preflight (store writes, maybe a compaction) for the request being handled. On a
-/// multi-thread runtime (`compactctl serve`) it runs in place: `block_in_place` hands this worker's
-/// other tasks to the other workers, which saves every request the trip to the blocking pool and
-/// back (two thread wake-ups); elsewhere (a current-thread runtime) it goes to the blocking pool. A
-/// panic is an error either way, as `spawn_blocking` reports it.
 /// Links a subagent's `session` to `parent` (the log is read once per process per pair); the
 /// message of a link the log refuses (a cycle, another parent).
 async fn link(
@@ -310,7 +308,7 @@ async fn link(
         return Ok(());
     }
     let (m, s, p) = (Arc::clone(manager), session.to_owned(), parent.clone());
-    let outcome = run_blocking(move || m.link_parent(&s, &p)).await;
+    let outcome = run_blocking(Place::of(shared, manager), move || m.link_parent(&s, &p)).await;
     let failed = match outcome {
         Ok(Ok(_)) => return Ok(()),
         Ok(Err(e)) => e.to_string(),
@@ -328,6 +326,7 @@ async fn link(
 /// still a call of the session (a warning when even that fails: the client's next request, which
 /// repeats this one's items, logs them then).
 async fn record_fallback(
+    place: Place,
     manager: &Arc<CompactManager>,
     session: &str,
     held: Held,
@@ -336,7 +335,7 @@ async fn record_fallback(
     let recorded = {
         let manager = Arc::clone(manager);
         let session = session.to_owned();
-        run_blocking(move || {
+        run_blocking(place, move || {
             manager
                 .record_passthrough(&session, held.decoder.conversation(), reason)
                 .map_err(|e| e.to_string())
@@ -355,17 +354,61 @@ async fn record_fallback(
     );
 }
 
+/// Where a request's session work (a preflight: store writes, maybe a compaction; a usage; a
+/// link) runs. It blocks, so the choice is between the thread handling the request and another.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Place {
+    /// On the worker thread handling the request, as a plain call: the request's buffers are
+    /// allocated and freed on one thread and no other thread is woken. Only for work that makes no
+    /// network call and needs no runtime of its own (a local store, no model summariser, no
+    /// archive): it is CPU work and a short local write, which a worker may do as it does the
+    /// request's parsing (admission bounds how many requests are worked on at once).
+    Worker,
+    /// Off the worker's scheduler: on a multi-thread runtime (`compactctl serve`) in place, with
+    /// `block_in_place` handing this worker's other tasks to another thread (a PostgreSQL store's
+    /// client and a model summariser block on runtimes of their own, which is allowed there);
+    /// elsewhere (a current-thread runtime) on the blocking pool.
+    Handoff,
+}
+
+impl Place {
+    /// Where `manager`'s work runs for the proxy sharing `shared`.
+    pub(crate) fn of(shared: &Shared, manager: &CompactManager) -> Place {
+        Place::choose(
+            shared.config.store_on_worker,
+            manager.config().summarizer.costs_a_call(),
+            shared.config.archive.is_some(),
+        )
+    }
+
+    fn choose(store_on_worker: bool, summary_calls_a_model: bool, archives: bool) -> Place {
+        if store_on_worker && !summary_calls_a_model && !archives {
+            Place::Worker
+        } else {
+            Place::Handoff
+        }
+    }
+}
+
+/// Runs blocking session work at `place`. A panic is an error either way, as `spawn_blocking`
+/// reports it.
 async fn run_blocking<T: Send + 'static>(
+    place: Place,
     work: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T, ()> {
     use tokio::runtime::{Handle, RuntimeFlavor};
-    if Handle::current().runtime_flavor() == RuntimeFlavor::MultiThread {
-        tokio::task::block_in_place(|| {
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)).map_err(|_| ())
-        })
-    } else {
-        tokio::task::spawn_blocking(work).await.map_err(|_| ())
+    match place {
+        Place::Worker => caught(work),
+        Place::Handoff if Handle::current().runtime_flavor() == RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(|| caught(work))
+        }
+        Place::Handoff => tokio::task::spawn_blocking(work).await.map_err(|_| ()),
     }
+}
+
+/// `work`'s result, or `Err` when it panicked.
+fn caught<T>(work: impl FnOnce() -> T) -> Result<T, ()> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)).map_err(|_| ())
 }
 
 /// Why a request on a compacting route goes upstream as it came, if it does.
@@ -447,6 +490,8 @@ struct Turn<'a> {
     url: String,
     headers: hyper::HeaderMap,
     manager: Arc<CompactManager>,
+    /// Where the session work of the turn runs.
+    place: Place,
     session: String,
     /// The client's own session id (Claude Code's, Codex's): the session its hooks keep
     /// `compactctl run` outputs under.
@@ -797,7 +842,7 @@ impl Turn<'_> {
             // serves it, and the admin API find it in the log (no race with the next turn).
             let manager = Arc::clone(&self.manager);
             let session = self.session.clone();
-            let _ = run_blocking(move || {
+            let _ = run_blocking(self.place, move || {
                 // A usage that cannot be recorded (the store failing) only costs one
                 // calibration sample.
                 let _ = manager.record_usage(&session, &usage);
@@ -923,12 +968,13 @@ impl Turn<'_> {
 
     fn on_stream_end(&self, prepared: bool) -> crate::stream::OnEnd {
         let manager = Arc::clone(&self.manager);
+        let place = self.place;
         let session = self.session.clone();
         let metrics = Arc::clone(&self.shared.metrics);
         let route = self.route.label();
         Box::new(move |end: StreamEnd, usage: Option<Usage>| {
             if let (Some(usage), true) = (usage, prepared) {
-                record_usage(manager, session.clone(), usage);
+                record_usage(place, manager, session.clone(), usage);
             }
             let kind = match end {
                 StreamEnd::Completed => return,
@@ -1007,11 +1053,15 @@ async fn peek_responses(incoming: &mut Incoming, idle: std::time::Duration) -> P
     }
 }
 
-fn record_usage(manager: Arc<CompactManager>, session: String, usage: Usage) {
-    if tokio::runtime::Handle::try_current().is_ok() {
+/// Records the usage of a streamed reply once it ended: at [`Place::Worker`] on this thread (the
+/// stream is over; only its last frame waits for it), else on the blocking pool.
+fn record_usage(place: Place, manager: Arc<CompactManager>, session: String, usage: Usage) {
+    // A usage that cannot be recorded (the session moved on meanwhile) only costs one calibration
+    // sample.
+    if place == Place::Worker {
+        let _ = caught(|| manager.record_usage(&session, &usage));
+    } else if tokio::runtime::Handle::try_current().is_ok() {
         tokio::task::spawn_blocking(move || {
-            // A usage that cannot be recorded (the session moved on meanwhile) only costs one
-            // calibration sample.
             let _ = manager.record_usage(&session, &usage);
         });
     }
@@ -1040,4 +1090,31 @@ fn with_parts(parts: &ReplyParts, body: ProxyBody) -> Response<ProxyBody> {
     *response.status_mut() = parts.status;
     *response.headers_mut() = headers::client_response(&parts.headers);
     response
+}
+
+#[cfg(test)]
+#[allow(clippy::panic)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_work_stays_on_the_worker_only_without_network_calls() {
+        // A local store, the deterministic checkpoint, no archive: on the request's thread.
+        assert_eq!(Place::choose(true, false, false), Place::Worker);
+        // A store with a runtime of its own, a model summariser, an archive: handed off.
+        assert_eq!(Place::choose(false, false, false), Place::Handoff);
+        assert_eq!(Place::choose(true, true, false), Place::Handoff);
+        assert_eq!(Place::choose(true, false, true), Place::Handoff);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn work_on_the_worker_runs_on_the_calling_thread_and_a_panic_is_an_error() {
+        let here = std::thread::current().id();
+        let ran_on = run_blocking(Place::Worker, || std::thread::current().id()).await;
+        assert_eq!(ran_on, Ok(here));
+        let panicked = run_blocking(Place::Worker, || -> u8 { panic!("a preflight bug") }).await;
+        assert_eq!(panicked, Err(()));
+        let handed_off = run_blocking(Place::Handoff, || 7).await;
+        assert_eq!(handed_off, Ok(7));
+    }
 }

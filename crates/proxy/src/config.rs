@@ -163,6 +163,13 @@ pub struct ProxyConfig {
     /// roots of `network:` and the environment); `None`: direct connections trusting the system's
     /// roots.
     pub client: Option<compact_net::Client>,
+    /// The session store does its I/O on the calling thread, with no async runtime of its own
+    /// (memory, SQLite; not PostgreSQL, whose client blocks on a runtime of its own, which cannot
+    /// run inside the proxy's). Then a request's session work (preflight, usage) runs on the
+    /// worker thread handling the request whenever it makes no network call (no model
+    /// summariser, no archive): see `compacting::Place`. False by default, which hands the worker
+    /// to another thread while that work runs (`block_in_place`).
+    pub store_on_worker: bool,
 }
 
 /// The outputs `compactctl run` (the agents' `PreToolUse` hook) kept whole: a model that sees one
@@ -260,6 +267,7 @@ impl std::fmt::Debug for ProxyConfig {
             .field("session", &self.session)
             .field("recall", &self.recall)
             .field("admission", &self.admission)
+            .field("store_on_worker", &self.store_on_worker)
             .finish_non_exhaustive()
     }
 }
@@ -292,6 +300,7 @@ impl ProxyConfig {
             kept_outputs: None,
             admission: AdmissionConfig::default(),
             client: None,
+            store_on_worker: false,
         }
     }
 

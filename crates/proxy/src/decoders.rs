@@ -21,17 +21,27 @@
 //! and only the rest is parsed ([`Held::rebuild`]). Same bytes, same value: the request is the one
 //! a full parse would give (test `a_rebuilt_request_is_the_parsed_one`).
 //!
-//! Memory: per session, the last request's body, as parsed and its decoded items; the least
-//! recently used sessions beyond the capacity (the session runtime's `max_cached_sessions`) are
-//! dropped.
+//! Memory: per session, the last request's body, as parsed and its decoded items: several times
+//! the body's size ([`Held::weight`]). The least recently used sessions are dropped beyond a count
+//! (the session runtime's `max_cached_sessions`) and beyond a total weight
+//! ([`DEFAULT_MAX_HELD_BYTES`]), whichever comes first, so that a thousand large sessions cannot
+//! hold gigabytes here.
 
 use bytes::Bytes;
 use compact_core::model::Format;
 use compact_formats::wire::{list_key, IncrementalDecode};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::ops::Range;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+/// Default bound on the memory of the held decodes, all sessions together ([`Held::weight`]).
+pub(crate) const DEFAULT_MAX_HELD_BYTES: usize = 256 * 1024 * 1024;
+
+/// What a held decode weighs per byte of its request body: the body itself, its JSON value
+/// (strings copied out, each object an index map) and the decoded items (their text copied again).
+const WEIGHT_PER_BODY_BYTE: usize = 4;
 
 /// One session's last request and its decoder.
 #[derive(Default)]
@@ -45,6 +55,8 @@ pub(crate) struct Held {
     body: Bytes,
     members: Vec<(String, Range<usize>)>,
     messages: Vec<Range<usize>>,
+    /// The size of the body of the request kept ([`Held::keep`]).
+    body_len: usize,
 }
 
 /// A request body scanned for its members and messages, nothing parsed ([`Scan::of`]).
@@ -233,14 +245,125 @@ impl Held {
         self.messages.clear();
     }
 
-    /// Keeps `request`, the one just decoded, for the next comparison.
-    pub fn keep(&mut self, request: Value) {
+    /// Keeps `request`, the one just decoded (from a body of `body_len` bytes), for the next
+    /// comparison.
+    pub fn keep(&mut self, request: Value, body_len: usize) {
         self.request = request;
+        self.body_len = body_len;
+    }
+
+    /// An estimate of the memory this holds: a multiple of the kept request's body size
+    /// ([`WEIGHT_PER_BODY_BYTE`]), at least one.
+    pub fn weight(&self) -> usize {
+        self.body_len.saturating_mul(WEIGHT_PER_BODY_BYTE).max(1)
     }
 }
 
-/// The sessions' held decodes, the least recently used dropped beyond a capacity.
-pub(crate) type Decoders = compact_session::SessionCache<Held>;
+/// The sessions' held decodes, the least recently used dropped beyond a count of sessions and
+/// beyond a total [`Held::weight`]. A decode is taken out for the length of a request and put
+/// back after it, so a concurrent request of the same session finds none and decodes afresh; the
+/// last to finish puts its own back.
+pub(crate) struct Decoders {
+    max_sessions: usize,
+    max_bytes: usize,
+    inner: Mutex<Kept>,
+}
+
+#[derive(Default)]
+struct Kept {
+    clock: u64,
+    /// The sum of the held decodes' weights.
+    bytes: usize,
+    held: HashMap<String, (u64, Held)>,
+}
+
+impl Decoders {
+    /// At most `max_sessions` sessions (at least one) weighing at most `max_bytes` together.
+    pub fn new(max_sessions: usize, max_bytes: usize) -> Decoders {
+        Decoders {
+            max_sessions: max_sessions.max(1),
+            max_bytes,
+            inner: Mutex::new(Kept::default()),
+        }
+    }
+
+    fn kept(&self) -> MutexGuard<'_, Kept> {
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Takes a session's decode out.
+    pub fn take(&self, session: &str) -> Option<Held> {
+        let mut kept = self.kept();
+        let (_, held) = kept.held.remove(session)?;
+        kept.bytes = kept.bytes.saturating_sub(held.weight());
+        Some(held)
+    }
+
+    /// Puts a session's decode back, then drops the least recently used ones while either bound
+    /// is passed (down to seven eighths of the count, so that the sort is paid once per many
+    /// requests). A decode heavier than the whole bound is not kept. Dropped after the lock is
+    /// released.
+    pub fn put(&self, session: &str, held: Held) {
+        let weight = held.weight();
+        if weight > self.max_bytes {
+            return;
+        }
+        let dropped = {
+            let mut kept = self.kept();
+            kept.clock += 1;
+            let now = kept.clock;
+            kept.bytes += weight;
+            let mut dropped = Vec::new();
+            if let Some((_, old)) = kept.held.insert(session.to_owned(), (now, held)) {
+                kept.bytes = kept.bytes.saturating_sub(old.weight());
+                dropped.push(old);
+            }
+            if kept.held.len() > self.max_sessions || kept.bytes > self.max_bytes {
+                // Whichever bound was passed, down to seven eighths of it.
+                let sessions = match kept.held.len() > self.max_sessions {
+                    true => self.max_sessions - self.max_sessions / 8,
+                    false => kept.held.len(),
+                };
+                let bytes = match kept.bytes > self.max_bytes {
+                    true => self.max_bytes - self.max_bytes / 8,
+                    false => kept.bytes,
+                };
+                let mut ages: Vec<(u64, String)> = kept
+                    .held
+                    .iter()
+                    .map(|(k, (t, _))| (*t, k.clone()))
+                    .collect();
+                ages.sort_unstable();
+                for (_, key) in ages {
+                    if kept.held.len() <= sessions.max(1) && kept.bytes <= bytes {
+                        break;
+                    }
+                    if key == session {
+                        continue;
+                    }
+                    if let Some((_, old)) = kept.held.remove(&key) {
+                        kept.bytes = kept.bytes.saturating_sub(old.weight());
+                        dropped.push(old);
+                    }
+                }
+            }
+            dropped
+        };
+        drop(dropped);
+    }
+
+    /// Sessions held.
+    #[cfg(test)]
+    pub fn len(&self) -> usize {
+        self.kept().held.len()
+    }
+
+    /// The sum of the held decodes' weights.
+    #[cfg(test)]
+    pub fn bytes(&self) -> usize {
+        self.kept().bytes
+    }
+}
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
@@ -271,7 +394,7 @@ mod tests {
                 &decode(Format::OpenAiChat, &request).unwrap(),
                 "{request}"
             );
-            held.keep(request);
+            held.keep(request, 0);
         };
         check(&mut held, chat(&messages), 4);
         messages.push(json!({"role": "assistant", "content": "It is empty."}));
@@ -314,7 +437,7 @@ mod tests {
             &decode(format, &parsed).unwrap(),
             "{body}"
         );
-        held.keep(value);
+        held.keep(value, bytes.len());
     }
 
     #[test]
@@ -363,6 +486,53 @@ mod tests {
         assert!(Scan::of(b"[1, 2]", Format::OpenAiChat).is_none());
         assert!(Scan::of(b"{\"model\": ", Format::OpenAiChat).is_none());
         assert!(Scan::of(b"{} x", Format::OpenAiChat).is_none());
+    }
+
+    fn held_of(body_len: usize) -> Held {
+        let mut held = Held::default();
+        held.keep(json!({"model": "m"}), body_len);
+        held
+    }
+
+    #[test]
+    fn held_decodes_stay_within_their_count_and_their_bytes() {
+        // Room for 100 sessions and 1 MB of decodes: sessions of 10 KB bodies (40 KB each) reach
+        // the bytes first.
+        let max = 1024 * 1024;
+        let decoders = Decoders::new(100, max);
+        for i in 0..300 {
+            decoders.put(&format!("s{i}"), held_of(10 * 1024));
+            assert!(
+                decoders.bytes() <= max,
+                "{} bytes after {i}",
+                decoders.bytes()
+            );
+            assert!(decoders.len() <= 100);
+            // The session just put back is kept; the oldest go first.
+            assert!(decoders.take(&format!("s{i}")).is_some());
+            decoders.put(&format!("s{i}"), held_of(10 * 1024));
+        }
+        assert!(decoders.take("s0").is_none());
+        assert!(decoders.take("s299").is_some());
+        // Small decodes: the count bounds them.
+        let decoders = Decoders::new(100, max);
+        for i in 0..300 {
+            decoders.put(&format!("s{i}"), held_of(10));
+            assert!(decoders.len() <= 100);
+        }
+        assert_eq!(decoders.bytes(), decoders.len() * 40);
+        // Taking a decode out and putting another back for the same session counts it once.
+        let before = decoders.bytes();
+        let held = decoders.take("s299").unwrap();
+        assert_eq!(decoders.bytes(), before - held.weight());
+        decoders.put("s299", held_of(20));
+        decoders.put("s299", held_of(20));
+        assert_eq!(decoders.bytes(), before - 40 + 80);
+        // One decode heavier than the whole bound is not kept (nor does it evict the others).
+        let len = decoders.len();
+        decoders.put("huge", held_of(max));
+        assert!(decoders.take("huge").is_none());
+        assert_eq!(decoders.len(), len);
     }
 
     #[test]

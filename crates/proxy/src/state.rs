@@ -65,7 +65,10 @@ impl Shared {
             None => UpstreamClient::new()?,
         };
         Ok(Shared {
-            decoders: crate::decoders::Decoders::new(config.session.max_cached_sessions),
+            decoders: crate::decoders::Decoders::new(
+                config.session.max_cached_sessions,
+                crate::decoders::DEFAULT_MAX_HELD_BYTES,
+            ),
             config,
             managers,
             ui,

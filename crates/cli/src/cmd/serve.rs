@@ -4,7 +4,7 @@
 use crate::exit::BadInput;
 use anyhow::Context;
 use clap::Args;
-use compact_config::{Config, Overrides};
+use compact_config::{Config, Overrides, StorageSettings};
 use compact_proxy::{Backend, Proxy, ProxyConfig};
 use compact_wiring::{Env, Fallback, Parts, StoreSource};
 use std::path::Path;
@@ -121,8 +121,21 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     // process's proxy and CA variables (HTTPS_PROXY, NO_PROXY, SSL_CERT_FILE...), read once.
     proxy_config.client = Some(parts.client.clone());
     let store = parts.store;
+    // SQLite and memory stores do their I/O on the calling thread, PostgreSQL's client on a
+    // runtime of its own: only the former may run on the proxy's worker threads.
+    let storage = match args.store.as_deref() {
+        Some(url) => StorageSettings::parse_url(url).ok(),
+        None => config.session().storage.clone(),
+    };
+    proxy_config.store_on_worker = !matches!(storage, Some(StorageSettings::Postgres { .. }));
     proxy_config.archive = parts.archive;
     proxy_config.exports = parts.exports;
+    // No transparent huge pages for the proxy: mimalloc hands a request's buffers fresh pages
+    // from its arenas, and each first touch of one faulted in and zeroed 2 MB (a fifth of the
+    // proxy's CPU per request; BENCHMARKS.md, "Proxy CPU per request", third round). Where the
+    // kernel refuses, the proxy runs as before.
+    #[cfg(target_os = "linux")]
+    let _ = rustix::thread::disable_transparent_huge_pages(true);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
