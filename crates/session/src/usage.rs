@@ -2,16 +2,19 @@
 //! updates the session's calibration ([`crate::calibration`]).
 //!
 //! # Held records
-//! The calibration changes at once, but the usage's records are held in the session's state
-//! ([`HeldUsage`]) with their sequence numbers reserved (the state's version counts them, the
-//! store's is that less the held records), and written first in the session's next append: an
-//! agent's request costs one transaction, not two. A session whose next append does not come
+//! The calibration changes at once, but the usage's record (the `compact.calibration` event) is
+//! held in the session's state ([`HeldUsage`]) with its sequence number reserved (the state's
+//! version counts the held records, the store's is that less them), and written first in the
+//! session's next append: an agent's request costs one transaction, not two. A session whose next append does not come
 //! within [`USAGE_FLUSH_AFTER`] has them written alone by the manager's flusher thread
 //! ([`UsageFlusher`]); [`CompactManager::flush`], evicting the session and dropping the manager
 //! write them too. When another writer appended meanwhile, the state catches up and the held
 //! usages are made again on top ([`rebase_held`]), each still measuring its own call. What a crash
 //! can lose is therefore the usage records of each session's last answered call younger than
-//! [`USAGE_FLUSH_AFTER`]; never a turn (docs/design/session.md, "Invariants").
+//! [`USAGE_FLUSH_AFTER`]; never a turn (docs/design/session.md, "Invariants"). A usage that
+//! changes more than the calibration (the provider compacted: what it holds changed; the request
+//! sent after an overflow recovery went through) is written at once, with whatever was held:
+//! other readers (another replica, the admin API) act on it.
 
 use crate::calibration::{Calibration, CalibrationUpdate};
 use crate::error::SessionError;
@@ -133,10 +136,13 @@ impl CompactManager {
             usage.clone(),
             Instant::now(),
         );
+        // A usage that changes more than the calibration (the provider compacted, a recovery
+        // went through) is state other readers act on (another replica, the admin API): written
+        // now, like too many reports without a turn between them (or no thread to write them
+        // later). A failure leaves them held for the next append.
+        let urgent = state.held.last().is_some_and(|h| h.records.len() > 1);
         let flusher = self.usage_flusher();
-        if state.held.len() > MAX_HELD_USAGES || flusher.is_none() {
-            // Too many reports without a turn between them (or no thread to write them later):
-            // written now. A failure leaves them held for the next append.
+        if urgent || state.held.len() > MAX_HELD_USAGES || flusher.is_none() {
             let _ = self.write_held(session, &mut slot);
         } else if let Some(flusher) = flusher {
             flusher.schedule(session, &handle);
