@@ -264,7 +264,10 @@ fn calls_after_a_provider_compaction_are_counted_incrementally_and_exactly() {
         if crate::common::bounded(&whole) {
             // Counted from scratch, the request was far enough from the trigger to go out with
             // an upper bound of its count.
-            assert!(whole.report.tokens >= incremental.report.tokens, "step {step}");
+            assert!(
+                whole.report.tokens >= incremental.report.tokens,
+                "step {step}"
+            );
         } else {
             assert_eq!(
                 incremental.report.tokens, whole.report.tokens,
