@@ -838,8 +838,10 @@ impl Turn<'_> {
             );
         };
         if let (Some(usage), true) = (usage_in(self.route, &value), pass.prepared) {
-            // Logged before the reply goes back: the client's next request, whichever replica
-            // serves it, and the admin API find it in the log (no race with the next turn).
+            // Recorded before the reply goes back, so this replica's next preflight decides on
+            // it. A usage reporting a provider compaction or a finished recovery is logged at once
+            // (other replicas and the admin API act on it); a plain calibration is logged with
+            // the session's next append, or alone within a second (docs/design/session.md).
             let manager = Arc::clone(&self.manager);
             let session = self.session.clone();
             let _ = run_blocking(self.place, move || {
