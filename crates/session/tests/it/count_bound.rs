@@ -26,9 +26,9 @@ fn policy(rng: &mut Rng, window: usize) -> Policy {
     let mut p = Policy::for_window(window);
     p.trigger_pct = 0.5 + rng.below(45) as f64 / 100.0;
     p.target_pct = 0.3;
-    p.soft_trigger_pct = (rng.below(2) == 0).then(|| p.trigger_pct - 0.1);
+    p.soft_trigger_pct = (rng.below(2) == 0).then_some(p.trigger_pct - 0.1);
     p.min_tokens_left = (rng.below(3) == 0).then(|| rng.below(window as u64 / 4) as usize);
-    p.boundary_trigger_pct = (rng.below(3) == 0).then(|| p.trigger_pct - 0.05);
+    p.boundary_trigger_pct = (rng.below(3) == 0).then_some(p.trigger_pct - 0.05);
     p.mode = match rng.below(4) {
         0 => Mode::Remind,
         1 => Mode::Off,
