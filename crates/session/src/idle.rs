@@ -87,7 +87,6 @@ impl CompactManager {
             if !state.prepared || state.stale || state.fresh {
                 return Ok(IdleOutcome::NotHeld);
             }
-            crate::preflight::settle_count(state, &self.config().counter);
             let budget = Budget::new(&self.policy_for(state));
             let tokens = state.calibration.effective(&state.model, state.sent_tokens);
             let expected_growth = state.growth.expected();

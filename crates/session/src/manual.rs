@@ -58,7 +58,6 @@ impl CompactManager {
         &self,
         state: &mut SessionState,
     ) -> (Arc<Conversation>, usize) {
-        crate::preflight::settle_count(state, &self.config().counter);
         let (current, sent_tokens) = self.sent_now(state);
         let mut fresh = std::borrow::Cow::Borrowed(&*current);
         self.refresh_block(&state.memory, &mut fresh);

@@ -10,8 +10,8 @@ use crate::annotation::{follow, follow_items, same_tools};
 use crate::chain::ChainHash;
 use crate::error::SessionError;
 use crate::event::{
-    BranchEvent, CalibrationEvent, CompactedEvent, DecisionEvent, EstimateEvent, Event, EventData,
-    EventKind, SentEvent, SkippedEvent,
+    BranchEvent, CompactedEvent, DecisionEvent, EstimateEvent, Event, EventData, EventKind,
+    SentEvent, SkippedEvent,
 };
 use crate::limits::{manual_policy, room_for_growth, MAX_STRIKES};
 use crate::manager::{items_compressed, CompactManager, PreflightReport, Prepared};
@@ -26,8 +26,7 @@ use compact_core::memory::{Change as MemoryChange, Memory, Origin, Outcome};
 use compact_core::model::{Conversation, Format, Item, ItemBody, Role};
 use compact_core::normalize::{diagnose, normalize, Normalized, ProviderRules};
 use compact_core::plan::Action;
-use compact_core::policy::{Decision, Mode, Policy, ReversibleMode};
-use compact_core::tokens::TokenCounter;
+use compact_core::policy::{Decision, Policy};
 use compact_engine::{block_on, CompactError, Compaction, Settled};
 use serde_json::json;
 use std::borrow::Cow;
@@ -76,11 +75,7 @@ struct MemoryDraft {
 struct Counted {
     /// Only the new items were counted, on top of what was sent.
     fast: bool,
-    /// The count, or an upper bound of it when `bounded`.
     count: usize,
-    /// `count` is an upper bound whose calibrated value lies below every threshold the decision
-    /// has: the exact count could not change it and was not made.
-    bounded: bool,
     /// The calibrated count.
     effective: usize,
     /// The view plus the new items (slow path), and it normalised.
@@ -124,8 +119,6 @@ enum NextView {
         /// `repaired` only hides what a provider compaction supersedes.
         hides_only: bool,
         tokens: usize,
-        /// `tokens` is an upper bound, not the count.
-        bounded: bool,
     },
 }
 
@@ -153,9 +146,6 @@ impl CompactManager {
         state: &mut SessionState,
         request: &Conversation,
     ) -> Result<Prepared, SessionError> {
-        // A count left as a bound by the last call is made now, before the ratio is read: the
-        // usage samples held against it move the ratio as they would have at once.
-        settle_count(state, &self.config().counter);
         let learned = self.policy_for(state);
         let policy: &Policy = &learned;
         let budget = Budget::new(policy);
@@ -167,7 +157,6 @@ impl CompactManager {
             events: Vec::new(),
             warnings: Vec::new(),
         };
-        draft.events.append(&mut state.settled);
         let ratio = state.calibration.ratio(&draft.model);
         let chain = match_chain(state, &mut draft);
         let provider_next = self.provider_change(state, &chain, &mut draft);
@@ -182,17 +171,7 @@ impl CompactManager {
             .filter(|&i| i >= chain.matched)
             .and_then(|i| manual_request(&request.items[i], &self.config().trigger_phrases));
         let manual = manual_note.is_some();
-        // While a recovery is under way its figures are exact (the usage logs them).
-        let wait_below = (!manual && state.recovery_attempts == 0)
-            .then(|| lowest_threshold(&budget, policy))
-            .flatten();
-        let counted = self.count(
-            state,
-            &chain,
-            &memory,
-            (rules, ratio, wait_below),
-            &mut draft,
-        );
+        let counted = self.count(state, &chain, &memory, rules, ratio, &mut draft);
         let (effective_tokens, counted_whole) = (counted.effective, !counted.fast);
         let decision = decide(
             state,
@@ -408,17 +387,13 @@ impl CompactManager {
 
     /// Stage 2: the count. The new items on top of what was sent (fast), or everything (slow).
     /// Tools whose annotations moved count the same.
-    ///
-    /// A request counted whole whose upper bound ([`TokenCounter::total_upper_bound`], from its
-    /// lengths) stays, calibrated, below `wait_below` (the lowest threshold the decision has) is
-    /// not counted: every count up to the bound decides the same (nothing), so the bound stands
-    /// in for the count until a call whose count can matter counts it ([`settle_count`]).
     fn count(
         &self,
         state: &SessionState,
         chain: &ChainMatch,
         memory: &MemoryDraft,
-        (rules, ratio, wait_below): (ProviderRules, f64, Option<usize>),
+        rules: ProviderRules,
+        ratio: f64,
         draft: &mut Draft<'_>,
     ) -> Counted {
         let counter = self.config().counter;
@@ -435,13 +410,13 @@ impl CompactManager {
             && !memory.moved
             && appends_cleanly(&state.call_ids, new_items, rules);
         let previous_sent_len = state.sent().items.len();
-        let (count, bounded, candidate, normalized) = if fast {
+        let (count, candidate, normalized) = if fast {
             let added: usize = new_items
                 .iter()
                 .filter(|i| i.meta.visibility.model)
                 .map(|i| counter.count_item(i))
                 .sum();
-            (state.sent_tokens + added, false, None, None)
+            (state.sent_tokens + added, None, None)
         } else {
             let mut candidate = Conversation {
                 items: Vec::new(),
@@ -468,18 +443,11 @@ impl CompactManager {
             }
             candidate.renumber_turns();
             let normalized = normalize(&candidate, &rules);
-            let bound = counter.total_upper_bound(&normalized.conversation);
-            let bounded = wait_below
-                .is_some_and(|below| state.calibration.effective(&draft.model, bound) < below);
-            let count = if bounded {
-                bound
-            } else {
-                counter.total(&normalized.conversation)
-            };
-            (count, bounded, Some(candidate), Some(normalized))
+            let count = counter.total(&normalized.conversation);
+            (count, Some(candidate), Some(normalized))
         };
         let effective = state.calibration.effective(&draft.model, count);
-        draft.events.push(marked(
+        draft.events.push(
             EstimateEvent {
                 model: draft.model.clone(),
                 tokens: count,
@@ -489,12 +457,10 @@ impl CompactManager {
                 items: request.items.len(),
             }
             .to_event(),
-            bounded,
-        ));
+        );
         Counted {
             fast,
             count,
-            bounded,
             effective,
             candidate,
             normalized,
@@ -681,7 +647,6 @@ impl CompactManager {
                 repaired: None,
                 hides_only: false,
                 tokens: report.tokens_after,
-                bounded: false,
             }
         } else if let (Some(candidate), Some(normalized)) = (counted.candidate, counted.normalized)
         {
@@ -693,7 +658,6 @@ impl CompactManager {
                 repaired,
                 hides_only: hides,
                 tokens: counted.count,
-                bounded: counted.bounded,
             }
         } else {
             NextView::Extend {
@@ -743,7 +707,7 @@ impl CompactManager {
             ));
         }
         if compacted.failure.is_none() {
-            draft.events.push(marked(
+            draft.events.push(
                 SentEvent {
                     tip: chain.tip.to_string(),
                     received: request.items.len(),
@@ -755,8 +719,7 @@ impl CompactManager {
                     passthrough: None,
                 }
                 .to_event(),
-                counted.bounded,
-            ));
+            );
         }
         Next {
             view,
@@ -886,7 +849,7 @@ fn decide(
         budget,
         policy,
     );
-    draft.events.push(marked(
+    draft.events.push(
         DecisionEvent {
             decision: decision_name(&decision).to_owned(),
             reason: decision_reason(&decision),
@@ -901,9 +864,7 @@ fn decide(
             boundary: at.map(|b| b.as_str().to_owned()),
         }
         .to_event(),
-        counted.bounded,
-    ));
-    debug_assert!(!counted.bounded || decision == Decision::None);
+    );
     decision
 }
 
@@ -966,7 +927,6 @@ fn commit(state: &mut SessionState, draft: &Draft<'_>, chain: &ChainMatch, next:
             repaired,
             hides_only,
             tokens,
-            bounded,
         } => {
             reserve_headroom(&mut view.items, 1);
             view.tools.clone_from(&request.tools);
@@ -977,11 +937,6 @@ fn commit(state: &mut SessionState, draft: &Draft<'_>, chain: &ChainMatch, next:
             state.repaired = repaired;
             state.repair_hides_only = hides_only;
             state.sent_tokens = tokens;
-            state.sent_bounded = bounded;
-            if bounded {
-                // A usage reported for this request compares with the bound: held until counted.
-                state.calibration.hold_against(tokens);
-            }
         }
     }
     // The items already held equal the request's first `matched` ones: keep them (those equal
@@ -1103,72 +1058,6 @@ fn reserve_headroom<T>(v: &mut Vec<T>, additional: usize) {
     if v.capacity() - v.len() < additional {
         let len = v.len() + additional;
         v.reserve_exact(additional + len / HEADROOM_DIVISOR + HEADROOM_MIN);
-    }
-}
-
-/// The lowest calibrated count at which [`compact_engine::decide`] can decide anything but
-/// [`Decision::None`] for a request that is not a manual one: below it no threshold is reached (over
-/// the usable budget, the trigger, the tokens left, the boundary floor, the soft threshold), in
-/// every mode. `None` when even a count of zero can compact (`reversible: only`).
-fn lowest_threshold(budget: &Budget, policy: &Policy) -> Option<usize> {
-    if policy.mode == Mode::Auto && policy.reversible == ReversibleMode::Only {
-        return None;
-    }
-    [
-        Some(budget.usable.saturating_add(1)),
-        Some(budget.trigger),
-        budget
-            .min_tokens_left
-            .map(|min| budget.usable.saturating_sub(min)),
-        budget.boundary,
-        budget.soft,
-    ]
-    .into_iter()
-    .flatten()
-    .min()
-}
-
-/// `event` with `"bound": true` when its token figures are an upper bound of the count.
-fn marked(mut event: Event, bounded: bool) -> Event {
-    if bounded {
-        event
-            .data
-            .insert("bound".to_owned(), serde_json::Value::Bool(true));
-    }
-    event
-}
-
-/// Counts what was sent when its count was left as a bound (`state.sent_bounded`), and takes the
-/// usage samples the calibration held against the bound
-/// ([`crate::calibration::Calibration::settle`]): the ratio becomes what those samples would have
-/// made it, and their events go to `state.settled` for the next preflight to log. The view sent is
-/// as it was (nothing changes it between calls but this runtime, which settles first); a state
-/// that must recount everything anyway (reloaded) drops the samples.
-pub(crate) fn settle_count(state: &mut SessionState, counter: &TokenCounter) {
-    if !state.sent_bounded {
-        return;
-    }
-    state.sent_bounded = false;
-    if state.fresh {
-        state.calibration.settle(None);
-        return;
-    }
-    let exact = counter.total(state.sent());
-    state.sent_tokens = exact;
-    for u in state.calibration.settle(Some(exact)) {
-        state.settled.push(
-            CalibrationEvent {
-                model: u.model,
-                provider_tokens: u.provider_tokens,
-                our_tokens: u.our_tokens,
-                sample: u.sample,
-                ratio: u.ratio,
-                clamped: Some(u.clamped),
-                source: "settled".to_owned(),
-                cached_input_tokens: None,
-            }
-            .to_event(),
-        );
     }
 }
 

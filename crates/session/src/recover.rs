@@ -87,7 +87,6 @@ impl CompactManager {
         if state.sent().items != request.items {
             return Err(SessionError::NotLastPrepared(session.to_owned()));
         }
-        crate::preflight::settle_count(state, &self.config().counter);
         let sent_tokens = state.sent_tokens;
         let give_up = |this: &Self,
                        state: &mut crate::state::SessionState,

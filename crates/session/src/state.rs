@@ -41,16 +41,8 @@ pub(crate) struct SessionState {
     /// compaction supersedes: items that append cleanly to the view then append the same way to
     /// `repaired`, so the next call can take the fast path (and extends both).
     pub repair_hides_only: bool,
-    /// Our count of what was sent (an upper bound of it while `sent_bounded`).
+    /// Our count of what was sent.
     pub sent_tokens: usize,
-    /// True when `sent_tokens` is only an upper bound of what was sent: its count could not
-    /// reach any threshold the preflight acts on, so it was not made (usage samples against it
-    /// are held by the calibration). The next call, or a recovery, an idle or a manual
-    /// compaction, counts it first (`crate::preflight::settle_count`).
-    pub sent_bounded: bool,
-    /// Calibration events of samples taken when a bounded count was settled outside a
-    /// preflight: the next preflight logs them.
-    pub settled: Vec<Event>,
     /// Tool-call ids in the view (a new call reusing one needs a repair).
     pub call_ids: HashSet<String>,
     /// Calibration ratios per model.
@@ -465,7 +457,6 @@ impl SessionState {
         fresh.known_secrets = std::mem::take(&mut self.known_secrets);
         fresh.redactor = self.redactor.take();
         fresh.growth = std::mem::take(&mut self.growth);
-        fresh.settled = std::mem::take(&mut self.settled);
         *self = fresh;
         Ok(())
     }

@@ -29,16 +29,6 @@ impl Rng {
     }
 }
 
-/// True when a call's figures (its report's and events' tokens) are an upper bound of its count
-/// (its `compact.sent` event says `"bound": true`): the exact count could not change its decision
-/// and was left for a later call.
-pub fn bounded(prepared: &compact_session::Prepared) -> bool {
-    prepared.events.iter().any(|e| {
-        e.kind == compact_session::EventKind::Sent
-            && e.get("bound") == Some(&serde_json::Value::Bool(true))
-    })
-}
-
 pub fn counter() -> TokenCounter {
     TokenCounter::new(Encoding::O200kBase)
 }

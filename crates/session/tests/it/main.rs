@@ -8,7 +8,6 @@ mod common;
 mod concurrency;
 mod config;
 mod conflict;
-mod count_bound;
 mod errors;
 mod exports;
 mod held_usage;

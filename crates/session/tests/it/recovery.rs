@@ -1,6 +1,6 @@
 //! Overflow recovery, calibration and manual compaction.
 
-use crate::common::{bounded, counter, manager, Agent};
+use crate::common::{counter, manager, Agent};
 use compact_core::budget::Budget;
 use compact_core::model::{Format, Item, Role};
 use compact_core::policy::{Decision, Policy};
@@ -114,12 +114,7 @@ fn calibration_is_bounded_and_used_in_decisions() {
         )
         .unwrap();
     assert!(update.clamped);
-    if bounded(&first) {
-        // Reported against an upper bound of the count: held until the next call counts it.
-        assert_eq!(update.ratio, 1.0);
-    } else {
-        assert_eq!(update.ratio, MAX_RATIO);
-    }
+    assert_eq!(update.ratio, MAX_RATIO);
     assert_eq!(update.model, "test-model");
 
     // The same history plus one small message now crosses the trigger: 2 x count.
