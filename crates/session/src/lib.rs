@@ -105,6 +105,7 @@ mod recall;
 pub mod record;
 mod recover;
 pub mod redacting;
+mod reported;
 mod review;
 mod state;
 pub mod store;
@@ -141,8 +142,8 @@ pub use otlp::{OtlpError, OtlpExporter};
 pub use provider::{provider_state, HeldSource, ProviderHeld};
 pub use recall::{Recalled, KEEP_ATTEMPTS};
 pub use recover::{Recovery, RecoveryError, RECOVERY_SHRINK};
+pub use reported::{CompactionPass, Usage};
 pub use review::Proposal;
 #[cfg(feature = "postgres")]
 pub use store::PostgresStore;
 pub use store::{MemoryStore, SessionSummary, SqliteStore, Store, StoreError};
-pub use usage::{CompactionPass, Usage};

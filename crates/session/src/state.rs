@@ -92,7 +92,7 @@ pub(crate) struct SessionState {
     pub provider_window: Option<usize>,
     /// Usage records made but not yet in the log (see [`crate::usage`]): `version` counts them,
     /// the store's version is `version` less their number.
-    pub held: Vec<crate::usage::HeldUsage>,
+    pub held: Vec<crate::reported::HeldUsage>,
 }
 
 impl SessionState {

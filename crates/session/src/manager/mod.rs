@@ -15,6 +15,8 @@
 //! the last one (history edited, forked, rolled back) is a *branch*: it is logged as such and
 //! compacted from scratch, never mixed with the previous view.
 
+pub(crate) mod held;
+
 use crate::archive::Archive;
 use crate::config::SessionConfig;
 use crate::error::SessionError;
@@ -25,12 +27,12 @@ use crate::provider::ProviderHeld;
 use crate::record::{Record, ViewEntry};
 use crate::state::{call_ids, hides_only, SessionState};
 use crate::store::{Store, StoreError};
-use crate::usage::UsageFlusher;
 use compact_core::model::{Conversation, Format, ItemMeta};
 use compact_core::normalize::{normalize, ProviderRules};
 use compact_core::plan::Action;
 use compact_core::policy::{Decision, Policy};
 use compact_engine::{CompactError, Compaction, Compactor, Report};
+use held::UsageFlusher;
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
@@ -402,7 +404,7 @@ impl CompactManager {
                     state.catch_up(self.store.as_ref(), session)
                 } else {
                     // Usage records held: made again on top of what the others appended.
-                    crate::usage::rebase_held(
+                    held::rebase_held(
                         self.store.as_ref(),
                         self.config.redactor.as_deref(),
                         session,
