@@ -3,7 +3,7 @@
 //! Here, under the manager, because the manager owns the flusher and catches held records up
 //! after another writer's append.
 
-use super::{redact_event, CompactManager, Slot, SlotHandle};
+use super::{events_to_export, redact_event, CompactManager, Slot, SlotHandle};
 use crate::calibration::{Calibration, CalibrationUpdate};
 use crate::error::SessionError;
 use crate::event::{CalibrationEvent, Event, EventData, EventKind};
@@ -132,16 +132,7 @@ pub(crate) fn write_held(
             }
         }
         let records = state.held_log();
-        let events: Vec<Event> = match exports {
-            Some(_) => records
-                .iter()
-                .filter_map(|r| match r {
-                    Record::Event(e) => Some(e.clone()),
-                    _ => None,
-                })
-                .collect(),
-            None => Vec::new(),
-        };
+        let events = events_to_export(&records, exports.is_some());
         match store.append(session, state.logged_version(), records) {
             Ok(version) => {
                 state.held.clear();

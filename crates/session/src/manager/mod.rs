@@ -452,16 +452,7 @@ impl CompactManager {
         };
         self.redact_records(session, state, &mut records);
         // The events are exported once the log holds them (redacted as logged).
-        let events: Vec<Event> = match &self.exports {
-            Some(_) => records
-                .iter()
-                .filter_map(|r| match r {
-                    Record::Event(e) => Some(e.clone()),
-                    _ => None,
-                })
-                .collect(),
-            None => Vec::new(),
-        };
+        let events = events_to_export(&records, self.exports.is_some());
         match self.store.append(session, state.logged_version(), records) {
             Ok(version) => {
                 state.held.clear();
@@ -711,4 +702,18 @@ impl CompactManager {
         let state = self.existing(session, &mut slot)?;
         Ok(state.provider.clone())
     }
+}
+
+/// The events among `records`, copied for the export queue when there is one (none otherwise).
+pub(crate) fn events_to_export(records: &[Record], exporting: bool) -> Vec<Event> {
+    if !exporting {
+        return Vec::new();
+    }
+    records
+        .iter()
+        .filter_map(|r| match r {
+            Record::Event(e) => Some(e.clone()),
+            _ => None,
+        })
+        .collect()
 }
