@@ -32,9 +32,8 @@ use compact_core::model::Format;
 use compact_formats::wire::{list_key, IncrementalDecode};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::ops::Range;
-use std::sync::{Mutex, MutexGuard, PoisonError};
 
 /// Default bound on the memory of the held decodes, all sessions together ([`Held::weight`]).
 pub(crate) const DEFAULT_MAX_HELD_BYTES: usize = 256 * 1024 * 1024;
@@ -259,110 +258,14 @@ impl Held {
     }
 }
 
-/// The sessions' held decodes, the least recently used dropped beyond a count of sessions and
-/// beyond a total [`Held::weight`]. A decode is taken out for the length of a request and put
-/// back after it, so a concurrent request of the same session finds none and decodes afresh; the
-/// last to finish puts its own back.
-pub(crate) struct Decoders {
-    max_sessions: usize,
-    max_bytes: usize,
-    inner: Mutex<Kept>,
-}
+/// The sessions' held decodes ([`compact_session::SessionCache`]), the least recently used dropped
+/// beyond a count of sessions and beyond a total [`Held::weight`].
+pub(crate) type Decoders = compact_session::SessionCache<Held>;
 
-#[derive(Default)]
-struct Kept {
-    clock: u64,
-    /// The sum of the held decodes' weights.
-    bytes: usize,
-    held: HashMap<String, (u64, Held)>,
-}
-
-impl Decoders {
-    /// At most `max_sessions` sessions (at least one) weighing at most `max_bytes` together.
-    pub fn new(max_sessions: usize, max_bytes: usize) -> Decoders {
-        Decoders {
-            max_sessions: max_sessions.max(1),
-            max_bytes,
-            inner: Mutex::new(Kept::default()),
-        }
-    }
-
-    fn kept(&self) -> MutexGuard<'_, Kept> {
-        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Takes a session's decode out.
-    pub fn take(&self, session: &str) -> Option<Held> {
-        let mut kept = self.kept();
-        let (_, held) = kept.held.remove(session)?;
-        kept.bytes = kept.bytes.saturating_sub(held.weight());
-        Some(held)
-    }
-
-    /// Puts a session's decode back, then drops the least recently used ones while either bound
-    /// is passed (down to seven eighths of the count, so that the sort is paid once per many
-    /// requests). A decode heavier than the whole bound is not kept. Dropped after the lock is
-    /// released.
-    pub fn put(&self, session: &str, held: Held) {
-        let weight = held.weight();
-        if weight > self.max_bytes {
-            return;
-        }
-        let dropped = {
-            let mut kept = self.kept();
-            kept.clock += 1;
-            let now = kept.clock;
-            kept.bytes += weight;
-            let mut dropped = Vec::new();
-            if let Some((_, old)) = kept.held.insert(session.to_owned(), (now, held)) {
-                kept.bytes = kept.bytes.saturating_sub(old.weight());
-                dropped.push(old);
-            }
-            if kept.held.len() > self.max_sessions || kept.bytes > self.max_bytes {
-                // Whichever bound was passed, down to seven eighths of it.
-                let sessions = match kept.held.len() > self.max_sessions {
-                    true => self.max_sessions - self.max_sessions / 8,
-                    false => kept.held.len(),
-                };
-                let bytes = match kept.bytes > self.max_bytes {
-                    true => self.max_bytes - self.max_bytes / 8,
-                    false => kept.bytes,
-                };
-                let mut ages: Vec<(u64, String)> = kept
-                    .held
-                    .iter()
-                    .map(|(k, (t, _))| (*t, k.clone()))
-                    .collect();
-                ages.sort_unstable();
-                for (_, key) in ages {
-                    if kept.held.len() <= sessions.max(1) && kept.bytes <= bytes {
-                        break;
-                    }
-                    if key == session {
-                        continue;
-                    }
-                    if let Some((_, old)) = kept.held.remove(&key) {
-                        kept.bytes = kept.bytes.saturating_sub(old.weight());
-                        dropped.push(old);
-                    }
-                }
-            }
-            dropped
-        };
-        drop(dropped);
-    }
-
-    /// Sessions held.
-    #[cfg(test)]
-    pub fn len(&self) -> usize {
-        self.kept().held.len()
-    }
-
-    /// The sum of the held decodes' weights.
-    #[cfg(test)]
-    pub fn bytes(&self) -> usize {
-        self.kept().bytes
-    }
+/// Held decodes of at most `max_sessions` sessions (at least one) weighing at most `max_bytes`
+/// together.
+pub(crate) fn held_decodes(max_sessions: usize, max_bytes: usize) -> Decoders {
+    compact_session::SessionCache::weighted(max_sessions, max_bytes, Held::weight)
 }
 
 #[cfg(test)]
@@ -499,13 +402,13 @@ mod tests {
         // Room for 100 sessions and 1 MB of decodes: sessions of 10 KB bodies (40 KB each) reach
         // the bytes first.
         let max = 1024 * 1024;
-        let decoders = Decoders::new(100, max);
+        let decoders = held_decodes(100, max);
         for i in 0..300 {
             decoders.put(&format!("s{i}"), held_of(10 * 1024));
             assert!(
-                decoders.bytes() <= max,
+                decoders.weight() <= max,
                 "{} bytes after {i}",
-                decoders.bytes()
+                decoders.weight()
             );
             assert!(decoders.len() <= 100);
             // The session just put back is kept; the oldest go first.
@@ -515,19 +418,19 @@ mod tests {
         assert!(decoders.take("s0").is_none());
         assert!(decoders.take("s299").is_some());
         // Small decodes: the count bounds them.
-        let decoders = Decoders::new(100, max);
+        let decoders = held_decodes(100, max);
         for i in 0..300 {
             decoders.put(&format!("s{i}"), held_of(10));
             assert!(decoders.len() <= 100);
         }
-        assert_eq!(decoders.bytes(), decoders.len() * 40);
+        assert_eq!(decoders.weight(), decoders.len() * 40);
         // Taking a decode out and putting another back for the same session counts it once.
-        let before = decoders.bytes();
+        let before = decoders.weight();
         let held = decoders.take("s299").unwrap();
-        assert_eq!(decoders.bytes(), before - held.weight());
+        assert_eq!(decoders.weight(), before - held.weight());
         decoders.put("s299", held_of(20));
         decoders.put("s299", held_of(20));
-        assert_eq!(decoders.bytes(), before - 40 + 80);
+        assert_eq!(decoders.weight(), before - 40 + 80);
         // One decode heavier than the whole bound is not kept (nor does it evict the others).
         let len = decoders.len();
         decoders.put("huge", held_of(max));

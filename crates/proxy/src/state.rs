@@ -65,7 +65,7 @@ impl Shared {
             None => UpstreamClient::new()?,
         };
         Ok(Shared {
-            decoders: crate::decoders::Decoders::new(
+            decoders: crate::decoders::held_decodes(
                 config.session.max_cached_sessions,
                 crate::decoders::DEFAULT_MAX_HELD_BYTES,
             ),

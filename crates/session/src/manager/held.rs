@@ -3,7 +3,7 @@
 //! Here, under the manager, because the manager owns the flusher and catches held records up
 //! after another writer's append.
 
-use super::{events_to_export, redact_event, CompactManager, Slot, SlotHandle};
+use super::{events_to_export, redact_for_caller, CompactManager, Slot, SlotHandle};
 use crate::calibration::{Calibration, CalibrationUpdate};
 use crate::error::SessionError;
 use crate::event::{CalibrationEvent, Event, EventData, EventKind};
@@ -63,15 +63,11 @@ pub(crate) fn hold(
     since: Instant,
 ) -> CalibrationUpdate {
     let (mut records, calibration, update, held) = usage_records(state, &call, &usage);
-    if let Some(base) = redactor {
-        let r = state.redactor.as_deref().unwrap_or(base);
-        for record in &mut records {
-            if let Record::Event(e) = record {
-                redact_event(r, session, e);
-                e.mark_redacted();
-            }
-        }
-    }
+    let events = records.iter_mut().filter_map(|r| match r {
+        Record::Event(e) => Some(e),
+        _ => None,
+    });
+    redact_for_caller(redactor, state, session, events);
     state.calibration = calibration;
     if held.is_some() {
         state.provider = held;
@@ -95,10 +91,8 @@ pub(crate) fn rebase_held(
     session: &str,
     state: &mut SessionState,
 ) -> Result<(), SessionError> {
+    state.version = state.logged_version();
     let held = std::mem::take(&mut state.held);
-    state.version = state
-        .version
-        .saturating_sub(held.iter().map(|h| h.records.len() as u64).sum());
     state.catch_up(store, session)?;
     for h in held {
         hold(redactor, session, state, h.call, h.usage, h.since);

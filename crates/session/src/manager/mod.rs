@@ -524,13 +524,7 @@ impl CompactManager {
 
     /// Redacts the secrets of events handed to the caller (the same redaction as the log's).
     pub(crate) fn redact_events(&self, session: &str, state: &SessionState, events: &mut [Event]) {
-        if let Some(base) = self.config.redactor.as_ref() {
-            let r = state.redactor.as_ref().unwrap_or(base);
-            for e in events {
-                redact_event(r, session, e);
-                e.mark_redacted();
-            }
-        }
+        redact_for_caller(self.config.redactor.as_deref(), state, session, events);
     }
 
     /// The model key of a request: its `model` field, else the policy's model, else `default`.
@@ -645,8 +639,26 @@ impl CompactManager {
     }
 }
 
+/// Redacts `events` with the session's redactor (`base` grown by the secrets its items taught it),
+/// the same redaction as the log's, and marks them redacted so that logging them does not search
+/// them again. Nothing without a redactor.
+pub(crate) fn redact_for_caller<'a>(
+    base: Option<&compact_core::redact::Redactor>,
+    state: &SessionState,
+    session: &str,
+    events: impl IntoIterator<Item = &'a mut Event>,
+) {
+    if let Some(base) = base {
+        let r = state.redactor.as_deref().unwrap_or(base);
+        for e in events {
+            redact_event(r, session, e);
+            e.mark_redacted();
+        }
+    }
+}
+
 /// Redacts the string values of an event's data.
-pub(crate) fn redact_event(r: &compact_core::redact::Redactor, session: &str, e: &mut Event) {
+fn redact_event(r: &compact_core::redact::Redactor, session: &str, e: &mut Event) {
     for (_, v) in e.data.iter_mut() {
         r.redact_value(session, v);
     }

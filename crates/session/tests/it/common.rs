@@ -177,3 +177,74 @@ pub fn wire_messages(conv: &Conversation) -> Vec<String> {
         .map(|m| serde_json::to_string(m).unwrap())
         .collect()
 }
+
+/// A memory store that counts what is done to it: appends, whole-log reads (`read` from the
+/// start) and the records read back.
+pub struct CountingStore {
+    inner: MemoryStore,
+    pub appends: std::sync::atomic::AtomicUsize,
+    pub whole_reads: std::sync::atomic::AtomicUsize,
+    pub records_read: std::sync::atomic::AtomicUsize,
+}
+
+impl CountingStore {
+    pub fn new() -> CountingStore {
+        CountingStore {
+            inner: MemoryStore::new(),
+            appends: Default::default(),
+            whole_reads: Default::default(),
+            records_read: Default::default(),
+        }
+    }
+}
+
+impl Store for CountingStore {
+    fn create(&self, session: &str) -> Result<bool, compact_session::StoreError> {
+        self.inner.create(session)
+    }
+    fn version(&self, session: &str) -> Result<u64, compact_session::StoreError> {
+        self.inner.version(session)
+    }
+    fn append(
+        &self,
+        session: &str,
+        expected: u64,
+        records: Vec<compact_session::record::Record>,
+    ) -> Result<u64, compact_session::StoreError> {
+        self.appends
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.inner.append(session, expected, records)
+    }
+    fn read(
+        &self,
+        session: &str,
+        after: u64,
+    ) -> Result<Vec<compact_session::record::Stored>, compact_session::StoreError> {
+        if after == 0 {
+            self.whole_reads
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+        let records = self.inner.read(session, after)?;
+        self.records_read
+            .fetch_add(records.len(), std::sync::atomic::Ordering::SeqCst);
+        Ok(records)
+    }
+    fn find_items(
+        &self,
+        session: &str,
+        item_id: &str,
+    ) -> Result<Vec<compact_session::record::Stored>, compact_session::StoreError> {
+        self.inner.find_items(session, item_id)
+    }
+    fn sessions(&self) -> Result<Vec<String>, compact_session::StoreError> {
+        self.inner.sessions()
+    }
+    fn list_sessions(
+        &self,
+    ) -> Result<Vec<compact_session::SessionSummary>, compact_session::StoreError> {
+        self.inner.list_sessions()
+    }
+    fn delete_session(&self, session: &str) -> Result<bool, compact_session::StoreError> {
+        self.inner.delete_session(session)
+    }
+}

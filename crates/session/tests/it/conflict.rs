@@ -3,63 +3,13 @@
 //! prepares the request as if it had served every turn; usage and untouched requests are recorded
 //! once, whichever manager records them.
 
-use crate::common::{counter, manager_with, violations, Agent};
+use crate::common::{counter, manager_with, violations, Agent, CountingStore};
 use compact_core::model::Format;
-use compact_session::record::{ItemSource, Record, Stored};
-use compact_session::{EventKind, MemoryStore, SessionSummary, Store, StoreError, Usage};
+use compact_session::record::{ItemSource, Record};
+use compact_session::{EventKind, MemoryStore, Store, Usage};
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Barrier};
-
-/// A store that counts whole-log reads (`read` from the start): catching up must not need one.
-struct Counting {
-    inner: MemoryStore,
-    whole_reads: AtomicUsize,
-}
-
-impl Counting {
-    fn new() -> Self {
-        Counting {
-            inner: MemoryStore::new(),
-            whole_reads: AtomicUsize::new(0),
-        }
-    }
-}
-
-impl Store for Counting {
-    fn create(&self, session: &str) -> Result<bool, StoreError> {
-        self.inner.create(session)
-    }
-    fn version(&self, session: &str) -> Result<u64, StoreError> {
-        self.inner.version(session)
-    }
-    fn append(
-        &self,
-        session: &str,
-        expected: u64,
-        records: Vec<Record>,
-    ) -> Result<u64, StoreError> {
-        self.inner.append(session, expected, records)
-    }
-    fn read(&self, session: &str, after: u64) -> Result<Vec<Stored>, StoreError> {
-        if after == 0 {
-            self.whole_reads.fetch_add(1, Ordering::Relaxed);
-        }
-        self.inner.read(session, after)
-    }
-    fn find_items(&self, session: &str, item_id: &str) -> Result<Vec<Stored>, StoreError> {
-        self.inner.find_items(session, item_id)
-    }
-    fn sessions(&self) -> Result<Vec<String>, StoreError> {
-        self.inner.sessions()
-    }
-    fn list_sessions(&self) -> Result<Vec<SessionSummary>, StoreError> {
-        self.inner.list_sessions()
-    }
-    fn delete_session(&self, session: &str) -> Result<bool, StoreError> {
-        self.inner.delete_session(session)
-    }
-}
 
 /// The received items of `session`'s log: each logged once, and as many as `expected`.
 fn assert_logged_once(store: &dyn Store, session: &str, expected: usize) {
@@ -111,7 +61,7 @@ fn a_manager_behind_the_log_catches_up_before_preparing() {
 /// every usage once, and no manager reads the whole log again after its first call.
 #[test]
 fn alternating_managers_prepare_every_turn_within_the_window() {
-    let counting = Arc::new(Counting::new());
+    let counting = Arc::new(CountingStore::new());
     let store: Arc<dyn Store> = Arc::clone(&counting) as Arc<dyn Store>;
     let window = 6_000;
     let managers = [

@@ -3,54 +3,13 @@
 //! the session or is dropped. What a crash can lose: the usage records of each session's last
 //! answered call, never a turn; a restart rebuilds the calibration from what the log holds.
 
-use crate::common::{counter, manager_with, Agent};
+use crate::common::{counter, manager_with, Agent, CountingStore};
 use compact_core::model::Format;
-use compact_session::record::{Record, Stored};
-use compact_session::{
-    EventKind, MemoryStore, SessionSummary, SqliteStore, Store, StoreError, Usage,
-};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use compact_session::record::Record;
+use compact_session::{EventKind, MemoryStore, SqliteStore, Store, Usage};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// A store that counts appends.
-struct Appends {
-    inner: MemoryStore,
-    appends: AtomicUsize,
-}
-
-impl Store for Appends {
-    fn create(&self, session: &str) -> Result<bool, StoreError> {
-        self.inner.create(session)
-    }
-    fn version(&self, session: &str) -> Result<u64, StoreError> {
-        self.inner.version(session)
-    }
-    fn append(
-        &self,
-        session: &str,
-        expected: u64,
-        records: Vec<Record>,
-    ) -> Result<u64, StoreError> {
-        self.appends.fetch_add(1, Ordering::Relaxed);
-        self.inner.append(session, expected, records)
-    }
-    fn read(&self, session: &str, after: u64) -> Result<Vec<Stored>, StoreError> {
-        self.inner.read(session, after)
-    }
-    fn find_items(&self, session: &str, item_id: &str) -> Result<Vec<Stored>, StoreError> {
-        self.inner.find_items(session, item_id)
-    }
-    fn sessions(&self) -> Result<Vec<String>, StoreError> {
-        self.inner.sessions()
-    }
-    fn list_sessions(&self) -> Result<Vec<SessionSummary>, StoreError> {
-        self.inner.list_sessions()
-    }
-    fn delete_session(&self, session: &str) -> Result<bool, StoreError> {
-        self.inner.delete_session(session)
-    }
-}
 
 /// What the session's events are, in log order: `usage` for a usage report's calibration, else
 /// the event's name.
@@ -60,12 +19,7 @@ fn event_kinds(store: &dyn Store, session: &str) -> Vec<&'static str> {
         .unwrap()
         .into_iter()
         .filter_map(|s| match s.record {
-            Record::Event(e)
-                if e.kind == EventKind::Calibration
-                    && e.get("source").and_then(|v| v.as_str()) == Some("usage") =>
-            {
-                Some(USAGE)
-            }
+            Record::Event(e) if is_usage(&e) => Some(USAGE),
             Record::Event(e) => Some(e.kind.as_str()),
             _ => None,
         })
@@ -98,15 +52,15 @@ fn calibrations(store: &dyn Store, session: &str, field: &str) -> Vec<serde_json
         .unwrap()
         .into_iter()
         .filter_map(|s| match s.record {
-            Record::Event(e)
-                if e.kind == EventKind::Calibration
-                    && e.get("source").and_then(|v| v.as_str()) == Some("usage") =>
-            {
-                e.get(field).cloned()
-            }
+            Record::Event(e) if is_usage(&e) => e.get(field).cloned(),
             _ => None,
         })
         .collect()
+}
+
+/// A usage report's calibration event.
+fn is_usage(e: &compact_session::Event) -> bool {
+    e.kind == EventKind::Calibration && e.get("source").and_then(|v| v.as_str()) == Some("usage")
 }
 
 fn usage_of(tokens: usize) -> Usage {
@@ -118,10 +72,7 @@ fn usage_of(tokens: usize) -> Usage {
 
 #[test]
 fn a_usage_is_logged_in_the_next_turns_append() {
-    let store = Arc::new(Appends {
-        inner: MemoryStore::new(),
-        appends: AtomicUsize::new(0),
-    });
+    let store = Arc::new(CountingStore::new());
     let manager = manager_with(64_000, Arc::clone(&store) as Arc<dyn Store>);
     let mut agent = Agent::new(3, Format::OpenAiChat);
     let mut reported = Vec::new();

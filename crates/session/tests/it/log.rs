@@ -7,7 +7,7 @@ use compact_core::model::{Format, ItemBody};
 use compact_core::plan::REFERENCE_PREFIX;
 use compact_core::policy::Policy;
 use compact_session::record::{ItemSource, Record};
-use compact_session::{EventKind, MemoryStore, SessionError, Store};
+use compact_session::{EventKind, SessionError, Store};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -209,59 +209,10 @@ fn a_recall_for_the_model_is_answered_and_counted_in_the_log() {
     ));
 }
 
-/// A store that counts the records read back.
-struct CountingStore {
-    inner: MemoryStore,
-    read: std::sync::atomic::AtomicUsize,
-}
-
-impl Store for CountingStore {
-    fn create(&self, session: &str) -> Result<bool, compact_session::StoreError> {
-        self.inner.create(session)
-    }
-    fn version(&self, session: &str) -> Result<u64, compact_session::StoreError> {
-        self.inner.version(session)
-    }
-    fn append(
-        &self,
-        session: &str,
-        expected: u64,
-        records: Vec<Record>,
-    ) -> Result<u64, compact_session::StoreError> {
-        self.inner.append(session, expected, records)
-    }
-    fn read(
-        &self,
-        session: &str,
-        after: u64,
-    ) -> Result<Vec<compact_session::record::Stored>, compact_session::StoreError> {
-        let records = self.inner.read(session, after)?;
-        self.read
-            .fetch_add(records.len(), std::sync::atomic::Ordering::SeqCst);
-        Ok(records)
-    }
-    fn find_items(
-        &self,
-        session: &str,
-        item_id: &str,
-    ) -> Result<Vec<compact_session::record::Stored>, compact_session::StoreError> {
-        self.inner.find_items(session, item_id)
-    }
-    fn sessions(&self) -> Result<Vec<String>, compact_session::StoreError> {
-        self.inner.sessions()
-    }
-    fn delete_session(&self, session: &str) -> Result<bool, compact_session::StoreError> {
-        self.inner.delete_session(session)
-    }
-}
-
 #[test]
 fn keeping_an_output_never_reads_the_log_back() {
     use compact_core::model::{content_id, Item, ToolResult};
-    let store = Arc::new(CountingStore {
-        inner: MemoryStore::new(),
-        read: std::sync::atomic::AtomicUsize::new(0),
-    });
+    let store = Arc::new(crate::common::CountingStore::new());
     let mut ids = Vec::new();
     // One manager per output, as `compactctl run` opens one per command.
     for i in 0..50 {
@@ -277,7 +228,7 @@ fn keeping_an_output_never_reads_the_log_back() {
             .unwrap();
     }
     assert_eq!(
-        store.read.load(std::sync::atomic::Ordering::SeqCst),
+        store.records_read.load(std::sync::atomic::Ordering::SeqCst),
         0,
         "work per kept output does not grow with the log"
     );
