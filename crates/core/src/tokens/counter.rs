@@ -208,100 +208,6 @@ impl TokenCounter {
         items + self.count_tools(&conv.tools) + self.framing.per_request as usize
     }
 
-    /// An upper bound of [`TokenCounter::count_text`] for any text of `len` bytes (see
-    /// [`Encoding::count_upper_bound`]).
-    pub fn text_upper_bound(&self, len: usize) -> usize {
-        self.encoding.count_upper_bound(len)
-    }
-
-    /// An upper bound of [`TokenCounter::count_item`], from the lengths of the item's texts
-    /// (no text is tokenised): its memo when it holds a count, else each text's bound, media at
-    /// their estimate (which reads no text), encrypted payloads at their rate, plus the framing.
-    pub fn item_upper_bound(&self, item: &Item) -> usize {
-        let content = match item.memo().get_keyed(self.encoding, self.media) {
-            Some(n) => n as usize,
-            None => self.body_upper_bound(item.body()),
-        };
-        content + self.framing.per_message as usize
-    }
-
-    /// An upper bound of [`TokenCounter::count_tools`] from the declarations' lengths.
-    pub fn tools_upper_bound(&self, tools: &[ToolSpec]) -> usize {
-        tools
-            .iter()
-            .map(|t| {
-                self.text_upper_bound(t.name.len())
-                    + t.description
-                        .as_deref()
-                        .map_or(0, |d| self.text_upper_bound(d.len()))
-                    + if t.schema.is_null() {
-                        0
-                    } else {
-                        self.text_upper_bound(json_len(&t.schema))
-                    }
-                    + self.framing.per_tool as usize
-            })
-            .sum()
-    }
-
-    /// An upper bound of [`TokenCounter::total`]: every term of the total replaced by its bound
-    /// ([`TokenCounter::item_upper_bound`], [`TokenCounter::tools_upper_bound`]), so that
-    /// `total(conv) <= total_upper_bound(conv)` always. It reads lengths, not text: a request's
-    /// size decides whether its exact count can matter yet.
-    pub fn total_upper_bound(&self, conv: &Conversation) -> usize {
-        let items: usize = conv
-            .items
-            .iter()
-            .filter(|i| i.meta.visibility.model)
-            .map(|i| self.item_upper_bound(i))
-            .sum();
-        items + self.tools_upper_bound(&conv.tools) + self.framing.per_request as usize
-    }
-
-    fn part_upper_bound(&self, part: &Part) -> usize {
-        match &part.kind {
-            PartKind::Text(t) => self.text_upper_bound(t.len()),
-            PartKind::File(m) => match &m.source {
-                crate::model::MediaSource::Text(t) => self.text_upper_bound(t.len()),
-                _ => DOCUMENT_UNKNOWN_TOKENS,
-            },
-            // Media estimates read sizes, never the payload's text: the count itself.
-            PartKind::Image(_) | PartKind::Audio(_) => self.count_part(part),
-            PartKind::Opaque(v) => self.text_upper_bound(json_len(v)),
-        }
-    }
-
-    fn body_upper_bound(&self, body: &ItemBody) -> usize {
-        let text = |t: &str| self.text_upper_bound(t.len());
-        match body {
-            ItemBody::Message(m) => m.parts.iter().map(|p| self.part_upper_bound(p)).sum(),
-            ItemBody::ToolCall(c) => {
-                text(&c.name)
-                    + match &c.arguments {
-                        crate::model::Arguments::Text(s) => text(s),
-                        crate::model::Arguments::Json(v) => self.text_upper_bound(json_len(v)),
-                    }
-            }
-            ItemBody::ToolResult(r) => r.parts.iter().map(|p| self.part_upper_bound(p)).sum(),
-            ItemBody::Reasoning(r) => {
-                r.text.as_deref().map_or(0, text)
-                    + r.summary.iter().map(|s| text(s)).sum::<usize>()
-                    + r.encrypted
-                        .as_ref()
-                        .map_or(0, |e| e.len() / ENCRYPTED_BYTES_PER_TOKEN)
-            }
-            ItemBody::Checkpoint(c) => text(&c.text),
-            ItemBody::Opaque(o) => self.text_upper_bound(json_len(&o.value)),
-            ItemBody::ProviderCompaction(p) => {
-                p.summary().map_or(0, text)
-                    + p.value()
-                        .get("encrypted_content")
-                        .and_then(serde_json::Value::as_str)
-                        .map_or(0, |e| e.len() / ENCRYPTED_BYTES_PER_TOKEN)
-            }
-        }
-    }
-
     fn count_parts(&self, parts: &[Part]) -> usize {
         parts.iter().map(|p| self.count_part(p)).sum()
     }
@@ -349,27 +255,6 @@ impl TokenCounter {
                         .map_or(0, |e| e.len() / ENCRYPTED_BYTES_PER_TOKEN)
             }
         }
-    }
-}
-
-/// The length of `v`'s compact JSON text (what `v.to_string()` holds), without building it.
-fn json_len(v: &serde_json::Value) -> usize {
-    struct Len(usize);
-    impl std::io::Write for Len {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0 += buf.len();
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut len = Len(0);
-    // Writing a `Value` to a sink that never fails cannot fail; should it, the text is still
-    // at most what was written so far plus nothing: fall back to the allocation.
-    match serde_json::to_writer(&mut len, v) {
-        Ok(()) => len.0,
-        Err(_) => v.to_string().len(),
     }
 }
 

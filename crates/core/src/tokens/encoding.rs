@@ -54,23 +54,6 @@ impl Encoding {
         }
     }
 
-    /// An upper bound of [`Encoding::count`] for any text of `len` bytes, for deciding whether an
-    /// exact count can matter yet without making it.
-    ///
-    /// - `o200k_base`, `cl100k_base`: `len`. Both are byte-level BPE: every token stands for at
-    ///   least one byte of the text, the pieces the regex splits cover the text without overlap,
-    ///   and special-token strings are ordinary text here, so a text of `len` bytes is at most
-    ///   `len` tokens.
-    /// - The estimate: `len + ceil(len / 4) + 1` (proved in `tokens/estimate.rs`): it can give
-    ///   more tokens than bytes (a lone digit between symbols weighs 1.69), but never more than
-    ///   1.2145 per byte plus one.
-    pub fn count_upper_bound(self, len: usize) -> usize {
-        match self {
-            Encoding::O200kBase | Encoding::Cl100kBase => len,
-            Encoding::Estimate => super::estimate::upper_bound(len),
-        }
-    }
-
     /// Counts like [`Encoding::count`] but runs BPE on every piece, bypassing the piece cache: the
     /// reference path that tests and benchmarks compare the cached one against.
     pub fn count_uncached(self, text: &str) -> usize {

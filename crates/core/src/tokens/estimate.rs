@@ -117,25 +117,3 @@ pub fn estimate_tokens(text: &str) -> usize {
         n
     }
 }
-
-/// An upper bound of [`estimate_tokens`] for any text of `len` bytes: `len + ceil(len / 4) + 1`.
-///
-/// Why it holds. The estimate is a sum over the bytes that start a character (continuation bytes
-/// and control characters add nothing and do not end a run) of the byte's weight, plus its run
-/// weight when it starts a run (the second of a run of spaces carries the space-run weight). The
-/// most one such byte adds is a digit starting a run, `W_DIGIT + W_DIGIT_RUN` = 1.691; any other
-/// adds at most 0.738 (the second space of a run; a letter starting a run 0.630, a symbol 0.722, a
-/// line break 0.532, a CJK character 0.731 for its three bytes, another non-ASCII one 0.420 for
-/// two or more). A digit starting a run follows a byte of another class, which is therefore no
-/// digit starting a run: pairing each such digit with the byte before it (pairs never share a
-/// byte), a pair adds at most 0.738 + 1.691 = 2.429 over two bytes, 1.2145 a byte, and a digit
-/// that starts the text is alone at 1.691. So the sum is at most `1.2145 len + 0.4765`, its
-/// rounding at most `1.2145 len + 0.9765`, which `len + ceil(len / 4) + 1 >= 1.25 len + 1` covers
-/// (and the one token of a text that rounds to none, too).
-pub fn upper_bound(len: usize) -> usize {
-    if len == 0 {
-        0
-    } else {
-        len + len.div_ceil(4) + 1
-    }
-}
