@@ -14,7 +14,7 @@ use crate::codec::share_envelopes;
 use crate::error::SessionError;
 use crate::event::{Event, EventKind};
 use crate::provider::ProviderHeld;
-use crate::record::{ItemSource, Record, ViewEntry, ViewRecord};
+use crate::record::{ItemSource, Record, Stored, ViewEntry, ViewRecord};
 use crate::store::Store;
 use compact_core::model::{Conversation, Item, ItemBody, ItemMeta};
 use std::collections::{HashMap, HashSet};
@@ -177,6 +177,21 @@ impl SessionState {
     pub fn load(store: &dyn Store, session: &str) -> Result<SessionState, SessionError> {
         let records = store.read(session, 0)?;
         let version = records.last().map_or(store.version(session)?, |s| s.seq);
+        Self::from_log(session, version, &records)
+    }
+
+    /// The state of a session whose log was created empty by this call (`Store::create` said
+    /// so): what [`SessionState::load`] builds from an empty log, without reading it.
+    pub(crate) fn new_session(session: &str) -> Result<SessionState, SessionError> {
+        Self::from_log(session, 0, &[])
+    }
+
+    /// The state the records of a log (in order) describe, at `version`.
+    fn from_log(
+        session: &str,
+        version: u64,
+        records: &[Stored],
+    ) -> Result<SessionState, SessionError> {
         let mut state = SessionState {
             version,
             fresh: true,
@@ -185,7 +200,7 @@ impl SessionState {
         let mut by_hash: HashMap<ChainHash, (ChainHash, &Item)> = HashMap::new();
         let mut tip: Option<ChainHash> = None;
         let mut views: Vec<&ViewRecord> = Vec::new();
-        for stored in &records {
+        for stored in records {
             match &stored.record {
                 Record::Item(r) if r.source == ItemSource::Received => {
                     state.logged.insert(r.hash);

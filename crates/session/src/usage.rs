@@ -6,8 +6,8 @@
 //! held in the session's state ([`HeldUsage`]) with its sequence number reserved (the state's
 //! version counts the held records, the store's is that less them), and written first in the
 //! session's next append: an agent's request costs one transaction, not two. A session whose next append does not come
-//! within `USAGE_FLUSH_AFTER` has them written alone by the manager's flusher thread
-//! (`UsageFlusher`); [`CompactManager::flush`], evicting the session and dropping the manager
+//! within `USAGE_FLUSH_AFTER` has them written by the manager's flusher thread (`UsageFlusher`,
+//! with the other sessions due within `USAGE_FLUSH_GATHER`, in one `Store::append_many`); [`CompactManager::flush`], evicting the session and dropping the manager
 //! write them too. When another writer appended meanwhile, the state catches up and the held
 //! usages are made again on top (`rebase_held`), each still measuring its own call. What a crash
 //! can lose is therefore the usage records of each session's last answered call younger than

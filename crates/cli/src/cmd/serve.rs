@@ -115,6 +115,9 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
         session = session.with_default_project(&dir.to_string_lossy());
     }
     proxy_config.session = session;
+    // The counter's vocabulary (o200k_base: tens of milliseconds to load) is loaded now, at
+    // start-up, not by the first request.
+    let _ = proxy_config.session.counter.count_text("start");
     route_backends(&config, &mut proxy_config, Some(&parts.client))?;
     proxy_config.kept_outputs = kept_outputs();
     // The one outbound client of the upstream calls and every part: `network:` over this

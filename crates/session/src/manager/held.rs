@@ -27,6 +27,11 @@ use std::time::{Duration, Instant};
 /// of each session's last answered call younger than this.
 pub(crate) const USAGE_FLUSH_AFTER: Duration = Duration::from_secs(1);
 
+/// When the flusher wakes for a session due, it writes with it every session due within this
+/// much more (their records held a little less long), all in one store call: quiet sessions are
+/// written a few to a transaction rather than one each.
+pub(crate) const USAGE_FLUSH_GATHER: Duration = Duration::from_millis(250);
+
 /// Usage reports held at most per session before they are written at once (a host reporting usage
 /// without preparing calls).
 pub(crate) const MAX_HELD_USAGES: usize = 16;
@@ -263,23 +268,22 @@ impl Flush {
             let now = Instant::now();
             let stop = queue.stop;
             let mut ready = Vec::new();
-            queue.due.retain(|session, (slot, due)| {
-                let go = stop || *due <= now;
-                if go {
-                    ready.push((session.clone(), Arc::clone(slot)));
-                }
-                !go
-            });
+            let earliest = queue.due.values().map(|(_, due)| *due).min();
+            if stop || earliest.is_some_and(|at| at <= now) {
+                // With the first session due, the others due soon (see USAGE_FLUSH_GATHER).
+                let by = now + USAGE_FLUSH_GATHER;
+                queue.due.retain(|session, (slot, due)| {
+                    let go = stop || *due <= by;
+                    if go {
+                        ready.push((session.clone(), Arc::clone(slot)));
+                    }
+                    !go
+                });
+            }
             if !ready.is_empty() {
                 queue.wakes_at = None;
                 drop(queue);
-                let again: Vec<_> = ready
-                    .into_iter()
-                    .filter_map(|(session, slot)| {
-                        self.write(&session, &slot, stop)
-                            .map(|due| (session, (slot, due)))
-                    })
-                    .collect();
+                let again = self.write_together(ready, now + USAGE_FLUSH_GATHER, stop);
                 queue = self.lock();
                 for (session, entry) in again {
                     queue.due.entry(session).or_insert(entry);
@@ -305,6 +309,108 @@ impl Flush {
             };
             queue.wakes_at = None;
         }
+    }
+
+    /// Writes what the `ready` sessions hold whose oldest report is due by `by` (every one when
+    /// `force`), in one store call ([`Store::append_many`]); the sessions to look at again, with
+    /// when. A session whose slot a call holds, that another writer appended to, or whose append
+    /// met a conflict is written alone ([`Flush::write`], [`write_held`]), after the others.
+    fn write_together(
+        &self,
+        ready: Vec<(String, SlotHandle)>,
+        by: Instant,
+        force: bool,
+    ) -> Vec<(String, (SlotHandle, Instant))> {
+        let mut again = Vec::new();
+        let mut alone = Vec::new();
+        {
+            let mut locked: Vec<(&String, &SlotHandle, Slot<'_>)> = Vec::new();
+            for (session, handle) in &ready {
+                // Never waits for a slot while holding others: a busy one is written alone.
+                let slot = match handle.try_lock() {
+                    Ok(slot) => slot,
+                    Err(std::sync::TryLockError::WouldBlock) => {
+                        alone.push((session, handle));
+                        continue;
+                    }
+                    // As `CompactManager::lock`: a poisoned slot is emptied (reloaded next call).
+                    Err(std::sync::TryLockError::Poisoned(p)) => {
+                        let mut slot = p.into_inner();
+                        *slot = None;
+                        handle.clear_poison();
+                        slot
+                    }
+                };
+                let Some(since) = slot.as_ref().and_then(|s| s.held.first()).map(|h| h.since)
+                else {
+                    continue;
+                };
+                let due = since + USAGE_FLUSH_AFTER;
+                if !force && due > by {
+                    again.push((session.clone(), (Arc::clone(handle), due)));
+                } else if slot.as_ref().is_some_and(|s| s.stale) {
+                    alone.push((session, handle));
+                } else {
+                    locked.push((session, handle, slot));
+                }
+            }
+            let mut exported = Vec::with_capacity(locked.len());
+            let appends = locked
+                .iter()
+                .filter_map(|(session, _, slot)| {
+                    let state = slot.as_ref()?;
+                    let records = state.held_log();
+                    exported.push(events_to_export(&records, self.exports.is_some()));
+                    Some(((*session).clone(), state.logged_version(), records))
+                })
+                .collect();
+            let outcomes = self.store.append_many(appends);
+            for (((session, handle, mut slot), outcome), events) in
+                locked.into_iter().zip(outcomes).zip(exported)
+            {
+                let Some(state) = slot.as_mut() else {
+                    continue;
+                };
+                match outcome {
+                    Ok(version) => {
+                        state.held.clear();
+                        state.version = version;
+                        if let Some(exports) = &self.exports {
+                            exports.emit(session, &events);
+                        }
+                    }
+                    Err(StoreError::Conflict { .. }) => {
+                        // Another writer appended first: caught up and made again, alone.
+                        state.stale = true;
+                        let written = write_held(
+                            self.store.as_ref(),
+                            self.redactor.as_deref(),
+                            self.exports.as_deref(),
+                            session,
+                            &mut slot,
+                        );
+                        if written.is_err() && !force {
+                            again.push((
+                                session.clone(),
+                                (Arc::clone(handle), Instant::now() + USAGE_FLUSH_AFTER),
+                            ));
+                        }
+                    }
+                    // A store that failed is tried again a period later (at the end, lost).
+                    Err(_) if !force => again.push((
+                        session.clone(),
+                        (Arc::clone(handle), Instant::now() + USAGE_FLUSH_AFTER),
+                    )),
+                    Err(_) => {}
+                }
+            }
+        }
+        for (session, handle) in alone {
+            if let Some(due) = self.write(session, handle, force) {
+                again.push((session.clone(), (Arc::clone(handle), due)));
+            }
+        }
+        again
     }
 
     /// Writes what `session` holds when its oldest report is due (always when `force`); when to

@@ -616,8 +616,9 @@ impl CompactManager {
         check_request(request)?;
         let handle = self.handle(session);
         let mut slot = Self::lock(&handle);
-        if slot.is_none() {
-            self.store.create(session)?;
+        // A log this call creates is empty: its state needs no read of it.
+        if slot.is_none() && self.store.create(session)? {
+            *slot = Some(SessionState::new_session(session)?);
         }
         // Another writer appending between the version check and this call's append (the same
         // session's turns served by two processes at once) costs a catch-up and a second try.

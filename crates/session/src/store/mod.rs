@@ -80,6 +80,22 @@ pub trait Store: Send + Sync {
     fn append(&self, session: &str, expected: u64, records: Vec<Record>)
         -> Result<u64, StoreError>;
 
+    /// Appends to several sessions, each `(session, expected, records)` as [`Store::append`]
+    /// does, with one outcome each in order (a conflict on one writes nothing of it and does not
+    /// stop the others). What the usage flusher writes for many quiet sessions at once.
+    ///
+    /// The default appends them one after another; the SQLite store commits them in one
+    /// transaction (a failure of that transaction fails every one of them, nothing written).
+    fn append_many(
+        &self,
+        appends: Vec<(String, u64, Vec<Record>)>,
+    ) -> Vec<Result<u64, StoreError>> {
+        appends
+            .into_iter()
+            .map(|(session, expected, records)| self.append(&session, expected, records))
+            .collect()
+    }
+
     /// The records with sequence numbers above `after`, in order.
     fn read(&self, session: &str, after: u64) -> Result<Vec<Stored>, StoreError>;
 

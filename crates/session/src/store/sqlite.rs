@@ -288,65 +288,23 @@ impl Store for SqliteStore {
         expected: u64,
         records: Vec<Record>,
     ) -> Result<u64, StoreError> {
-        // The documents are written out before any lock is taken.
-        let rows = records
-            .iter()
-            .map(|r| {
-                (
-                    r.kind(),
-                    r.item_id().map(str::to_owned),
-                    r.to_json().to_string(),
-                )
-            })
+        let mine = queued(session.to_owned(), expected, &records);
+        self.commit_queued(std::slice::from_ref(&mine));
+        take_outcome(&mine).unwrap_or_else(lost)
+    }
+
+    fn append_many(
+        &self,
+        appends: Vec<(String, u64, Vec<Record>)>,
+    ) -> Vec<Result<u64, StoreError>> {
+        let mine: Vec<Arc<Queued>> = appends
+            .into_iter()
+            .map(|(session, expected, records)| queued(session, expected, &records))
             .collect();
-        let mine = Arc::new(Queued {
-            session: session.to_owned(),
-            expected,
-            rows,
-            outcome: Mutex::new(None),
-        });
-        self.queue
-            .lock()
-            .map_err(|_| StoreError::Backend("sqlite append queue lock poisoned".to_owned()))?
-            .push(Arc::clone(&mine));
-        let mut conn = self.lock()?;
-        // A thread that held the connection meanwhile may have committed this append already.
-        if let Some(done) = take_outcome(&mine) {
-            return done;
-        }
-        let group =
-            std::mem::take(&mut *self.queue.lock().map_err(|_| {
-                StoreError::Backend("sqlite append queue lock poisoned".to_owned())
-            })?);
-        let outcomes = match commit_group(&mut conn, &group) {
-            Ok(outcomes) => outcomes,
-            Err(e) => {
-                let message = e.to_string();
-                (0..group.len())
-                    .map(|_| Err(StoreError::Backend(message.clone())))
-                    .collect()
-            }
-        };
-        let committed = outcomes.iter().any(Result::is_ok);
-        // Every outcome is set before the connection is let go: a thread of the group that takes
-        // it next finds its own.
-        for (queued, outcome) in group.iter().zip(outcomes) {
-            *queued
-                .outcome
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(outcome);
-        }
-        drop(conn);
-        if committed {
-            if let Some(checkpointer) = &self.checkpointer {
-                checkpointer.notify();
-            }
-        }
-        take_outcome(&mine).unwrap_or_else(|| {
-            Err(StoreError::Backend(
-                "sqlite append was lost from its group".to_owned(),
-            ))
-        })
+        self.commit_queued(&mine);
+        mine.iter()
+            .map(|q| take_outcome(q).unwrap_or_else(lost))
+            .collect()
     }
 
     fn read(&self, session: &str, after: u64) -> Result<Vec<Stored>, StoreError> {
@@ -496,6 +454,100 @@ impl Store for SqliteStore {
         }
         Ok(n == 1)
     }
+}
+
+/// An append ready for the queue: its rows written out (before any lock is taken).
+fn queued(session: String, expected: u64, records: &[Record]) -> Arc<Queued> {
+    let rows = records
+        .iter()
+        .map(|r| {
+            (
+                r.kind(),
+                r.item_id().map(str::to_owned),
+                r.to_json().to_string(),
+            )
+        })
+        .collect();
+    Arc::new(Queued {
+        session,
+        expected,
+        rows,
+        outcome: Mutex::new(None),
+    })
+}
+
+/// The outcome of an append whose group committed without setting it (never expected).
+fn lost() -> Result<u64, StoreError> {
+    Err(StoreError::Backend(
+        "sqlite append was lost from its group".to_owned(),
+    ))
+}
+
+impl SqliteStore {
+    /// Queues `mine` and returns once each has its outcome: committed in the group of whichever
+    /// thread holds the connection next (this one, or one that held it meanwhile).
+    fn commit_queued(&self, mine: &[Arc<Queued>]) {
+        let fail_all = |message: &str| {
+            for queued in mine {
+                let mut outcome = queued
+                    .outcome
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                if outcome.is_none() {
+                    *outcome = Some(Err(StoreError::Backend(message.to_owned())));
+                }
+            }
+        };
+        match self.queue.lock() {
+            Ok(mut queue) => queue.extend(mine.iter().cloned()),
+            Err(_) => return fail_all("sqlite append queue lock poisoned"),
+        }
+        let mut conn = match self.lock() {
+            Ok(conn) => conn,
+            Err(e) => return fail_all(&e.to_string()),
+        };
+        // A thread that held the connection meanwhile may have committed these appends already.
+        if mine.iter().all(|q| has_outcome(q)) {
+            return;
+        }
+        let group = match self.queue.lock() {
+            Ok(mut queue) => std::mem::take(&mut *queue),
+            Err(_) => return fail_all("sqlite append queue lock poisoned"),
+        };
+        let outcomes = match commit_group(&mut conn, &group) {
+            Ok(outcomes) => outcomes,
+            Err(e) => {
+                let message = e.to_string();
+                (0..group.len())
+                    .map(|_| Err(StoreError::Backend(message.clone())))
+                    .collect()
+            }
+        };
+        let committed = outcomes.iter().any(Result::is_ok);
+        // Every outcome is set before the connection is let go: a thread of the group that takes
+        // it next finds its own.
+        for (queued, outcome) in group.iter().zip(outcomes) {
+            *queued
+                .outcome
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(outcome);
+        }
+        drop(conn);
+        if committed {
+            if let Some(checkpointer) = &self.checkpointer {
+                checkpointer.notify();
+            }
+        }
+    }
+}
+
+/// True once a queued append's group committed (or failed).
+fn has_outcome(queued: &Queued) -> bool {
+    queued
+        .outcome
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .is_some()
 }
 
 /// The outcome of a queued append, once its group committed.

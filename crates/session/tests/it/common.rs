@@ -185,6 +185,8 @@ pub struct CountingStore {
     pub appends: std::sync::atomic::AtomicUsize,
     pub whole_reads: std::sync::atomic::AtomicUsize,
     pub records_read: std::sync::atomic::AtomicUsize,
+    /// The sessions of each `append_many` call, in order.
+    pub batches: std::sync::Mutex<Vec<Vec<String>>>,
 }
 
 impl CountingStore {
@@ -194,6 +196,7 @@ impl CountingStore {
             appends: Default::default(),
             whole_reads: Default::default(),
             records_read: Default::default(),
+            batches: Default::default(),
         }
     }
 }
@@ -214,6 +217,16 @@ impl Store for CountingStore {
         self.appends
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         self.inner.append(session, expected, records)
+    }
+    fn append_many(
+        &self,
+        appends: Vec<(String, u64, Vec<compact_session::record::Record>)>,
+    ) -> Vec<Result<u64, compact_session::StoreError>> {
+        self.batches
+            .lock()
+            .unwrap()
+            .push(appends.iter().map(|(s, _, _)| s.clone()).collect());
+        self.inner.append_many(appends)
     }
     fn read(
         &self,

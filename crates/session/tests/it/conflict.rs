@@ -97,8 +97,31 @@ fn alternating_managers_prepare_every_turn_within_the_window() {
         turns
     );
     assert_eq!(events(store.as_ref(), "s", EventKind::Sent).len(), turns);
-    // One whole-log read per manager (its first call), and the three above made by this test.
-    assert_eq!(counting.whole_reads.load(Ordering::Relaxed), 2 + 3);
+    // One whole-log read by the manager that did not create the session (its first call; the
+    // one that created it knew the log empty), and the three above made by this test.
+    assert_eq!(counting.whole_reads.load(Ordering::Relaxed), 1 + 3);
+}
+
+/// A session's first call creates its log and so knows it empty: nothing is read back. A manager
+/// that finds the log already there (another process, or after a restart) reads it whole once,
+/// and prepares the next turn as the first manager would.
+#[test]
+fn a_new_session_is_not_read_back_and_an_existing_one_is() {
+    let counting = Arc::new(CountingStore::new());
+    let store: Arc<dyn Store> = Arc::clone(&counting) as Arc<dyn Store>;
+    let first = manager_with(64_000, Arc::clone(&store));
+    let mut agent = Agent::new(7, Format::OpenAiChat);
+    for _ in 0..2 {
+        agent.step();
+        first.preflight("n", &agent.history).unwrap();
+    }
+    assert_eq!(counting.whole_reads.load(Ordering::Relaxed), 0);
+    let second = manager_with(64_000, Arc::clone(&store));
+    agent.step();
+    let prepared = second.preflight("n", &agent.history).unwrap();
+    assert_eq!(counting.whole_reads.load(Ordering::Relaxed), 1);
+    assert!(!prepared.report.branched);
+    assert_logged_once(store.as_ref(), "n", agent.history.len());
 }
 
 /// The usage of a turn is recorded by the manager that served it after the next turn was

@@ -152,6 +152,70 @@ fn held_usage_is_written_by_eviction_drop_and_a_quiet_session() {
     }
 }
 
+/// The flusher writes quiet sessions' held usages several to a store call (`append_many`: one
+/// transaction on SQLite), each once and after its turn; a session another writer appended to
+/// since its usage was held meets a conflict in that call and has its usage made again on top of
+/// the other writer's turn, alone: logged once, not twice.
+#[test]
+fn quiet_sessions_are_flushed_together_and_a_conflict_alone() {
+    let store = Arc::new(CountingStore::new());
+    let shared = Arc::clone(&store) as Arc<dyn Store>;
+    let manager = manager_with(64_000, Arc::clone(&shared));
+    let sessions = ["q0", "q1", "q2", "q3", "q4"];
+    let mut agents = Vec::new();
+    for (i, session) in sessions.iter().enumerate() {
+        let mut agent = Agent::new(30 + i as u64, Format::OpenAiChat);
+        agent.step();
+        let prepared = manager.preflight(session, &agent.history).unwrap();
+        manager
+            .record_usage(session, &usage_of(prepared.report.tokens))
+            .unwrap();
+        agents.push(agent);
+    }
+    // Another writer's turn on q4 while its usage is held here.
+    let other = manager_with(64_000, Arc::clone(&shared));
+    agents[4].step();
+    other.preflight("q4", &agents[4].history).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while sessions
+        .iter()
+        .any(|s| logged_usages(store.as_ref(), s).is_empty())
+    {
+        assert!(
+            Instant::now() < deadline,
+            "a quiet session was never written"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let batches = store.batches.lock().unwrap().clone();
+    assert!(
+        batches.iter().any(|b| b.len() > 1),
+        "no store call wrote two sessions: {batches:?}"
+    );
+    assert!(
+        batches.iter().flatten().any(|s| s == "q4"),
+        "q4 was not in a call: {batches:?}"
+    );
+    for session in sessions {
+        assert_eq!(logged_usages(store.as_ref(), session).len(), 1, "{session}");
+        let seqs: Vec<u64> = store
+            .read(session, 0)
+            .unwrap()
+            .iter()
+            .map(|s| s.seq)
+            .collect();
+        assert_eq!(seqs, (1..=seqs.len() as u64).collect::<Vec<_>>());
+    }
+    // q4: both turns, then the usage, made again on top of the other writer's turn.
+    let kinds = event_kinds(store.as_ref(), "q4");
+    assert_eq!(kinds.iter().filter(|k| **k == SENT).count(), 2, "{kinds:?}");
+    assert_eq!(kinds.last(), Some(&USAGE), "{kinds:?}");
+    drop(manager);
+    assert!(sessions
+        .iter()
+        .all(|s| logged_usages(store.as_ref(), s).len() == 1));
+}
+
 /// Run by [`sqlite_keeps_every_answered_turn_through_a_sigkill`] as a child process: three
 /// threads drive their own sessions through one manager on SQLite, printing `turn <session> <n>`
 /// once a preflight returned (the proxy forwards the request then) and `usage <session> <n>` once

@@ -97,6 +97,57 @@ fn stale_appends_are_refused_and_write_nothing() {
     }
 }
 
+/// Appends to several sessions in one call (one transaction on SQLite; one after another in
+/// memory): each is checked against its own version, and a stale or unknown one is refused
+/// without writing anything of it or stopping the others.
+#[test]
+fn append_many_writes_each_session_or_refuses_it_alone() {
+    let sqlite = SqliteStore::open(temp_db("many")).unwrap();
+    let memory = MemoryStore::new();
+    let event = |n: u64| Record::Event(Event::new(EventKind::Sent, json!({"n": n})));
+    for store in [&sqlite as &dyn Store, &memory] {
+        for s in ["a", "b", "c"] {
+            store.create(s).unwrap();
+        }
+        store.append("b", 0, vec![event(0)]).unwrap();
+        let outcomes = store.append_many(vec![
+            ("a".to_owned(), 0, vec![event(1), event(2)]),
+            ("b".to_owned(), 0, vec![event(3)]),
+            ("nobody".to_owned(), 0, vec![event(4)]),
+            ("c".to_owned(), 0, vec![event(5)]),
+        ]);
+        assert_eq!(outcomes.len(), 4);
+        assert_eq!(outcomes[0].as_ref().ok(), Some(&2));
+        match &outcomes[1] {
+            Err(StoreError::Conflict {
+                expected, actual, ..
+            }) => assert_eq!((*expected, *actual), (0, 1)),
+            other => panic!("expected a conflict, got {other:?}"),
+        }
+        assert!(
+            matches!(outcomes[2], Err(StoreError::UnknownSession(_))),
+            "{:?}",
+            outcomes[2]
+        );
+        assert_eq!(outcomes[3].as_ref().ok(), Some(&1));
+        let numbers = |s: &str| -> Vec<u64> {
+            store
+                .read(s, 0)
+                .unwrap()
+                .iter()
+                .map(|r| match &r.record {
+                    Record::Event(e) => e.get("n").and_then(|n| n.as_u64()).unwrap(),
+                    other => panic!("{other:?}"),
+                })
+                .collect()
+        };
+        assert_eq!(numbers("a"), [1, 2]);
+        assert_eq!(numbers("b"), [0]);
+        assert_eq!(numbers("c"), [5]);
+        assert!(store.append_many(Vec::new()).is_empty());
+    }
+}
+
 /// Run by [`sqlite_survives_a_killed_writer`] as a child process: writes until killed. In an
 /// ordinary test run (without the variable) it returns at once.
 #[test]
