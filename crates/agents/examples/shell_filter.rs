@@ -11,7 +11,7 @@
 //! output, to compare two versions of the rule; with `SHELL_FILTER_DIST=1`, the tokens of the outputs
 //! that fit the budget and what lossless densification would make them; with `SHELL_FILTER_DUMP=DIR`,
 //! every output's lines with their token counts (raw and as a terminal shows them) under `DIR`, to
-//! measure what outputs consist of. Outputs that fit and were condensed are counted apart (stderr).
+//! measure what outputs consist of.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use compact_core::model::{Conversation, Item, ItemBody, Part};
@@ -57,13 +57,6 @@ struct Tally {
     /// Tokens of the outputs that fit the budget, and what lossless densification would make them.
     fitting_tokens: usize,
     fitting_densified: usize,
-    /// Outputs that fit and were condensed, the tokens that saved, their error lines, and the
-    /// error lines and last lines they lost (both should be 0).
-    condensed: usize,
-    condensed_saved: usize,
-    condensed_errors: usize,
-    condensed_errors_lost: usize,
-    condensed_last_lost: usize,
 }
 
 fn pct(n: usize, d: usize) -> String {
@@ -213,19 +206,6 @@ fn tally_budget(
         found_after.extend(tr.probes.find_in(&out));
         if !cut.changed {
             t.unchanged += 1;
-            continue;
-        }
-        if cut.original_tokens <= budget {
-            // Fits, condensed: counted apart, so that the columns of the cut outputs keep their
-            // meaning (the condenser never drops an error line or the last line).
-            let mut apart = Tally::default();
-            let (missed, errors) = tally_errors(&mut apart, &text, &out, budget, counter);
-            tally_last_line(&mut apart, &text, &out);
-            t.condensed += 1;
-            t.condensed_saved += cut.original_tokens - cut.tokens;
-            t.condensed_errors += errors;
-            t.condensed_errors_lost += missed.len();
-            t.condensed_last_lost += apart.last_lines - apart.last_kept;
             continue;
         }
         let (missed, errors) = tally_errors(t, &text, &out, budget, counter);
@@ -434,12 +414,6 @@ fn main() {
                 t.fitting_tokens, t.tokens_before, t.fitting_densified
             );
         }
-    }
-    for (t, budget) in tallies.iter().zip(&budgets) {
-        eprintln!(
-            "{budget}: outputs that fit, condensed: {} ({} tokens saved), error lines in them {}, lost {}, last lines lost {}",
-            t.condensed, t.condensed_saved, t.condensed_errors, t.condensed_errors_lost, t.condensed_last_lost
-        );
     }
     if skipped > 0 {
         eprintln!("{skipped} files could not be read");

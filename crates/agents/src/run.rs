@@ -5,9 +5,7 @@
 //! own thread and streamed line by line while it fits the head allowance
 //! ([`compact_core::truncate::head_allowance`]), the rest held back. When it exits, each stream is
 //! finished ([`compact_core::truncate::finish_shell_output`]): output that fits passes unchanged,
-//! byte for byte, unless condensing its noise (colour codes, redraws, repeats, passing-test lines
-//! of a run that reports its totals) saves enough, in which case it is kept like a cut one; a
-//! stream that does not fit gets its densified tail, its error lines and a marker
+//! byte for byte; a stream that does not fit gets its densified tail, its error lines and a marker
 //! naming the id under which its whole text is kept ([`keep`]). Standard error keeps up to half the
 //! budget before standard output gives up any of its share. The exit code is the command's (a
 //! command killed by signal `n` gives `128 + n`, as shells report it).
@@ -232,7 +230,7 @@ pub fn finish(
     let (out_budget, err_budget) = split_budget(budget, out_tokens, err_tokens);
     let exit = exit_code(&ran.status);
     let one = |stream: Stream, captured: &Captured, text: &str, tokens: usize, budget: usize| {
-        if text.len() <= budget {
+        if tokens <= budget {
             return unchanged(captured);
         }
         let mut result = ToolResult::text(format!("compactctl-run:{}", stream.name()), text);

@@ -10,7 +10,6 @@
 //! The original is never lost: [`truncate_item`] returns a truncated copy with the same id; the caller
 //! (the session log) keeps the original.
 
-mod condense;
 mod cut;
 pub(crate) mod densify;
 mod exit_code;
@@ -18,7 +17,6 @@ mod shell;
 mod signals;
 mod terminal;
 
-pub use condense::condense;
 pub use densify::densify;
 pub use exit_code::exit_code;
 pub use shell::{

@@ -5,11 +5,8 @@
 //! ([`head_allowance`], a quarter of the budget, tracked by [`HeadStreamer`]); the rest is held back.
 //! When the command ends, [`finish_shell_output`] decides what follows the printed head:
 //!
-//! 1. The held-back rest is condensed ([`super::condense`]: terminal rendering, blank and identical
-//!    runs, passing-test lines of runs that report their totals, announced in one line naming the
-//!    reference id). Output that fits the budget passes condensed when that saves at least
-//!    `MIN_CONDENSE_SAVING` tokens, else unchanged, byte for byte (the held-back rest as it came).
-//! 2. Otherwise the (condensed) rest is densified losslessly ([`super::densify`]: terminal rendering, trailing
+//! 1. Output that fits the budget passes unchanged, byte for byte (the held-back rest as it came).
+//! 2. Otherwise the rest is densified losslessly ([`super::densify`]: terminal rendering, trailing
 //!    blanks, identical runs counted), runs of similar lines (same indentation and first word once
 //!    digits are ignored, no error signal) are collapsed to their first and last line around a
 //!    count naming the reference id, and what is still over the room left by the head is cut: the
@@ -21,7 +18,7 @@
 //! steps at once, exactly as the runner would, for replays. Same input, same output.
 
 use super::cut::{self, CutOptions};
-use super::{condense, densify, is_error_line, thousands, Limit, Unit};
+use super::{densify, is_error_line, thousands, Limit, Unit};
 use crate::model::ItemId;
 use crate::tokens::TokenCounter;
 
@@ -52,9 +49,6 @@ const MIN_ERROR_SHARE: f64 = 0.5;
 const MARKER_RESERVE: usize = 48;
 /// Similar lines are collapsed from this many in a row (first, count, last: three lines).
 const MIN_SIMILAR_RUN: usize = 4;
-/// Tokens condensing an output that fits must save, its announcement paid, before the output is
-/// changed at all: less is not worth a line the agent did not write.
-const MIN_CONDENSE_SAVING: usize = 16;
 /// Attempts at fitting head + rest before falling back to the marker alone; each attempt shrinks
 /// the room by the measured excess (BPE counts are not exactly additive across the join).
 const MAX_ATTEMPTS: usize = 6;
@@ -184,25 +178,7 @@ pub fn finish_counted(
     } else {
         0
     };
-    let head = &text[..printed];
-    // Bytes within the budget are within it in tokens too: the runner passes them uncounted.
-    let condensed = if text.len() > budget {
-        condense(&text[printed..], reference)
-    } else {
-        None
-    };
     if original_tokens <= budget {
-        if let Some(rest) = condensed {
-            let tokens = counter.count_text(&format!("{head}{rest}"));
-            if tokens + MIN_CONDENSE_SAVING <= original_tokens {
-                return ShellCut {
-                    rest,
-                    changed: true,
-                    original_tokens,
-                    tokens,
-                };
-            }
-        }
         return ShellCut {
             rest: text[printed..].to_owned(),
             changed: false,
@@ -210,9 +186,9 @@ pub fn finish_counted(
             tokens: original_tokens,
         };
     }
+    let head = &text[..printed];
     let newline = if text.ends_with('\n') { "\n" } else { "" };
-    let rest = condensed.as_deref().unwrap_or(&text[printed..]);
-    let dense = collapse_similar(&densify(rest), reference);
+    let dense = collapse_similar(&densify(&text[printed..]), reference);
     let dense_tokens = counter.count_text(&dense);
     let mut room = budget.saturating_sub(counter.count_text(head));
     let head_fraction = if printed == 0 { HEAD_SHARE } else { 0.0 };
