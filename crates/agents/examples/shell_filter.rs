@@ -9,7 +9,9 @@
 //! With `SHELL_FILTER_MISSES=1` it also lists, on stderr, each cut output that lost error lines;
 //! with `SHELL_FILTER_ERRORS=1`, every error line (`is_error_line`) of every shell output, once per
 //! output, to compare two versions of the rule; with `SHELL_FILTER_DIST=1`, the tokens of the outputs
-//! that fit the budget (which pass unchanged) and what lossless densification would make them.
+//! that fit the budget and what lossless densification would make them; with `SHELL_FILTER_DUMP=DIR`,
+//! every output's lines with their token counts (raw and as a terminal shows them) under `DIR`, to
+//! measure what outputs consist of.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use compact_core::model::{Conversation, Item, ItemBody, Part};
@@ -192,7 +194,10 @@ fn tally_budget(
         let Some(text) = text_of(item) else { continue };
         let (out, cut) = filter_shell_output(&text, budget, counter, &item.meta.id);
         t.outputs += 1;
-        if !cut.changed && show_dist {
+        if let Some(dir) = std::env::var_os("SHELL_FILTER_DUMP") {
+            dump(std::path::Path::new(&dir), tr.file, &text, &cut, counter);
+        }
+        if cut.original_tokens <= budget && show_dist {
             t.fitting_tokens += cut.original_tokens;
             t.fitting_densified += counter.count_text(&compact_core::truncate::densify(&text));
         }
@@ -227,6 +232,41 @@ fn tally_budget(
     }
     t.probes_before += tr.found_before.len();
     t.probes_lost += tr.found_before.difference(&found_after).count();
+}
+
+/// Writes one output for offline analysis (`SHELL_FILTER_DUMP=DIR`): its lines, each after its
+/// token count and a tab, in `DIR/N.tsv`, and a row `N, fits, tokens, file` in `DIR/index.tsv`.
+fn dump(
+    dir: &std::path::Path,
+    file: &str,
+    text: &str,
+    cut: &compact_core::truncate::ShellCut,
+    counter: &TokenCounter,
+) {
+    use std::io::Write;
+    std::fs::create_dir_all(dir).unwrap();
+    let n = std::fs::read_dir(dir).unwrap().count();
+    let mut lines = String::new();
+    for line in text.split('\n') {
+        let shown = counter.count_text(render_line(line).trim_end()) + 1;
+        lines.push_str(&format!(
+            "{}\t{shown}\t{}\n",
+            counter.count_text(line) + 1,
+            line
+        ));
+    }
+    std::fs::write(dir.join(format!("{n}.tsv")), lines).unwrap();
+    let mut index = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join("index.tsv"))
+        .unwrap();
+    writeln!(
+        index,
+        "{n}\t{}\t{}\t{}\t{}",
+        !cut.changed, cut.original_tokens, cut.tokens, file
+    )
+    .unwrap();
 }
 
 /// Counts the error lines of the shell output `text` that its filtered form `out` kept (lines,

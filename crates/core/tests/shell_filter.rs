@@ -88,8 +88,16 @@ fn arb_output() -> impl Strategy<Value = String> {
     })
 }
 
+/// Cases per property: 64 (sized for CI), or `COMPACT_PROPTEST_CASES` for a long run.
+fn cases() -> u32 {
+    std::env::var("COMPACT_PROPTEST_CASES")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(64)
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
 
     #[test]
     fn within_budget_and_last_line_kept(text in arb_output(), budget in 100usize..1_500) {
@@ -278,4 +286,26 @@ fn error_lines_take_the_room_they_need_and_the_marker_counts_the_rest() {
     assert!(c.count_text(&out) <= 1_000);
     assert!(out.contains("more not shown"), "{out}");
     assert!(out.ends_with("=== 400 failed in 99.00s ===\n"));
+}
+
+/// Issue 45, found by `within_budget_and_last_line_kept` with 2,000 cases: at a tight budget the
+/// error lines' share left the tail too little for the last line, which was kept as its end only.
+/// The error lines now give up what the last line needs; the ones left out are counted.
+#[test]
+fn a_tight_budget_keeps_the_last_line_whole_over_error_lines() {
+    let c = counter();
+    let text = "a a  gq acb  qf bblb\n  a  gq xg  a\nerror: a\nerror: 0 0  0000a 0a\n\
+                error:  0a 0a\n0  0,0, 0, ,.,. 0.0  0,.,. 0.0\n\
+                dau  ajbbd  a  a  bba a  a  dbp  a  xj\n";
+    assert!(c.count_text(text) > 100);
+    let (out, cut) = filter_shell_output(text, 100, &c, &id());
+    assert!(cut.tokens <= 100, "{}", cut.tokens);
+    assert!(
+        out.ends_with("\ndau  ajbbd  a  a  bba a  a  dbp  a  xj\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("\nerror: a\n") && out.contains("more not shown"),
+        "{out}"
+    );
 }

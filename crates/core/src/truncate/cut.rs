@@ -133,11 +133,19 @@ fn plan(
     opts: &CutOptions<'_>,
     counter: &TokenCounter,
 ) -> Layout {
-    let err_reserve = if error_idx.is_empty() {
+    let mut err_reserve = if error_idx.is_empty() {
         0
     } else {
         (avail as f64 * opts.error_share.clamp(0.0, 1.0)) as usize
     };
+    // The last line (the conclusion) stays whole when the room allows: error lines give up what
+    // the tail's share needs for it.
+    if let Some(last) = lines.last().filter(|_| opts.head_fraction < 1.0) {
+        let need = (cost(last, opts, counter) as f64 / (1.0 - opts.head_fraction)).ceil() as usize;
+        if need <= avail && avail - err_reserve < need {
+            err_reserve = avail - need;
+        }
+    }
     let mut layout = head_tail(lines, avail - err_reserve, opts, counter);
     let (errors, used, left_out) =
         pick_errors(lines, error_idx, &layout, err_reserve, opts, counter);
