@@ -13,7 +13,7 @@ use crate::event::{
     BranchEvent, CompactedEvent, DecisionEvent, EstimateEvent, Event, EventData, EventKind,
     SentEvent, SkippedEvent,
 };
-use crate::limits::{manual_policy, room_for_growth, MAX_STRIKES, ROOM_CALLS};
+use crate::limits::{manual_policy, room_for_growth, MAX_STRIKES};
 use crate::manager::{items_compressed, CompactManager, PreflightReport, Prepared};
 use crate::provider::ProviderHeld;
 use crate::record::{ItemRecord, ItemSource, Record};
@@ -548,7 +548,7 @@ impl CompactManager {
         } else {
             room_for_growth(
                 self.calibrated_policy(state, ratio),
-                state.growth.expected_over(ROOM_CALLS),
+                state.growth.expected(),
             )
         };
         let fits = budget.fits(effective);

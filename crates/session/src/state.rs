@@ -124,18 +124,6 @@ impl Growth {
     pub fn expected(&self) -> Option<usize> {
         (self.seen > 0).then(|| self.last.iter().copied().max().unwrap_or(0))
     }
-
-    /// What the next `calls` calls are expected to add together: the mean growth of the last calls
-    /// times `calls` (with [`Growth::CALLS`] calls remembered and asked for, their sum). Not `calls`
-    /// times the largest: one large tool output among small ones is one call's growth, not every
-    /// call's (`None` before any call extended the request).
-    pub fn expected_over(&self, calls: usize) -> Option<usize> {
-        let remembered = self.seen.min(Self::CALLS);
-        (remembered > 0).then(|| {
-            let sum: usize = self.last[..remembered].iter().sum();
-            sum.saturating_mul(calls) / remembered
-        })
-    }
 }
 
 impl SessionState {
