@@ -582,3 +582,75 @@ fn a_modified_file_keeps_the_names_its_read_showed() {
         "{modified}"
     );
 }
+
+/// Twenty failures of long commands with long error lines: more than a tight budget holds whole.
+fn long_failures_session() -> Vec<Item> {
+    use std::fmt::Write as _;
+    let mut s =
+        String::from("@user\nRun the nightly integration shards and report which ones fail.\n");
+    for n in 0..20 {
+        let _ = writeln!(
+            s,
+            "@call f{n} Bash\n{{\"command\": \"{}\"}}\n@result f{n} error\nExit code 1\n{}",
+            long_command(n),
+            long_error(n)
+        );
+    }
+    s.push_str(
+        "@assistant\nEvery shard fails on the database connection; checking the pool next.\n",
+    );
+    dsl::parse(&s).items
+}
+
+fn long_command(n: usize) -> String {
+    format!(
+        "./tools/run-integration-suite.sh --profile nightly --shard {n:02} --retries 3 --verbose"
+    )
+}
+
+fn long_error(n: usize) -> String {
+    format!("error: shard {n:02} failed because the integration database refused the connection after three retries (host db-{n:02}.internal, port 5432, pool exhausted)")
+}
+
+/// The first `n` characters of `s`, without trailing spaces (a cut drops them).
+fn start(s: &str, n: usize) -> String {
+    s.chars().take(n).collect::<String>().trim_end().to_owned()
+}
+
+#[test]
+fn shortened_failures_keep_the_start_of_their_command_and_error_line() {
+    let items = long_failures_session();
+    let counter = TokenCounter::new(Encoding::O200kBase);
+    let full = build(&items, None, &options(100_000)).text;
+    // With room, every failure is whole.
+    for n in 0..20 {
+        assert!(full.contains(&long_command(n)), "{n}:\n{full}");
+        assert!(full.contains(&long_error(n)), "{n}:\n{full}");
+    }
+    let mut shortened = 0;
+    for max in [600, 900, 1_300] {
+        let text = build(&items, None, &options(max)).text;
+        assert!(counter.count_text(&text) <= max, "{max}");
+        let errors = section(&text, "Errors and failed approaches");
+        let shown: Vec<&str> = errors.lines().filter(|l| l.starts_with("- `")).collect();
+        assert!(!shown.is_empty(), "{max}:\n{text}");
+        for line in shown {
+            // Whatever was cut, the entry still says which command failed and why: the start of
+            // both is there whole.
+            let n = (0..20)
+                .find(|&n| line.contains(&start(&long_command(n), 72)))
+                .unwrap_or_else(|| panic!("{max}: no command start in {line}"));
+            assert!(
+                line.contains(&start(&long_error(n), 72)),
+                "{max}: error line cut short in {line}"
+            );
+            if !line.contains(&long_error(n)) {
+                shortened += 1;
+                // A shortened entry spends its room on the text: it cites its latest item only.
+                let cites = &line[line.rfind(" [").unwrap()..];
+                assert!(!cites.contains(','), "{max}: {line}");
+            }
+        }
+    }
+    assert!(shortened > 0, "some budget shortens an entry");
+}

@@ -536,7 +536,8 @@ impl Report {
     }
 
     /// The report as JSON: `window`, `model`, `encoding`, `strategies` (aggregate, one object per
-    /// strategy), `sessions` (each with its own per-strategy objects and tokens per call) and
+    /// strategy), `sessions` (each with its own per-strategy objects, tokens per call and the probes
+    /// lost by the last call, `{kind, text}` each) and
     /// `skipped` (`{file, reason}` per transcript that could not be read).
     pub fn to_json(&self) -> Value {
         let sessions: Vec<Value> = self
@@ -551,11 +552,20 @@ impl Report {
                     .strategies
                     .iter()
                     .zip(s.tokens_per_call.iter().zip(&s.retention_per_call))
-                    .map(|(t, (tokens, retention))| {
+                    .enumerate()
+                    .map(|(i, (t, (tokens, retention)))| {
                         let mut v = t.to_json();
                         if let Value::Object(map) = &mut v {
                             map.insert("tokens_per_call".into(), json!(tokens));
                             map.insert("retention_per_call_series".into(), json!(retention));
+                            let lost: Vec<Value> = s
+                                .lost_probes
+                                .get(i)
+                                .into_iter()
+                                .flatten()
+                                .map(|(k, text)| json!({"kind": k.as_str(), "text": text}))
+                                .collect();
+                            map.insert("lost_probes".into(), json!(lost));
                         }
                         v
                     })

@@ -646,7 +646,8 @@ fn compactions_recorded_in_the_transcript_are_undone() {
 
 #[test]
 fn json_has_per_call_series() {
-    let json = report(8_000).to_json();
+    let r = report(8_000);
+    let json = r.to_json();
     let series = json["sessions"][0]["strategies"][1]["retention_per_call_series"]
         .as_array()
         .unwrap();
@@ -656,6 +657,17 @@ fn json_has_per_call_series() {
         .iter()
         .skip(1)
         .all(|v| v.as_f64().is_some_and(|f| (0.0..=1.0).contains(&f))));
+    // The probes each strategy lost by the last call, kind and text, as the report holds them.
+    let strategies = json["sessions"][0]["strategies"].as_array().unwrap();
+    for (k, strategy) in strategies.iter().enumerate() {
+        let lost = strategy["lost_probes"].as_array().unwrap();
+        let expected = &r.sessions[0].lost_probes[k];
+        assert_eq!(lost.len(), expected.len());
+        for (p, (kind, text)) in lost.iter().zip(expected) {
+            assert_eq!(p["kind"], kind.as_str());
+            assert_eq!(p["text"], text.as_str());
+        }
+    }
 }
 
 #[test]

@@ -44,6 +44,9 @@ const KEEP_CAPS: [usize; 6] = [600, 400, 240, 160, 100, 60];
 const LAST_RESORT_CAPS: [usize; 6] = [240, 160, 100, 60, 40, 20];
 /// Caps tried on an entry that does not fit whole in what is left.
 const FIT_CAPS: [usize; 3] = [200, 120, 70];
+/// A shortened failure keeps at least this many characters of the start of its command and of its
+/// error line: enough to tell one command or message from another.
+const IDENTIFYING_CHARS: usize = 72;
 /// A shortened entry is worth this share of the whole one.
 const SHORTENED_VALUE: f64 = 0.6;
 /// Minor entries are worth this share of a normal one.
@@ -153,7 +156,9 @@ pub(super) fn fit(
                 share_left
             };
             let left = left.min(room.saturating_sub(picked.used + heading));
-            if cands[i].cost > left && !shorten_to(&mut sections, &mut cands[i], left, &count) {
+            if cands[i].cost > left
+                && !shorten_to(&mut sections, &mut cands[i], left, heading > 0, &count)
+            {
                 continue;
             }
             picked.take(&cands[i], &heading_cost);
@@ -171,7 +176,9 @@ pub(super) fn fit(
         if redundant(&sections, &picked.chosen, cands[i].key) {
             continue;
         }
-        if cands[i].cost <= left || shorten_to(&mut sections, &mut cands[i], left, &count) {
+        if cands[i].cost <= left
+            || shorten_to(&mut sections, &mut cands[i], left, heading > 0, &count)
+        {
             picked.take(&cands[i], &heading_cost);
         }
     }
@@ -290,8 +297,10 @@ fn redundant(sections: &BTreeMap<SectionKind, Section>, chosen: &BTreeSet<Key>, 
 
 /// Shorter forms of an entry's text, longest first, each keeping what identifies the fact: a file
 /// entry keeps its whole path (then its operation and last change, then its symbols), a failure keeps
-/// its error line (then what followed), other entries are cut to [`FIT_CAPS`].
-fn variants(kind: SectionKind, text: &str) -> Vec<String> {
+/// the start of its command and of its error line whole (see [`failure_forms`]), other entries are
+/// cut to [`FIT_CAPS`]. A failure is cut to [`FIT_CAPS`] too when it would be its section's only
+/// line (`alone`): a floor is at least one line.
+fn variants(kind: SectionKind, text: &str, alone: bool) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     match kind {
         SectionKind::FilesModified | SectionKind::FilesRead => {
@@ -306,14 +315,14 @@ fn variants(kind: SectionKind, text: &str) -> Vec<String> {
             }
         }
         SectionKind::Errors => {
-            if let Some(at) = text.find(" — then: ") {
-                let resolved = text[at..].find(" — resolved").map(|r| &text[at + r..]);
-                out.push(format!("{}{}", &text[..at], resolved.unwrap_or("")));
-            }
-            // `cmd` (status): line → the command cut short, the line kept.
-            let base = out.last().map_or(text, String::as_str).to_owned();
-            if let Some((cmd, rest)) = base.strip_prefix('`').and_then(|t| t.split_once("` (")) {
-                out.push(format!("`{}` ({rest}", shorten(cmd, 40)));
+            let mut forms = failure_forms(text);
+            if !forms.is_empty() {
+                if alone {
+                    let last = forms.last().cloned().unwrap_or_default();
+                    forms.extend(FIT_CAPS.iter().map(|&cap| shorten(&last, cap)));
+                    forms.dedup();
+                }
+                return forms;
             }
         }
         _ => {}
@@ -327,12 +336,49 @@ fn variants(kind: SectionKind, text: &str) -> Vec<String> {
     out
 }
 
+/// Shorter forms of a failure entry (`` `cmd` (status): line — then: … — resolved … ``), longest
+/// first: without what followed, then the command and the error line each cut, never below their
+/// first [`IDENTIFYING_CHARS`] characters (the command last, down to 40), the status and whether it
+/// was resolved always kept. A failure cut anywhere shorter names neither what failed nor why, so
+/// there is no shorter form. Empty for text not in that shape.
+fn failure_forms(text: &str) -> Vec<String> {
+    let (text, resolved) = match text.find(" — resolved") {
+        Some(at) => (&text[..at], &text[at..]),
+        None => (text, ""),
+    };
+    let text = text.find(" — then: ").map_or(text, |at| &text[..at]);
+    let Some((cmd, rest)) = text.strip_prefix('`').and_then(|t| t.split_once("` (")) else {
+        return Vec::new();
+    };
+    let Some((status, line)) = rest.split_once("): ") else {
+        return Vec::new();
+    };
+    let form = |c: usize, l: usize| {
+        format!(
+            "`{}` ({status}): {}{resolved}",
+            shorten(cmd, c),
+            shorten(line, l)
+        )
+    };
+    let mut out = vec![format!("{text}{resolved}")];
+    out.extend([
+        form(IDENTIFYING_CHARS, usize::MAX),
+        form(IDENTIFYING_CHARS, 2 * IDENTIFYING_CHARS),
+        form(IDENTIFYING_CHARS, IDENTIFYING_CHARS),
+        form(40, IDENTIFYING_CHARS),
+    ]);
+    out.dedup();
+    out
+}
+
 /// Puts the candidate's entry in its longest form that costs at most `left` (blocks dropped first);
-/// false, and the entry unchanged, when even the shortest form does not fit.
+/// false, and the entry unchanged, when even the shortest form does not fit. `alone`: the entry
+/// would be its section's only line.
 fn shorten_to(
     sections: &mut BTreeMap<SectionKind, Section>,
     cand: &mut Cand,
     left: usize,
+    alone: bool,
     count: &impl Fn(&str) -> usize,
 ) -> bool {
     let kind = cand.key.0;
@@ -344,9 +390,13 @@ fn shorten_to(
     };
     let mut trial = entry.clone();
     trial.block = None;
-    let forms = std::iter::once(entry.text.clone()).chain(variants(kind, &entry.text));
+    let forms = std::iter::once(entry.text.clone()).chain(variants(kind, &entry.text, alone));
     for (n, text) in forms.enumerate() {
         trial.text = text;
+        if n > 0 {
+            // A shortened entry cites only its latest item: the text goes before the pointers.
+            trial.cites = entry.cites.last().cloned().into_iter().collect();
+        }
         let cost = count(&trial.render()) + 1;
         if cost <= left {
             let shortened = n > 0 || entry.block.is_some();
