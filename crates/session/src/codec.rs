@@ -16,6 +16,8 @@ use compact_core::model::{
     MediaSource, Message, Opaque, Part, PartKind, ProviderCompaction, Reasoning, Role, ToolCall,
     ToolCallKind, ToolResult, Visibility,
 };
+use serde::ser::{SerializeMap, Serializer};
+use serde::Serialize;
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
 
@@ -39,7 +41,8 @@ fn bad(path: &str, message: impl Into<String>) -> CodecError {
     }
 }
 
-/// The item as its storage document.
+/// The item as its storage document, as a `Value` (for callers that embed or edit it; the bytes
+/// of a document are written by [`ItemDoc`] without building one).
 pub fn encode_item(item: &Item) -> Value {
     let meta = &item.meta;
     json!({
@@ -54,10 +57,13 @@ pub fn encode_item(item: &Item) -> Value {
     })
 }
 
-/// The canonical bytes of an item (its storage document, serialised).
+/// The canonical bytes of an item (its storage document, serialised): the bytes of
+/// `serde_json::to_vec(&encode_item(item))`, written straight from the item by [`ItemDoc`].
 pub fn canonical_bytes(item: &Item) -> Vec<u8> {
-    // Serialising a `Value` cannot fail (its map keys are strings).
-    serde_json::to_vec(&encode_item(item)).unwrap_or_default()
+    let mut out = Vec::with_capacity(256);
+    // Writing to a `Vec` cannot fail, nor can the document (its map keys are strings).
+    let _ = serde_json::to_writer(&mut out, &ItemDoc(item));
+    out
 }
 
 /// The bytes the hash chain ([`crate::chain`]) is computed over: the canonical bytes of the item
@@ -69,6 +75,168 @@ pub fn canonical_bytes(item: &Item) -> Vec<u8> {
 /// (`SessionState::match_prefix`). The stored item itself keeps its annotations.
 pub fn chain_bytes(item: &Item) -> Vec<u8> {
     canonical_bytes(&crate::annotation::without_annotations(item))
+}
+
+/// An item's storage document, serialised straight from the item's fields: the same keys in the
+/// same order, the same values and so the same bytes as serialising [`encode_item`]'s `Value`,
+/// without building that tree (its maps, copied strings and extras). Every `*Doc` below mirrors
+/// one `encode_*` function above; the two are kept byte-identical by the tests.
+pub struct ItemDoc<'a>(pub &'a Item);
+
+/// Serialises map entries in order (the shape every document below has).
+macro_rules! doc_map {
+    ($s:expr, $($key:literal => $value:expr),+ $(,)?) => {{
+        let mut m = $s.serialize_map(None)?;
+        $(m.serialize_entry($key, &$value)?;)+
+        m.end()
+    }};
+}
+
+impl Serialize for ItemDoc<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let meta = &self.0.meta;
+        doc_map!(s,
+            "id" => meta.id.as_str(),
+            "protected" => meta.protected,
+            "model" => meta.visibility.model,
+            "user" => meta.visibility.user,
+            "ts" => meta.timestamp,
+            "origin" => meta.origin.map(Format::name),
+            "env" => meta.envelope.as_deref().map(EnvelopeDoc),
+            "body" => BodyDoc(self.0.body()),
+        )
+    }
+}
+
+struct EnvelopeDoc<'a>(&'a Envelope);
+
+impl Serialize for EnvelopeDoc<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let env = self.0;
+        doc_map!(s,
+            "format" => env.format.map(Format::name),
+            "message" => env.message,
+            "extra" => env.extra,
+            "string" => env.content_was_string,
+            "slot" => env.slot,
+        )
+    }
+}
+
+struct BodyDoc<'a>(&'a ItemBody);
+
+impl Serialize for BodyDoc<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self.0 {
+            ItemBody::Message(m) => doc_map!(s,
+                "type" => "message", "role" => m.role.as_str(), "parts" => PartsDoc(&m.parts),
+            ),
+            ItemBody::ToolCall(c) => doc_map!(s,
+                "type" => "tool_call", "call_id" => c.call_id, "name" => c.name,
+                "args" => ArgsDoc(&c.arguments),
+                "kind" => call_kind_name(c.kind), "extra" => c.extra,
+            ),
+            ItemBody::ToolResult(r) => doc_map!(s,
+                "type" => "tool_result", "call_id" => r.call_id, "tool_name" => r.tool_name,
+                "parts" => PartsDoc(&r.parts), "is_error" => r.is_error,
+                "kind" => call_kind_name(r.kind), "string" => r.content_was_string,
+                "extra" => r.extra,
+            ),
+            ItemBody::Reasoning(r) => doc_map!(s,
+                "type" => "reasoning", "text" => r.text, "summary" => r.summary,
+                "signature" => r.signature, "encrypted" => r.encrypted, "redacted" => r.redacted,
+                "extra" => r.extra,
+            ),
+            ItemBody::Checkpoint(c) => doc_map!(s,
+                "type" => "checkpoint", "text" => c.text, "generation" => c.generation,
+                "covers" => CoversDoc(&c.covers), "extra" => c.extra,
+            ),
+            ItemBody::Opaque(o) => doc_map!(s,
+                "type" => "opaque", "label" => o.label, "role" => o.role.map(Role::as_str),
+                "value" => o.value,
+            ),
+            ItemBody::ProviderCompaction(p) => doc_map!(s,
+                "type" => "provider_compaction", "wire" => compaction_wire_name(p.wire()),
+                "value" => p.value(),
+            ),
+        }
+    }
+}
+
+struct ArgsDoc<'a>(&'a Arguments);
+
+impl Serialize for ArgsDoc<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self.0 {
+            Arguments::Json(v) => doc_map!(s, "json" => v),
+            Arguments::Text(t) => doc_map!(s, "text" => t),
+        }
+    }
+}
+
+struct CoversDoc<'a>(&'a [ItemId]);
+
+impl Serialize for CoversDoc<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter().map(ItemId::as_str))
+    }
+}
+
+struct PartsDoc<'a>(&'a [Part]);
+
+impl Serialize for PartsDoc<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter().map(PartDoc))
+    }
+}
+
+struct PartDoc<'a>(&'a Part);
+
+impl Serialize for PartDoc<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let part = self.0;
+        match &part.kind {
+            PartKind::Text(t) => doc_map!(s, "kind" => "text", "data" => t, "extra" => part.extra),
+            PartKind::Image(m) => {
+                doc_map!(s, "kind" => "image", "data" => MediaDoc(m), "extra" => part.extra)
+            }
+            PartKind::File(m) => {
+                doc_map!(s, "kind" => "file", "data" => MediaDoc(m), "extra" => part.extra)
+            }
+            PartKind::Audio(m) => {
+                doc_map!(s, "kind" => "audio", "data" => MediaDoc(m), "extra" => part.extra)
+            }
+            PartKind::Opaque(v) => {
+                doc_map!(s, "kind" => "opaque", "data" => v, "extra" => part.extra)
+            }
+        }
+    }
+}
+
+struct MediaDoc<'a>(&'a Media);
+
+impl Serialize for MediaDoc<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let m = self.0;
+        doc_map!(s,
+            "source" => MediaSourceDoc(&m.source), "mime" => m.mime, "name" => m.name,
+            "detail" => m.detail, "size" => m.size,
+        )
+    }
+}
+
+struct MediaSourceDoc<'a>(&'a MediaSource);
+
+impl Serialize for MediaSourceDoc<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self.0 {
+            MediaSource::Url(t) => doc_map!(s, "url" => t),
+            MediaSource::Base64(t) => doc_map!(s, "base64" => t),
+            MediaSource::FileId(t) => doc_map!(s, "file_id" => t),
+            MediaSource::Text(t) => doc_map!(s, "text" => t),
+            MediaSource::None => s.serialize_unit(),
+        }
+    }
 }
 
 fn encode_envelope(env: &Envelope) -> Value {
@@ -555,6 +723,278 @@ mod tests {
             r.meta.envelope.as_ref().unwrap(),
             c.meta.envelope.as_ref().unwrap()
         ));
+    }
+
+    #[test]
+    fn the_sample_writes_the_bytes_of_its_value() {
+        for item in sample() {
+            let reference = serde_json::to_vec(&encode_item(&item)).unwrap();
+            assert_eq!(canonical_bytes(&item), reference);
+        }
+    }
+
+    mod generated {
+        use super::*;
+        use proptest::prelude::*;
+
+        /// Text with quotes, escapes, control characters, non-ASCII and astral characters.
+        fn text() -> BoxedStrategy<String> {
+            prop_oneof![
+                "[a-z ]{0,8}",
+                "[\\\"\\\\/\\x00-\\x1f\\x7f\u{80}-\u{7ff}\u{2028}\u{e000}\u{1f600}a]{0,12}",
+                any::<String>(),
+            ]
+            .boxed()
+        }
+
+        fn json() -> BoxedStrategy<Value> {
+            let leaf = prop_oneof![
+                Just(Value::Null),
+                any::<bool>().prop_map(Value::Bool),
+                any::<i64>().prop_map(|n| json!(n)),
+                any::<u64>().prop_map(|n| json!(n)),
+                any::<f64>().prop_map(|f| json!(f)),
+                (-1.0e6f64..1.0e6).prop_map(|f| json!(f)),
+                text().prop_map(Value::String),
+            ];
+            leaf.prop_recursive(3, 24, 4, |inner| {
+                prop_oneof![
+                    prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                    prop::collection::vec((text(), inner), 0..4)
+                        .prop_map(|kv| Value::Object(kv.into_iter().collect())),
+                ]
+            })
+            .boxed()
+        }
+
+        fn extra() -> BoxedStrategy<Extra> {
+            prop::collection::vec((text(), json()), 0..3)
+                .prop_map(|kv| kv.into_iter().collect())
+                .boxed()
+        }
+
+        fn opt_text() -> BoxedStrategy<Option<String>> {
+            prop::option::of(text()).boxed()
+        }
+
+        fn role() -> BoxedStrategy<Role> {
+            prop::sample::select(vec![
+                Role::System,
+                Role::Developer,
+                Role::User,
+                Role::Assistant,
+                Role::Tool,
+            ])
+            .boxed()
+        }
+
+        fn format() -> BoxedStrategy<Format> {
+            prop::sample::select(vec![
+                Format::OpenAiChat,
+                Format::OpenAiResponses,
+                Format::Anthropic,
+                Format::ClaudeCode,
+                Format::CodexRollout,
+                Format::SweAgent,
+                Format::OpenHands,
+                Format::Aider,
+                Format::Atif,
+                Format::Native,
+            ])
+            .boxed()
+        }
+
+        fn call_kind() -> BoxedStrategy<ToolCallKind> {
+            prop::sample::select(vec![
+                ToolCallKind::Function,
+                ToolCallKind::Custom,
+                ToolCallKind::LocalShell,
+                ToolCallKind::Server,
+            ])
+            .boxed()
+        }
+
+        fn media() -> BoxedStrategy<Media> {
+            let source = prop_oneof![
+                text().prop_map(MediaSource::Url),
+                text().prop_map(MediaSource::Base64),
+                text().prop_map(MediaSource::FileId),
+                text().prop_map(MediaSource::Text),
+                Just(MediaSource::None),
+            ];
+            (
+                source,
+                opt_text(),
+                opt_text(),
+                opt_text(),
+                prop::option::of(any::<(u32, u32)>()),
+            )
+                .prop_map(|(source, mime, name, detail, size)| Media {
+                    source,
+                    mime,
+                    name,
+                    detail,
+                    size,
+                })
+                .boxed()
+        }
+
+        fn parts() -> BoxedStrategy<Vec<Part>> {
+            let kind = prop_oneof![
+                text().prop_map(PartKind::Text),
+                media().prop_map(PartKind::Image),
+                media().prop_map(PartKind::File),
+                media().prop_map(PartKind::Audio),
+                json().prop_map(PartKind::Opaque),
+            ];
+            prop::collection::vec(
+                (kind, extra()).prop_map(|(kind, extra)| Part { kind, extra }),
+                0..4,
+            )
+            .boxed()
+        }
+
+        fn body() -> BoxedStrategy<ItemBody> {
+            let args = prop_oneof![
+                json().prop_map(Arguments::Json),
+                text().prop_map(Arguments::Text),
+            ];
+            let wire = prop::sample::select(vec![
+                CompactionWire::AnthropicBlock,
+                CompactionWire::OpenAiItem,
+                CompactionWire::OpenAiTrigger,
+            ]);
+            prop_oneof![
+                (role(), parts())
+                    .prop_map(|(role, parts)| ItemBody::Message(Message { role, parts })),
+                (text(), text(), args, call_kind(), extra()).prop_map(
+                    |(call_id, name, arguments, kind, extra)| ItemBody::ToolCall(ToolCall {
+                        call_id,
+                        name,
+                        arguments,
+                        kind,
+                        extra,
+                    })
+                ),
+                (
+                    text(),
+                    opt_text(),
+                    parts(),
+                    any::<bool>(),
+                    call_kind(),
+                    any::<bool>(),
+                    extra()
+                )
+                    .prop_map(
+                        |(call_id, tool_name, parts, is_error, kind, content_was_string, extra)| {
+                            ItemBody::ToolResult(ToolResult {
+                                call_id,
+                                tool_name,
+                                parts,
+                                is_error,
+                                kind,
+                                content_was_string,
+                                extra,
+                            })
+                        }
+                    ),
+                (
+                    opt_text(),
+                    prop::collection::vec(text(), 0..3),
+                    opt_text(),
+                    opt_text(),
+                    any::<bool>(),
+                    extra()
+                )
+                    .prop_map(
+                        |(text, summary, signature, encrypted, redacted, extra)| {
+                            ItemBody::Reasoning(Reasoning {
+                                text,
+                                summary,
+                                signature,
+                                encrypted,
+                                redacted,
+                                extra,
+                            })
+                        }
+                    ),
+                (
+                    text(),
+                    any::<u32>(),
+                    prop::collection::vec(text(), 0..3),
+                    extra()
+                )
+                    .prop_map(|(text, generation, covers, extra)| {
+                        ItemBody::Checkpoint(Checkpoint {
+                            text,
+                            generation,
+                            covers: covers.into_iter().map(ItemId::new).collect(),
+                            extra,
+                        })
+                    }),
+                (text(), prop::option::of(role()), json()).prop_map(|(label, role, value)| {
+                    ItemBody::Opaque(Opaque { label, role, value })
+                }),
+                (wire, json()).prop_map(|(wire, value)| ItemBody::ProviderCompaction(
+                    ProviderCompaction::new(wire, value)
+                )),
+            ]
+            .boxed()
+        }
+
+        fn envelope() -> BoxedStrategy<Envelope> {
+            (
+                prop::option::of(format()),
+                any::<u32>(),
+                extra(),
+                any::<bool>(),
+                prop::option::of(prop::sample::select(SLOTS.to_vec())),
+            )
+                .prop_map(
+                    |(format, message, extra, content_was_string, slot)| Envelope {
+                        format,
+                        message,
+                        extra,
+                        content_was_string,
+                        slot,
+                    },
+                )
+                .boxed()
+        }
+
+        fn item() -> BoxedStrategy<Item> {
+            (
+                body(),
+                text(),
+                any::<(bool, bool, bool)>(),
+                opt_text(),
+                prop::option::of(format()),
+                prop::option::of(envelope()),
+            )
+                .prop_map(|(body, id, (protected, model, user), ts, origin, env)| {
+                    let mut item = Item::new(body);
+                    item.meta.id = ItemId::new(id);
+                    item.meta.protected = protected;
+                    item.meta.visibility = Visibility { model, user };
+                    item.meta.timestamp = ts;
+                    item.meta.origin = origin;
+                    item.meta.envelope = env.map(Arc::new);
+                    item
+                })
+                .boxed()
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(512))]
+
+            /// The direct writer's bytes are those of the `Value` document, for every body and
+            /// part variant, envelopes, nested extras and awkward text.
+            #[test]
+            fn canonical_bytes_are_the_bytes_of_the_value_document(item in item()) {
+                let reference = serde_json::to_vec(&encode_item(&item)).unwrap();
+                prop_assert_eq!(canonical_bytes(&item), reference);
+            }
+        }
     }
 
     #[test]

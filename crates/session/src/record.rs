@@ -6,9 +6,11 @@
 //! [`crate::codec::ITEM_FORMAT_VERSION`] so later versions can read older logs.
 
 use crate::chain::ChainHash;
-use crate::codec::{decode_item, encode_item, CodecError, ITEM_FORMAT_VERSION};
+use crate::codec::{decode_item, encode_item, CodecError, ItemDoc, ITEM_FORMAT_VERSION};
 use crate::event::Event;
 use compact_core::model::Item;
+use serde::ser::{SerializeMap, Serializer};
+use serde::Serialize;
 use serde_json::{json, Value};
 
 /// Where a logged item came from.
@@ -137,6 +139,16 @@ impl Record {
         }
     }
 
+    /// The storage document as text: the text of [`Record::to_json`], written straight from the
+    /// record (its items through [`ItemDoc`]) without building the `Value` first.
+    pub fn to_json_string(&self) -> String {
+        let mut out = Vec::with_capacity(512);
+        // Writing to a `Vec` cannot fail, nor can the document (its map keys are strings).
+        let _ = serde_json::to_writer(&mut out, &RecordDoc(self));
+        // serde_json writes UTF-8 only.
+        String::from_utf8(out).unwrap_or_default()
+    }
+
     /// Reads a storage document.
     pub fn from_json(doc: &Value) -> Result<Record, CodecError> {
         let bad = |path: &str, message: &str| CodecError {
@@ -207,5 +219,66 @@ impl Record {
                 .ok_or_else(|| bad("event", "not an event")),
             _ => Err(bad("type", "unknown record type")),
         }
+    }
+}
+
+/// A record's storage document, serialised in the order and form of [`Record::to_json`].
+struct RecordDoc<'a>(&'a Record);
+
+/// A chain hash as the string `to_json` writes (its `Display` form).
+struct HashDoc(ChainHash);
+
+impl Serialize for HashDoc {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(&self.0)
+    }
+}
+
+struct EntriesDoc<'a>(&'a [ViewEntry]);
+
+impl Serialize for EntriesDoc<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter().map(EntryDoc))
+    }
+}
+
+struct EntryDoc<'a>(&'a ViewEntry);
+
+impl Serialize for EntryDoc<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(None)?;
+        match self.0 {
+            ViewEntry::Logged(h) => m.serialize_entry("logged", &HashDoc(*h))?,
+            ViewEntry::Inline(item) => m.serialize_entry("inline", &ItemDoc(item))?,
+        }
+        m.end()
+    }
+}
+
+impl Serialize for RecordDoc<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("v", &ITEM_FORMAT_VERSION)?;
+        match self.0 {
+            Record::Item(r) => {
+                m.serialize_entry("type", "item")?;
+                m.serialize_entry("source", r.source.as_str())?;
+                m.serialize_entry("hash", &HashDoc(r.hash))?;
+                m.serialize_entry("parent", &HashDoc(r.parent))?;
+                m.serialize_entry("item", &ItemDoc(&r.item))?;
+            }
+            Record::View(v) => {
+                m.serialize_entry("type", "view")?;
+                m.serialize_entry("tip", &HashDoc(v.tip))?;
+                m.serialize_entry("covers", &v.covers)?;
+                m.serialize_entry("trigger", &v.trigger)?;
+                m.serialize_entry("entries", &EntriesDoc(&v.entries))?;
+            }
+            Record::Event(e) => {
+                m.serialize_entry("type", "event")?;
+                m.serialize_entry("event", &e.to_json())?;
+            }
+        }
+        m.end()
     }
 }

@@ -464,7 +464,7 @@ fn queued(session: String, expected: u64, records: &[Record]) -> Arc<Queued> {
             (
                 r.kind(),
                 r.item_id().map(str::to_owned),
-                r.to_json().to_string(),
+                r.to_json_string(),
             )
         })
         .collect();

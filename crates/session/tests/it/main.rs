@@ -6,6 +6,7 @@ mod annotations;
 mod archive;
 mod common;
 mod concurrency;
+mod codec_corpus;
 mod config;
 mod conflict;
 mod errors;

@@ -8,7 +8,7 @@ use compact_formats::import::{import, ImportMode, ImportOptions};
 use std::collections::HashSet;
 
 #[path = "../../../core/tests/fixtures/corpus.rs"]
-mod corpus;
+pub(crate) mod corpus;
 
 /// Items per slice: about what one agent step brings (a reply, a few calls and results).
 const SLICE: usize = 12;

@@ -273,7 +273,7 @@ impl Store for PostgresStore {
             seqs.push(to_i64(expected + i as u64 + 1));
             kinds.push(record.kind());
             item_ids.push(record.item_id());
-            docs.push(record.to_json().to_string());
+            docs.push(record.to_json_string());
         }
         self.pool.run(|client| {
             let mut tx = client.transaction().map_err(backend)?;
