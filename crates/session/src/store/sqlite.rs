@@ -460,13 +460,7 @@ impl Store for SqliteStore {
 fn queued(session: String, expected: u64, records: &[Record]) -> Arc<Queued> {
     let rows = records
         .iter()
-        .map(|r| {
-            (
-                r.kind(),
-                r.item_id().map(str::to_owned),
-                r.to_json_string(),
-            )
-        })
+        .map(|r| (r.kind(), r.item_id().map(str::to_owned), r.to_json_string()))
         .collect();
     Arc::new(Queued {
         session,

@@ -4,9 +4,9 @@
 
 mod annotations;
 mod archive;
+mod codec_corpus;
 mod common;
 mod concurrency;
-mod codec_corpus;
 mod config;
 mod conflict;
 mod errors;
