@@ -28,7 +28,9 @@
 use compact_core::checkpoint::{build, CheckpointOptions};
 use compact_core::model::{Checkpoint, Conversation, Item, ItemBody};
 use compact_core::tokens::TokenCounter;
-use compact_engine::{BoxFuture, SummarizeError, Summarizer, Summary, SummaryRequest};
+use compact_engine::{
+    BoxFuture, DeterministicSummarizer, SummarizeError, Summarizer, Summary, SummaryRequest,
+};
 use compact_formats::import::ImportMode;
 use compact_replay::{
     load_job, replay_session, runtime_strategy_with, setup, Outcome, Preflighter, ProbeKind,
@@ -74,33 +76,29 @@ struct Recording {
 
 impl Summarizer for Recording {
     fn costs_a_call(&self) -> bool {
-        false
+        DeterministicSummarizer.costs_a_call()
     }
     fn name(&self) -> &str {
-        "deterministic"
+        DeterministicSummarizer.name()
     }
     fn summarize<'a>(
         &'a self,
         request: SummaryRequest<'a>,
     ) -> BoxFuture<'a, Result<Summary, SummarizeError>> {
+        let written = Written {
+            items: request.items.to_vec(),
+            previous: request.previous.cloned(),
+            max_tokens: request.max_tokens,
+            counter: request.counter,
+            text: String::new(),
+        };
         Box::pin(async move {
-            let options = CheckpointOptions {
-                max_tokens: request.max_tokens,
-                counter: request.counter,
-            };
-            let checkpoint = build(request.items, request.previous, &options);
+            let summary = DeterministicSummarizer.summarize(request).await?;
             self.log.lock().unwrap().push(Written {
-                items: request.items.to_vec(),
-                previous: request.previous.cloned(),
-                max_tokens: request.max_tokens,
-                counter: request.counter,
-                text: checkpoint.text.clone(),
+                text: summary.text.clone(),
+                ..written
             });
-            Ok(Summary {
-                text: checkpoint.text,
-                produced_by: "deterministic".to_owned(),
-                ..Summary::default()
-            })
+            Ok(summary)
         })
     }
 }

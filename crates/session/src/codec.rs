@@ -789,19 +789,8 @@ mod tests {
         }
 
         fn format() -> BoxedStrategy<Format> {
-            prop::sample::select(vec![
-                Format::OpenAiChat,
-                Format::OpenAiResponses,
-                Format::Anthropic,
-                Format::ClaudeCode,
-                Format::CodexRollout,
-                Format::SweAgent,
-                Format::OpenHands,
-                Format::Aider,
-                Format::Atif,
-                Format::Native,
-            ])
-            .boxed()
+            let every: Vec<Format> = Format::ALL.into_iter().chain([Format::Native]).collect();
+            prop::sample::select(every).boxed()
         }
 
         fn call_kind() -> BoxedStrategy<ToolCallKind> {

@@ -382,13 +382,7 @@ impl Flush {
                     Err(StoreError::Conflict { .. }) => {
                         // Another writer appended first: caught up and made again, alone.
                         state.stale = true;
-                        let written = write_held(
-                            self.store.as_ref(),
-                            self.redactor.as_deref(),
-                            self.exports.as_deref(),
-                            session,
-                            &mut slot,
-                        );
+                        let written = self.write_alone(session, &mut slot);
                         if written.is_err() && !force {
                             again.push((
                                 session.clone(),
@@ -413,6 +407,17 @@ impl Flush {
         again
     }
 
+    /// [`write_held`] with this flusher's store, redactor and exports.
+    fn write_alone(&self, session: &str, slot: &mut Slot<'_>) -> Result<(), SessionError> {
+        write_held(
+            self.store.as_ref(),
+            self.redactor.as_deref(),
+            self.exports.as_deref(),
+            session,
+            slot,
+        )
+    }
+
     /// Writes what `session` holds when its oldest report is due (always when `force`); when to
     /// look again, if it still holds something.
     fn write(&self, session: &str, handle: &SlotHandle, force: bool) -> Option<Instant> {
@@ -422,13 +427,7 @@ impl Flush {
         if !force && due > Instant::now() {
             return Some(due);
         }
-        let written = write_held(
-            self.store.as_ref(),
-            self.redactor.as_deref(),
-            self.exports.as_deref(),
-            session,
-            &mut slot,
-        );
+        let written = self.write_alone(session, &mut slot);
         // A store that failed is tried again a period later (at the end, the records are lost).
         (written.is_err() && !force).then(|| Instant::now() + USAGE_FLUSH_AFTER)
     }
