@@ -164,9 +164,9 @@ def test_a_message_changed_in_place_is_converted_again(name: str) -> None:
 
 
 def test_long_strings_are_remembered_by_identity_but_a_moved_one_is_seen() -> None:
-    # Strings of 64 bytes or more, remembered when converted (or found equal), are taken as equal
-    # when they are the same object at the same place; the same objects swapped, or moved to where
-    # a short string was, must still be seen.
+    # Strings, remembered when converted (or found equal), are taken as equal when they are the
+    # same object at the same place (crates/python/src/identity.rs); the same objects swapped, or
+    # moved to where a short string was, must still be seen.
     pair = Pair()
     history = chat_history(3)
     first, second = "first " * 20, "second " * 20
@@ -360,3 +360,164 @@ def test_a_message_object_among_dicts_is_converted_by_the_binding() -> None:
     history.append(Message("user", "x", {"role": "assistant"}))
     with pytest.raises(ValueError, match=r"messages\[\d+\]"):
         pair.m.prepare("s", history)
+
+
+# The identity snapshot (crates/python/src/identity.rs): a message that still holds, node for node,
+# the very objects it was converted from is reused without being compared by content. The native
+# result counts the messages that were compared by content (`compared`): 0 when every message
+# matched by identity.
+
+
+class Spy:
+    """The native manager, keeping its last preflight result (to read `compared`)."""
+
+    def __init__(self, native: Any) -> None:
+        self.native = native
+        self.last: dict[str, Any] = {}
+
+    def preflight(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        self.last = self.native.preflight(*args, **kwargs)
+        return self.last
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.native, name)
+
+
+def spied() -> tuple[Pair, Spy]:
+    pair = Pair()
+    spy = Spy(pair.m._native)
+    pair.m._native = spy
+    return pair, spy
+
+
+def identity_history() -> list[dict[str, Any]]:
+    h = chat_history(4)
+    h[5]["content"] = [{"type": "text", "text": "Step 0: two parts."}, {"type": "text", "text": "Second."}]
+    return h
+
+
+def content_replaced(h: list[Any]) -> None:
+    h[4]["content"] = h[4]["content"] + "\n// one more line"
+
+
+def part_appended(h: list[Any]) -> None:
+    h[5]["content"].append({"type": "text", "text": "A third part."})
+
+
+def nested_argument_changed(h: list[Any]) -> None:
+    h[6]["tool_calls"][0]["function"]["arguments"] = json.dumps({"path": "src/elsewhere.rs"})
+
+
+def key_removed_and_readded(h: list[Any]) -> None:
+    # `role` comes first: re-added, it comes last, another JSON object.
+    h[3]["role"] = h[3].pop("role")
+
+
+def key_removed_and_readded_with_another_value(h: list[Any]) -> None:
+    del h[7]["content"]
+    h[7]["content"] = "The same key, last as before, with another text."
+
+
+def list_elements_swapped(h: list[Any]) -> None:
+    parts = h[5]["content"]
+    parts[0], parts[1] = parts[1], parts[0]
+
+
+def int_replaced_by_an_equal_bool(h: list[Any]) -> None:
+    h[2]["n"] = True  # bool where an int was: the same Python value, another JSON value
+
+
+IN_PLACE: dict[str, tuple[Callable[[list[Any]], None], int]] = {
+    # name: (edit, message it changes)
+    "a content string replaced": (content_replaced, 4),
+    "a part appended to a content list": (part_appended, 5),
+    "a nested tool-call argument changed": (nested_argument_changed, 6),
+    "a key removed and re-added": (key_removed_and_readded, 3),
+    "a last key removed and re-added with another value": (key_removed_and_readded_with_another_value, 7),
+    "two list elements swapped": (list_elements_swapped, 5),
+    "an int replaced by an equal bool": (int_replaced_by_an_equal_bool, 2),
+}
+
+
+@pytest.mark.parametrize("name", IN_PLACE)
+def test_identity_snapshot_sees_an_in_place_edit_at_any_depth(name: str) -> None:
+    edit, changed = IN_PLACE[name]
+    pair, spy = spied()
+    history = identity_history()
+    history[2]["n"] = 1
+    pair.prepare("s", history)
+    # Resent as it is: every message matches its snapshot by identity, none is compared.
+    assert pair.prepare("s", history).converted_messages == 0
+    assert spy.last["compared"] == 0
+    edit(history)
+    prepared = pair.prepare("s", history)
+    # The edited message no longer matches its snapshot: compared by content, found changed,
+    # converted again with everything after it.
+    assert spy.last["compared"] == 1
+    assert prepared.converted_messages == len(history) - changed
+    assert pair.m.history("s")[-len(history) :] == history
+    # Converted again, the message has a new snapshot: the next call compares nothing.
+    assert pair.prepare("s", history).converted_messages == 0
+    assert spy.last["compared"] == 0
+
+
+def test_identity_snapshot_a_key_readded_as_it_was_is_the_same_message() -> None:
+    # The last key removed and put back with the same value object: the dict holds the same
+    # objects in the same order, so it converts to the same JSON and is reused by identity.
+    pair, spy = spied()
+    history = identity_history()
+    pair.prepare("s", history)
+    value = history[7].pop("content")
+    history[7]["content"] = value
+    assert pair.prepare("s", history).converted_messages == 0
+    assert spy.last["compared"] == 0
+
+
+def test_identity_snapshot_an_equal_rebuilt_list_is_reused_and_then_known() -> None:
+    pair, spy = spied()
+    history = identity_history()
+    pair.prepare("s", history)
+    history[5]["content"] = list(history[5]["content"])  # a new list of the same part dicts
+    history[6]["tool_calls"] = copy.deepcopy(history[6]["tool_calls"])  # new dicts, new strings
+    prepared = pair.prepare("s", history)
+    assert (prepared.converted_messages, prepared.decoded_messages) == (0, 0)
+    assert spy.last["compared"] == 2, "the two messages holding new objects were compared"
+    # Their snapshots were renewed with the new objects: known by identity from now on.
+    assert pair.prepare("s", history).converted_messages == 0
+    assert spy.last["compared"] == 0
+    # And an in-place change of the new list is seen.
+    history[5]["content"].pop()
+    assert pair.prepare("s", history).converted_messages == len(history) - 5
+
+
+class Text(str):
+    """A subclass of str: its objects are never trusted by identity."""
+
+
+def test_identity_snapshot_a_str_subclass_is_always_compared_by_content() -> None:
+    pair, spy = spied()
+    history = identity_history()
+    history[4]["content"] = Text(history[4]["content"])
+    pair.prepare("s", history)
+    for _ in range(2):
+        assert pair.prepare("s", history).converted_messages == 0
+        assert spy.last["compared"] == 1, "the message holding a str subclass is read every time"
+    history[4]["content"] = Text(history[4]["content"] + "!")
+    assert pair.prepare("s", history).converted_messages == len(history) - 4
+    assert pair.m.history("s")[4]["content"] == history[4]["content"]
+
+
+def test_identity_snapshot_a_tuple_content_and_a_message_moved() -> None:
+    pair, spy = spied()
+    history: list[Any] = identity_history()
+    history[5]["content"] = tuple(history[5]["content"])
+    pair.prepare("s", history)
+    assert pair.prepare("s", history).converted_messages == 0
+    assert spy.last["compared"] == 0
+    # A tuple cannot change, but the dicts it holds can.
+    history[5]["content"][1]["text"] = "Changed."
+    assert pair.prepare("s", history).converted_messages == len(history) - 5
+    # Two messages swapped in the list: each is compared at its new place, and found changed.
+    history[8], history[9] = history[9], history[8]
+    assert pair.prepare("s", history).converted_messages == len(history) - 8
+    assert spy.last["compared"] == 1

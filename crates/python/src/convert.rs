@@ -3,6 +3,7 @@
 //! (`messages[3].content[0].text`), before anything reaches the session runtime.
 
 use crate::errors::Failure;
+use crate::identity::{Renewed, Seen};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use serde_json::{Map, Number, Value};
@@ -16,105 +17,88 @@ pub fn py_to_value(obj: &Bound<'_, PyAny>, path: &mut String) -> Result<Value, F
     to_value(obj, path, 0, None)
 }
 
-/// Strings of at least this many bytes (of UTF-8) are remembered by object: see [`Noted`].
-pub const NOTED_BYTES: usize = 64;
-
-/// The long strings (at least [`NOTED_BYTES`]) of one converted element, as Python objects, in
-/// the order its JSON holds them. A Python `str` cannot change, and the reference held here keeps
-/// the object (and its address) alive, so an element that holds the very same object at the same
-/// place next time holds the same text: [`element_is`] then skips reading it. That is what makes
-/// the check cheap for a host that resends its history: the texts are almost all of its bytes.
-pub type Noted = Vec<Py<PyString>>;
-
 /// [`py_to_value`] for an element of a top-level list (a message of the caller's list): nesting
-/// is counted from the list, as when the whole list is converted. Its long strings are pushed
-/// to `noted`.
+/// is counted from the list, as when the whole list is converted. The objects it is converted
+/// from are pushed to `snapshot`, one per node of the JSON in preorder ([`crate::identity`]).
 pub fn element_to_value(
     obj: &Bound<'_, PyAny>,
     path: &mut String,
-    noted: &mut Noted,
+    snapshot: &mut Vec<Seen>,
 ) -> Result<Value, Failure> {
-    to_value(obj, path, 1, Some(noted))
+    to_value(obj, path, 1, Some(snapshot))
 }
 
 /// Whether `obj`, an element of a top-level list, converts ([`element_to_value`]) to exactly
 /// `value`: same JSON, key order and number kinds included (a float compares by its bits, so
-/// `-0.0` is not `0.0`). Checked without converting or allocating: type checks, dict, list and
-/// tuple iteration (the C API's, as the conversion does) and reading text; no Python code runs.
-/// False for whatever the conversion would refuse or must call Python code for (an object with
+/// `-0.0` is not `0.0`). Checked without converting: type checks, dict, list and tuple iteration
+/// (the C API's, as the conversion does) and reading text; no Python code runs. `None` for
+/// whatever the conversion would refuse or must call Python code for (an object with
 /// `model_dump`): such an element is always converted again.
 ///
-/// `noted` holds the long strings `value` was last seen with ([`Noted`]): one that is the same
-/// object is not read again. When the element matches, `noted` is brought up to date with the
-/// objects it holds now (an equal text in a new object is read once, then remembered).
-pub fn element_is(obj: &Bound<'_, PyAny>, value: &Value, noted: &mut Noted) -> bool {
+/// `known` holds the objects `value` was last seen with (its snapshot, [`crate::identity`]): a
+/// leaf that is the same object at its node is not read again. When the element matches, the
+/// result is the nodes that hold other objects now (an equal text in a new object is read once,
+/// then known by identity), to renew the snapshot with.
+pub fn element_is(obj: &Bound<'_, PyAny>, value: &Value, known: &[Seen]) -> Option<Renewed> {
     let mut memo = Memo {
-        known: noted,
+        known,
         next: 0,
         renewed: Vec::new(),
     };
-    if !same(obj, value, 1, &mut memo) {
-        return false;
+    same(obj, value, 1, &mut memo).then_some(memo.renewed)
+}
+
+/// The objects an element was last seen with, and what the check found in it now.
+struct Memo<'a> {
+    known: &'a [Seen],
+    /// The place, in the value's preorder, of the next node.
+    next: usize,
+    /// Nodes whose object is not the one known (their place and what they are now).
+    renewed: Renewed,
+}
+
+impl Memo<'_> {
+    /// The next node's place, and whether `obj` is the leaf known there (then it is not read).
+    fn visit(&mut self, obj: &Bound<'_, PyAny>) -> (usize, bool) {
+        let k = self.next;
+        self.next += 1;
+        (k, self.known.get(k).is_some_and(|s| s.is_leaf(obj)))
     }
-    for (k, s) in memo.renewed {
-        if k < noted.len() {
-            noted[k] = s.unbind();
-        } else if k == noted.len() {
-            noted.push(s.unbind());
+
+    /// Notes that node `k` holds `obj` now, unless it is the object known there.
+    fn renew(&mut self, k: usize, obj: &Bound<'_, PyAny>) {
+        if !self.known.get(k).is_some_and(|s| s.is(obj)) {
+            self.renewed.push((k, Seen::of(obj)));
         }
     }
-    true
 }
 
-/// The long strings an element was last seen with, and what the check found in it now.
-struct Memo<'a, 'py> {
-    known: &'a [Py<PyString>],
-    /// The place, among the value's long strings, of the next one.
-    next: usize,
-    /// Long strings equal to the value's but not the objects known (their place and object).
-    renewed: Vec<(usize, Bound<'py, PyString>)>,
-}
-
-/// The check of [`element_is`], branch for branch the conversion's ([`to_value`]).
-fn same<'py>(
-    obj: &Bound<'py, PyAny>,
-    value: &Value,
-    depth: usize,
-    memo: &mut Memo<'_, 'py>,
-) -> bool {
+/// The check of [`element_is`], branch for branch the conversion's ([`to_value`]), visiting the
+/// value's nodes in the order a snapshot keeps them.
+fn same(obj: &Bound<'_, PyAny>, value: &Value, depth: usize, memo: &mut Memo<'_>) -> bool {
     if depth > MAX_DEPTH {
         return false;
     }
-    if obj.is_none() {
-        return value.is_null();
+    let (k, known) = memo.visit(obj);
+    if known {
+        return true;
     }
-    if let Ok(s) = obj.cast::<PyString>() {
-        let Value::String(v) = value else {
-            return false;
-        };
-        if v.len() < NOTED_BYTES {
-            return s.to_str().is_ok_and(|s| s == v.as_str());
+    if let Some(equal) = leaf_is(obj, value) {
+        if equal {
+            memo.renew(k, obj);
         }
-        let k = memo.next;
-        memo.next += 1;
-        if memo.known.get(k).is_some_and(|o| o.as_ptr() == s.as_ptr()) {
-            return true;
-        }
-        if s.to_str().is_ok_and(|s| s == v.as_str()) {
-            memo.renewed.push((k, s.clone()));
-            return true;
-        }
-        return false;
+        return equal;
     }
+    // A container: known or not, it is walked (it may have changed in place). Its node comes
+    // before its items'.
+    memo.renew(k, obj);
     if let Ok(d) = obj.cast::<PyDict>() {
         let Value::Object(map) = value else {
             return false;
         };
         return d.len() == map.len()
             && d.iter().zip(map).all(|((k, v), (key, val))| {
-                k.cast::<PyString>()
-                    .is_ok_and(|k| k.to_str().is_ok_and(|k| k == key.as_str()))
-                    && same(&v, val, depth + 1, memo)
+                key_is(&k, key, memo) && same(&v, val, depth + 1, memo)
             });
     }
     if let Ok(l) = obj.cast::<PyList>() {
@@ -125,28 +109,59 @@ fn same<'py>(
         return matches!(value, Value::Array(items) if items.len() == t.len()
             && t.iter().zip(items).all(|(o, v)| same(&o, v, depth + 1, memo)));
     }
+    false
+}
+
+/// Whether `k`, a dict's key, is the string `key` (a node of its own, before its value's).
+fn key_is(k: &Bound<'_, PyAny>, key: &str, memo: &mut Memo<'_>) -> bool {
+    let (place, known) = memo.visit(k);
+    if known {
+        return true;
+    }
+    let equal = k
+        .cast::<PyString>()
+        .is_ok_and(|s| s.to_str().is_ok_and(|s| s == key));
+    if equal {
+        memo.renew(place, k);
+    }
+    equal
+}
+
+/// Whether `obj`, when it is a leaf (`None`, a string, a boolean or a number), converts to
+/// `value`; `None` when it is not a leaf (a container, or what the conversion refuses).
+fn leaf_is(obj: &Bound<'_, PyAny>, value: &Value) -> Option<bool> {
+    if obj.is_none() {
+        return Some(value.is_null());
+    }
+    if let Ok(s) = obj.cast::<PyString>() {
+        return Some(
+            matches!(value, Value::String(v) if s.to_str().is_ok_and(|s| s == v.as_str())),
+        );
+    }
     if obj.is_instance_of::<PyBool>() {
-        return matches!(value, Value::Bool(b) if obj.extract::<bool>().is_ok_and(|o| o == *b));
+        return Some(
+            matches!(value, Value::Bool(b) if obj.extract::<bool>().is_ok_and(|o| o == *b)),
+        );
     }
     if obj.is_instance_of::<PyInt>() {
         let Value::Number(n) = value else {
-            return false;
+            return Some(false);
         };
         if let Ok(i) = obj.extract::<i64>() {
-            return Number::from(i) == *n;
+            return Some(Number::from(i) == *n);
         }
         if let Ok(u) = obj.extract::<u64>() {
-            return Number::from(u) == *n;
+            return Some(Number::from(u) == *n);
         }
-        return false;
+        return Some(false);
     }
     if let Ok(f) = obj.cast::<PyFloat>() {
         let f = f.value();
-        return matches!(value, Value::Number(n) if n.is_f64()
+        return Some(matches!(value, Value::Number(n) if n.is_f64()
             && !f.is_nan() && !f.is_infinite()
-            && n.as_f64().is_some_and(|v| v.to_bits() == f.to_bits()));
+            && n.as_f64().is_some_and(|v| v.to_bits() == f.to_bits())));
     }
-    false
+    None
 }
 
 fn refuse(path: &str, message: impl std::fmt::Display) -> Failure {
@@ -158,26 +173,26 @@ fn to_value(
     obj: &Bound<'_, PyAny>,
     path: &mut String,
     depth: usize,
-    mut noted: Option<&mut Noted>,
+    mut snapshot: Option<&mut Vec<Seen>>,
 ) -> Result<Value, Failure> {
     if depth > MAX_DEPTH {
         return Err(refuse(path, "nested too deeply"));
     }
+    // Each node is noted before its items (preorder); a pydantic model is no node of its own,
+    // its dump is.
     if obj.is_none() {
+        note(obj, &mut snapshot);
         return Ok(Value::Null);
     }
     if let Ok(s) = obj.cast::<PyString>() {
         let text = s
             .to_str()
             .map_err(|e| refuse(path, format!("not valid text: {e}")))?;
-        if let Some(noted) = noted {
-            if text.len() >= NOTED_BYTES {
-                noted.push(s.clone().unbind());
-            }
-        }
+        note(obj, &mut snapshot);
         return Ok(Value::String(text.to_owned()));
     }
     if let Ok(d) = obj.cast::<PyDict>() {
+        note(obj, &mut snapshot);
         let mut map = Map::with_capacity(d.len());
         let base = path.len();
         for (k, v) in d.iter() {
@@ -190,27 +205,32 @@ fn to_value(
             let key = key
                 .to_str()
                 .map_err(|e| refuse(path, format!("key is not valid text: {e}")))?;
+            note(&k, &mut snapshot);
             path.push('.');
             path.push_str(key);
-            let value = to_value(&v, path, depth + 1, noted.as_deref_mut())?;
+            let value = to_value(&v, path, depth + 1, snapshot.as_deref_mut())?;
             path.truncate(base);
             map.insert(key.to_owned(), value);
         }
         return Ok(Value::Object(map));
     }
     if let Ok(l) = obj.cast::<PyList>() {
-        return seq(l.iter(), l.len(), path, depth, noted);
+        note(obj, &mut snapshot);
+        return seq(l.iter(), l.len(), path, depth, snapshot);
     }
     if let Ok(t) = obj.cast::<PyTuple>() {
-        return seq(t.iter(), t.len(), path, depth, noted);
+        note(obj, &mut snapshot);
+        return seq(t.iter(), t.len(), path, depth, snapshot);
     }
     if obj.is_instance_of::<PyBool>() {
+        note(obj, &mut snapshot);
         return obj
             .extract::<bool>()
             .map(Value::Bool)
             .map_err(|e| refuse(path, e));
     }
     if obj.is_instance_of::<PyInt>() {
+        note(obj, &mut snapshot);
         if let Ok(i) = obj.extract::<i64>() {
             return Ok(Value::from(i));
         }
@@ -220,6 +240,7 @@ fn to_value(
         return Err(refuse(path, "integer too large for JSON"));
     }
     if let Ok(f) = obj.cast::<PyFloat>() {
+        note(obj, &mut snapshot);
         return Number::from_f64(f.value())
             .map(Value::Number)
             .ok_or_else(|| refuse(path, "NaN and infinities are not JSON"));
@@ -232,7 +253,7 @@ fn to_value(
         let dumped = dump
             .call((), Some(&kwargs))
             .map_err(|e| refuse(path, format!("model_dump() failed: {e}")))?;
-        return to_value(&dumped, path, depth + 1, noted);
+        return to_value(&dumped, path, depth + 1, snapshot);
     }
     Err(refuse(
         path,
@@ -243,12 +264,19 @@ fn to_value(
     ))
 }
 
+/// Pushes the node converted from `obj` to the element's snapshot, when one is taken.
+fn note(obj: &Bound<'_, PyAny>, snapshot: &mut Option<&mut Vec<Seen>>) {
+    if let Some(snapshot) = snapshot.as_deref_mut() {
+        snapshot.push(Seen::of(obj));
+    }
+}
+
 fn seq<'py>(
     items: impl Iterator<Item = Bound<'py, PyAny>>,
     len: usize,
     path: &mut String,
     depth: usize,
-    mut noted: Option<&mut Noted>,
+    mut snapshot: Option<&mut Vec<Seen>>,
 ) -> Result<Value, Failure> {
     let mut out = Vec::with_capacity(len);
     let base = path.len();
@@ -256,7 +284,7 @@ fn seq<'py>(
         path.push('[');
         path.push_str(&i.to_string());
         path.push(']');
-        out.push(to_value(&item, path, depth + 1, noted.as_deref_mut())?);
+        out.push(to_value(&item, path, depth + 1, snapshot.as_deref_mut())?);
         path.truncate(base);
     }
     Ok(Value::Array(out))

@@ -12,6 +12,8 @@
 //! - [`messages`] — a message list (with its system prompt and tools) to a wire request and back.
 //! - [`reuse`] — per session, the last call's converted messages and decoded items, reused for the
 //!   unchanged leading messages of the next call.
+//! - [`identity`] — the objects a message was converted from, to see by identity that it is
+//!   unchanged.
 //! - [`summarizer`] — a Python summariser (sync or async) behind the engine's `Summarizer`.
 //! - [`errors`] — the exception hierarchy (`CompactError` and one subclass per error kind).
 //! - [`tokens`] — token counting.
@@ -21,6 +23,7 @@ use pyo3::prelude::*;
 pub mod config;
 pub mod convert;
 pub mod errors;
+pub mod identity;
 pub mod manager;
 pub mod messages;
 pub mod reuse;

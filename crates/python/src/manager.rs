@@ -43,6 +43,8 @@ struct Outcome {
     converted: usize,
     /// Messages of the request decoded by this call (the others' items were reused).
     decoded: usize,
+    /// Leading messages compared by content, their snapshot not matching ([`crate::reuse`]).
+    compared: usize,
 }
 
 fn elapsed_ns(started: Instant) -> u64 {
@@ -103,6 +105,7 @@ fn outcome_to_py<'py>(py: Python<'py>, o: &Outcome) -> PyResult<Bound<'py, PyDic
     d.set_item("rust_ns", o.rust_ns)?;
     d.set_item("converted", o.converted)?;
     d.set_item("decoded", o.decoded)?;
+    d.set_item("compared", o.compared)?;
     Ok(d)
 }
 
@@ -287,6 +290,7 @@ impl Manager {
                 events,
                 converted: incoming.converted,
                 decoded: incoming.decoded(),
+                compared: incoming.compared,
             };
             Ok((outcome, incoming.into_held()))
         });
@@ -337,6 +341,7 @@ impl Manager {
                 events,
                 converted: incoming.converted,
                 decoded: incoming.decoded(),
+                compared: incoming.compared,
             };
             Ok((outcome, incoming.into_held()))
         });
@@ -406,6 +411,7 @@ impl Manager {
                 events: Vec::new(),
                 converted: 0,
                 decoded: 0,
+                compared: 0,
             })
         });
         let outcome = raise(py, outcome)?;

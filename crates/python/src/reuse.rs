@@ -4,32 +4,39 @@
 //! last time. Converting every message dict into JSON and decoding it again costs more than the
 //! session runtime's own work, so a session keeps its last call's messages as converted (JSON
 //! values) and the decoder holding their items ([`IncrementalDecode`]). On the next call, each
-//! message is compared with the JSON kept at its place ([`element_is`]); the leading messages
-//! that convert to the same JSON are neither converted nor decoded again, from the first one that
-//! does not on everything is.
+//! message is checked against what was kept for its place; the leading messages that convert to
+//! the same JSON are neither converted nor decoded again, from the first one that does not on
+//! everything is.
 //!
 //! What the check guarantees: a message is reused only when what it converts to now is exactly
 //! the JSON it was decoded from (same keys in the same order, same strings, same number kinds and
 //! values), so the request decoded is the one a full conversion and decode would give. It does
-//! not rely on the identity of dicts and lists, so a dict changed in place (a content string
+//! not trust the identity of dicts and lists, so a dict changed in place (a content string
 //! replaced, a tool call's arguments changed, a part appended to a content list, a key added,
-//! removed or moved) is seen, and an equal dict built anew is reused. Only strings, which cannot
-//! change, are known by identity: a long one that is the very object seen at its place last time
-//! is not read again ([`Noted`]). A message holding an object that needs Python code to convert
-//! (a pydantic model) is always converted again, as is everything after it.
+//! removed or moved) is seen, and an equal dict built anew is reused. It is done in two steps:
+//! - by identity ([`unchanged`]): the message still holds, node for node, the very objects it
+//!   was converted from (kept in its [`Snapshot`]: dicts, lists and tuples walked, leaves of an
+//!   exact immutable type compared by address). This is the usual case of a host that resends
+//!   its history, and it reads no text;
+//! - when that fails, by content ([`element_is`]): the message is compared with its JSON, leaves
+//!   still the objects of the snapshot not read again, and the snapshot is brought up to date.
+//!
+//! A message holding an object that needs Python code to convert (a pydantic model) is always
+//! converted again, as is everything after it.
 //!
 //! A caller that vouches for its old messages (`assume_unchanged`: it never changes one in place)
 //! skips the check for each message that is the same object as at its place last time: then a
 //! call reads only what is new, as a Rust host that keeps its decoded history does.
 //!
 //! Memory: per session, the caller's messages as JSON and their decoded items, about twice the
-//! history's text, plus references to the caller's message objects and long strings (which keep
-//! them alive until the session's next call replaces them); the least recently used sessions
+//! history's text, plus a reference to every object of the caller's messages (24 bytes each in
+//! the snapshots; they keep the objects alive until the session's next call replaces them); the least recently used sessions
 //! beyond the manager's `max_cached_sessions` are dropped, as is a session that is evicted or
 //! whose call failed.
 
-use crate::convert::{element_is, element_to_value, Noted};
+use crate::convert::{element_is, element_to_value};
 use crate::errors::Failure;
+use crate::identity::Snapshots;
 use crate::messages::{messages_from_py, resolve_format, Parts, Request};
 use compact_core::model::{Conversation, Format};
 use compact_formats::wire::IncrementalDecode;
@@ -41,8 +48,8 @@ use serde_json::Value;
 /// they were decoded with, and the decoder holding their items.
 pub struct Held {
     messages: Vec<Value>,
-    /// The long strings of each message, as the objects last seen (see [`Noted`]).
-    noted: Vec<Noted>,
+    /// The objects each message was last seen made of (see [`Snapshots`]).
+    seen: Snapshots,
     /// The caller's message objects (for a caller that vouches for them: [`Incoming::convert`]).
     objects: Vec<Py<PyAny>>,
     format: Format,
@@ -59,7 +66,10 @@ pub struct Incoming {
     keep: usize,
     /// The caller's messages converted by this call (the others were reused).
     pub converted: usize,
-    noted: Vec<Noted>,
+    /// Leading messages compared by content because they no longer held the very objects of
+    /// their snapshot (whether found equal or not).
+    pub compared: usize,
+    seen: Snapshots,
     objects: Vec<Py<PyAny>>,
     system: Option<Value>,
     decoder: IncrementalDecode,
@@ -89,7 +99,7 @@ impl Incoming {
             Some(h) => h,
             None => Held {
                 messages: Vec::new(),
-                noted: Vec::new(),
+                seen: Snapshots::default(),
                 objects: Vec::new(),
                 format: Format::OpenAiChat,
                 system: None,
@@ -97,10 +107,10 @@ impl Incoming {
             },
         };
         let prior = had.then(|| (last.format, last.system.take()));
-        let reused = convert_messages(messages, &mut last, vouched)?;
+        let Converted { reused, compared } = convert_messages(messages, &mut last, vouched)?;
         let Held {
             messages: values,
-            noted,
+            seen,
             objects,
             decoder,
             ..
@@ -117,7 +127,8 @@ impl Incoming {
             request: Request::build(format, values, &parts),
             keep,
             converted,
-            noted,
+            compared,
+            seen,
             objects,
             system: parts.system,
             decoder,
@@ -140,7 +151,7 @@ impl Incoming {
         let format = self.request.format;
         Held {
             messages: self.request.into_messages(),
-            noted: self.noted,
+            seen: self.seen,
             objects: self.objects,
             format,
             system: self.system,
@@ -149,43 +160,51 @@ impl Incoming {
     }
 }
 
+/// How many leading messages a call kept, and how many it compared by content.
+#[derive(Default)]
+struct Converted {
+    /// Leading messages kept because they still convert to the same JSON (or, vouched for, are
+    /// the same objects).
+    reused: usize,
+    /// Leading messages whose snapshot did not match, compared with their JSON.
+    compared: usize,
+}
+
 /// Converts the caller's messages into `last` (the last call's, which become this call's: its
-/// JSON values, long strings and objects), and says how many leading ones were kept because they
-/// still convert to the same JSON (or, `vouched`, are the same objects).
+/// JSON values, snapshots and objects), and says how many leading ones were kept.
 fn convert_messages(
     messages: &Bound<'_, PyAny>,
     last: &mut Held,
     vouched: bool,
-) -> Result<usize, Failure> {
+) -> Result<Converted, Failure> {
     if let Ok(list) = messages.cast::<PyList>() {
         return convert_elements(list.iter(), last, vouched);
     }
     if let Ok(tuple) = messages.cast::<PyTuple>() {
         return convert_elements(tuple.iter(), last, vouched);
     }
-    // Another iterable is converted whole; its strings and objects are remembered when it next
-    // comes as a list.
+    // Another iterable is converted whole; its objects are remembered when it next comes as a
+    // list.
     last.messages = messages_from_py(messages)?;
-    last.noted = std::iter::repeat_with(Vec::new)
-        .take(last.messages.len())
-        .collect();
+    last.seen = Snapshots::default();
     last.objects.clear();
-    Ok(0)
+    Ok(Converted::default())
 }
 
 fn convert_elements<'py>(
     elements: impl Iterator<Item = Bound<'py, PyAny>>,
     last: &mut Held,
     vouched: bool,
-) -> Result<usize, Failure> {
+) -> Result<Converted, Failure> {
     let Held {
         messages: values,
-        noted,
+        seen,
         objects,
         ..
     } = last;
-    noted.resize_with(values.len(), Vec::new);
+    seen.truncate(values.len());
     let mut reused = 0;
+    let mut compared = 0;
     let mut count = 0;
     let mut path = String::from("messages");
     for (i, element) in elements.enumerate() {
@@ -194,7 +213,18 @@ fn convert_elements<'py>(
             let same_object = objects
                 .get(i)
                 .is_some_and(|o| o.as_ptr() == element.as_ptr());
-            if (vouched && same_object) || element_is(&element, &values[i], &mut noted[i]) {
+            let reuse =
+                (vouched && same_object && i < seen.len()) || seen.unchanged(i, &element) || {
+                    compared += 1;
+                    match element_is(&element, &values[i], seen.of(i)) {
+                        Some(renewed) => {
+                            seen.renew(i, renewed);
+                            true
+                        }
+                        None => false,
+                    }
+                };
+            if reuse {
                 if !same_object {
                     set(objects, i, &element);
                 }
@@ -202,21 +232,20 @@ fn convert_elements<'py>(
                 continue;
             }
             values.truncate(i);
-            noted.truncate(i);
+            seen.truncate(i);
         }
         path.truncate("messages".len());
         path.push('[');
         path.push_str(&i.to_string());
         path.push(']');
-        let mut strings = Vec::new();
-        values.push(element_to_value(&element, &mut path, &mut strings)?);
-        noted.push(strings);
+        values.push(element_to_value(&element, &mut path, seen.recording())?);
+        seen.close();
         set(objects, i, &element);
     }
     values.truncate(count);
-    noted.truncate(count);
+    seen.truncate(count);
     objects.truncate(count);
-    Ok(reused)
+    Ok(Converted { reused, compared })
 }
 
 /// Puts `element` at `i` of `objects`, whose first `i` are the objects of the messages before
