@@ -521,3 +521,22 @@ def test_identity_snapshot_a_tuple_content_and_a_message_moved() -> None:
     history[8], history[9] = history[9], history[8]
     assert pair.prepare("s", history).converted_messages == len(history) - 8
     assert spy.last["compared"] == 1
+
+
+def test_identity_snapshot_is_renewed_for_message_objects_the_host_keeps() -> None:
+    # A message dict replaced by an equal new one is compared by content and reused; its snapshot
+    # is renewed only once the host sends that same object again (a host that builds its messages
+    # anew on every call would never use it).
+    pair, spy = spied()
+    history = identity_history()
+    pair.prepare("s", history)
+    history[4] = copy.deepcopy(history[4])
+    assert pair.prepare("s", history).converted_messages == 0
+    assert spy.last["compared"] == 1
+    assert pair.prepare("s", history).converted_messages == 0
+    assert spy.last["compared"] == 1, "the object kept this time: compared once more, then renewed"
+    assert pair.prepare("s", history).converted_messages == 0
+    assert spy.last["compared"] == 0
+    # An in-place change of the kept object is still seen.
+    history[4]["content"] += "!"
+    assert pair.prepare("s", history).converted_messages == len(history) - 4

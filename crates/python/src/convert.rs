@@ -36,16 +36,21 @@ pub fn element_to_value(
 /// `model_dump`): such an element is always converted again.
 ///
 /// `known` holds the objects `value` was last seen with (its snapshot, [`crate::identity`]): a
-/// leaf that is the same object at its node is not read again. When the element matches, the
-/// result is the nodes that hold other objects now (an equal text in a new object is read once,
-/// then known by identity), to renew the snapshot with.
-pub fn element_is(obj: &Bound<'_, PyAny>, value: &Value, known: &[Seen]) -> Option<Renewed> {
+/// leaf that is the same object at its node is not read again. With `renewed`, the nodes that hold
+/// other objects now (an equal text in a new object is read once, then known by identity) are
+/// pushed there, to renew the snapshot with when the element matches.
+pub fn element_is(
+    obj: &Bound<'_, PyAny>,
+    value: &Value,
+    known: &[Seen],
+    renewed: Option<&mut Renewed>,
+) -> bool {
     let mut memo = Memo {
         known,
         next: 0,
-        renewed: Vec::new(),
+        renewed,
     };
-    same(obj, value, 1, &mut memo).then_some(memo.renewed)
+    same(obj, value, 1, &mut memo)
 }
 
 /// The objects an element was last seen with, and what the check found in it now.
@@ -53,8 +58,8 @@ struct Memo<'a> {
     known: &'a [Seen],
     /// The place, in the value's preorder, of the next node.
     next: usize,
-    /// Nodes whose object is not the one known (their place and what they are now).
-    renewed: Renewed,
+    /// Nodes whose object is not the one known (their place and what they are now), when wanted.
+    renewed: Option<&'a mut Renewed>,
 }
 
 impl Memo<'_> {
@@ -67,8 +72,10 @@ impl Memo<'_> {
 
     /// Notes that node `k` holds `obj` now, unless it is the object known there.
     fn renew(&mut self, k: usize, obj: &Bound<'_, PyAny>) {
-        if !self.known.get(k).is_some_and(|s| s.is(obj)) {
-            self.renewed.push((k, Seen::of(obj)));
+        if let Some(renewed) = self.renewed.as_deref_mut() {
+            if !self.known.get(k).is_some_and(|s| s.is(obj)) {
+                renewed.push((k, Seen::of(obj)));
+            }
         }
     }
 }

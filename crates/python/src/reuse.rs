@@ -216,12 +216,19 @@ fn convert_elements<'py>(
             let reuse =
                 (vouched && same_object && i < seen.len()) || seen.unchanged(i, &element) || {
                     compared += 1;
-                    match element_is(&element, &values[i], seen.of(i)) {
-                        Some(renewed) => {
+                    // The snapshot is renewed for a message object the host keeps (or one that
+                    // has none yet): a host that builds its messages anew on every call would
+                    // pay for a snapshot it never uses.
+                    if same_object || i >= seen.len() {
+                        let mut renewed = Vec::new();
+                        let equal =
+                            element_is(&element, &values[i], seen.of(i), Some(&mut renewed));
+                        if equal {
                             seen.renew(i, renewed);
-                            true
                         }
-                        None => false,
+                        equal
+                    } else {
+                        element_is(&element, &values[i], seen.of(i), None)
                     }
                 };
             if reuse {
