@@ -14,12 +14,14 @@
 //! not trust the identity of dicts and lists, so a dict changed in place (a content string
 //! replaced, a tool call's arguments changed, a part appended to a content list, a key added,
 //! removed or moved) is seen, and an equal dict built anew is reused. It is done in two steps:
-//! - by identity ([`unchanged`]): the message still holds, node for node, the very objects it
-//!   was converted from (kept in its [`Snapshot`]: dicts, lists and tuples walked, leaves of an
-//!   exact immutable type compared by address). This is the usual case of a host that resends
-//!   its history, and it reads no text;
+//! - by identity ([`Snapshots::unchanged`]): the message still holds, node for node, the very
+//!   objects it was converted from (its snapshot, [`Snapshots`]: dicts, lists and tuples walked,
+//!   leaves of an exact immutable type compared by address). This is the usual case of a host
+//!   that resends its history, and it reads no text;
 //! - when that fails, by content ([`element_is`]): the message is compared with its JSON, leaves
-//!   still the objects of the snapshot not read again, and the snapshot is brought up to date.
+//!   still the objects of the snapshot not read again. The snapshot is renewed when the message
+//!   is the object held at its place (a host that builds its messages anew on every call would
+//!   never use it).
 //!
 //! A message holding an object that needs Python code to convert (a pydantic model) is always
 //! converted again, as is everything after it.
