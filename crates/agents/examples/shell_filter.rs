@@ -76,7 +76,9 @@ fn text_of(item: &Item) -> Option<String> {
         return None;
     };
     let texts: Vec<&str> = r.parts.iter().filter_map(Part::as_text).collect();
-    (!texts.is_empty()).then(|| texts.join("\n"))
+    // What `compactctl run` filters is what the command printed: Codex's harness wraps it (and
+    // its exit code) in JSON after the filter has run, so the wrapper is looked through here.
+    (!texts.is_empty()).then(|| printed_output(&texts.join("\n")))
 }
 
 /// The indices of shell results in `conv`.
