@@ -11,7 +11,9 @@
 //! output, to compare two versions of the rule; with `SHELL_FILTER_DIST=1`, the tokens of the outputs
 //! that fit the budget and what lossless densification would make them; with `SHELL_FILTER_DUMP=DIR`,
 //! every output's lines with their token counts (raw and as a terminal shows them) under `DIR`, to
-//! measure what outputs consist of.
+//! measure what outputs consist of; with `SHELL_FILTER_JSON=1`, the outputs that are pretty-printed
+//! JSON documents and what re-encoding them compactly before the filter would save
+//! (`SHELL_FILTER_JSON_LIST=1`: each of them).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use compact_core::model::{Conversation, Item, ItemBody, Part};
@@ -57,6 +59,8 @@ struct Tally {
     /// Tokens of the outputs that fit the budget, and what lossless densification would make them.
     fitting_tokens: usize,
     fitting_densified: usize,
+    /// `SHELL_FILTER_JSON`: pretty JSON outputs and what re-encoding them would save.
+    json: JsonTally,
 }
 
 fn pct(n: usize, d: usize) -> String {
@@ -72,7 +76,9 @@ fn text_of(item: &Item) -> Option<String> {
         return None;
     };
     let texts: Vec<&str> = r.parts.iter().filter_map(Part::as_text).collect();
-    (!texts.is_empty()).then(|| texts.join("\n"))
+    // What `compactctl run` filters is what the command printed: Codex's harness wraps it (and
+    // its exit code) in JSON after the filter has run, so the wrapper is looked through here.
+    (!texts.is_empty()).then(|| printed_output(&texts.join("\n")))
 }
 
 /// The indices of shell results in `conv`.
@@ -185,6 +191,7 @@ fn tally_budget(
     counter: &TokenCounter,
     show_misses: bool,
     show_dist: bool,
+    show_json: bool,
 ) {
     t.sessions += 1;
     let mut found_after = tr.found_other.clone();
@@ -194,6 +201,9 @@ fn tally_budget(
         let Some(text) = text_of(item) else { continue };
         let (out, cut) = filter_shell_output(&text, budget, counter, &item.meta.id);
         t.outputs += 1;
+        if show_json {
+            tally_json(&mut t.json, tr, item, &text, budget, counter);
+        }
         if let Some(dir) = std::env::var_os("SHELL_FILTER_DUMP") {
             dump(std::path::Path::new(&dir), tr.file, &text, &cut, counter);
         }
@@ -378,6 +388,9 @@ fn main() {
     // SHELL_FILTER_DIST=1 prints, on stderr, the tokens of the outputs that fit the budget and what
     // lossless densification would make them.
     let show_dist = std::env::var_os("SHELL_FILTER_DIST").is_some();
+    // SHELL_FILTER_JSON=1 prints, on stderr, the pretty JSON outputs and what re-encoding them
+    // compactly would save (SHELL_FILTER_JSON_LIST=1: each of them).
+    let show_json = std::env::var_os("SHELL_FILTER_JSON").is_some();
     let counter = TokenCounter::new(Encoding::O200kBase);
     let mut tallies: Vec<Tally> = budgets.iter().map(|_| Tally::default()).collect();
     let mut skipped = 0;
@@ -403,7 +416,15 @@ fn main() {
             transcript.print_error_lines();
         }
         for (t, &budget) in tallies.iter_mut().zip(&budgets) {
-            tally_budget(t, &transcript, budget, &counter, show_misses, show_dist);
+            tally_budget(
+                t,
+                &transcript,
+                budget,
+                &counter,
+                show_misses,
+                show_dist,
+                show_json,
+            );
         }
     }
     print_table(&budgets, &mut tallies);
@@ -415,7 +436,307 @@ fn main() {
             );
         }
     }
+    if show_json {
+        for (t, budget) in tallies.iter().zip(&budgets) {
+            let j = &t.json;
+            eprintln!(
+                "{budget}: pretty JSON: {} outputs, {} of {} tokens; fit: {} outputs, {} tokens, \
+                 re-encoded {} (spaced) / {} (tight); cut: {} outputs, {} tokens, after {} / \
+                 re-encoded first {}; net saved {} ({:.2} points); file views left alone: {} \
+                 outputs, {} tokens; upper bound (JSON-shaped lines of outputs that fit, unindented): {} -> {}",
+                j.outputs,
+                j.tokens,
+                t.tokens_before,
+                j.fit_outputs,
+                j.fit_tokens,
+                j.fit_spaced,
+                j.fit_tight,
+                j.cut_outputs,
+                j.cut_tokens,
+                j.cut_after,
+                j.cut_after_reencoded,
+                j.saved,
+                100.0 * j.saved as f64 / t.tokens_before.max(1) as f64,
+                j.views,
+                j.view_tokens,
+                j.loose_tokens,
+                j.loose_after,
+            );
+        }
+    }
     if skipped > 0 {
         eprintln!("{skipped} files could not be read");
     }
+}
+
+/// `SHELL_FILTER_JSON=1` (issue 45): what re-encoding pretty-printed JSON outputs compactly, before
+/// the filter, would save. An output counts when it is one or more JSON documents (objects or
+/// arrays, whitespace between) printed over several lines, and the command is not a file view
+/// ([`is_file_view`]); Codex's harness wrapper is looked through (its `output` is what the command
+/// printed). Measured, not built: the replay's figures are those of the filter as it is.
+#[derive(Default)]
+struct JsonTally {
+    /// Pretty JSON outputs by the rule, and their tokens.
+    outputs: usize,
+    tokens: usize,
+    /// Of them, those that fit the budget: tokens, and re-encoded (`", "`/`": "` kept; none).
+    fit_outputs: usize,
+    fit_tokens: usize,
+    fit_spaced: usize,
+    fit_tight: usize,
+    /// Those cut: their tokens, the filter's tokens after, and after when re-encoded first.
+    cut_outputs: usize,
+    cut_tokens: usize,
+    cut_after: usize,
+    cut_after_reencoded: usize,
+    /// Net tokens saved on the half (the note paid; only where it saves).
+    saved: usize,
+    /// Pretty JSON outputs left alone as file views, and their tokens.
+    views: usize,
+    view_tokens: usize,
+    /// Upper bound over every output that fits, file views included: tokens before and after
+    /// the indentation of every line shaped like a JSON member or bracket is dropped.
+    loose_tokens: usize,
+    loose_after: usize,
+}
+
+/// The command of the call `call_id` answers (Claude Code `command`, Codex `command` array or `cmd`).
+fn command_of(conv: &Conversation, call_id: &str) -> String {
+    for item in &conv.items {
+        if let ItemBody::ToolCall(c) = item.body() {
+            if c.call_id == call_id {
+                let Some(v) = c.arguments.to_value() else {
+                    return String::new();
+                };
+                let cmd = v.get("command").or_else(|| v.get("cmd"));
+                return match cmd {
+                    Some(serde_json::Value::String(s)) => s.clone(),
+                    Some(serde_json::Value::Array(a)) => {
+                        a.last().and_then(|x| x.as_str()).unwrap_or("").to_owned()
+                    }
+                    _ => String::new(),
+                };
+            }
+        }
+    }
+    String::new()
+}
+
+/// Whether `command` shows a file's text as it is (the agent may edit it by exact match): the
+/// last command of the line is a pipeline whose source prints a file (`cat`, `head`, `tail`,
+/// `sed`, `less`, `more`, `bat`, `nl`, `tac`; `git show`, `git diff`, `git cat-file`, `git log
+/// -p`) and whose later stages only select lines (`head`, `tail`, `sed`, `grep`, `cat`, `nl`).
+fn is_file_view(command: &str) -> bool {
+    const VIEWERS: &[&str] = &[
+        "cat", "head", "tail", "sed", "less", "more", "bat", "nl", "tac",
+    ];
+    const SELECTORS: &[&str] = &["head", "tail", "sed", "grep", "cat", "nl", "less", "more"];
+    let line = command
+        .replace("&&", "\n")
+        .replace("||", "\n")
+        .replace(';', "\n");
+    let Some(last) = line.lines().rev().find(|l| !l.trim().is_empty()) else {
+        return false;
+    };
+    let stages: Vec<Vec<&str>> = last
+        .split('|')
+        .map(|s| {
+            s.split_whitespace()
+                .skip_while(|w| w.contains('=') || *w == "sudo" || *w == "command")
+                .collect()
+        })
+        .collect();
+    let program = |words: &Vec<&str>| -> String {
+        words
+            .first()
+            .map(|w| w.rsplit('/').next().unwrap_or(w).to_owned())
+            .unwrap_or_default()
+    };
+    let source = &stages[0];
+    let viewer = match program(source).as_str() {
+        "git" => source
+            .iter()
+            .skip(1)
+            .find(|w| !w.starts_with('-'))
+            .is_some_and(|sub| {
+                matches!(*sub, "show" | "diff" | "cat-file")
+                    || (*sub == "log" && source.iter().any(|w| *w == "-p" || *w == "--patch"))
+            }),
+        p => VIEWERS.contains(&p),
+    };
+    viewer
+        && stages[1..]
+            .iter()
+            .all(|s| SELECTORS.contains(&program(s).as_str()))
+}
+
+/// `text` as compact JSON when it is one or more pretty-printed JSON documents (objects or
+/// arrays): whitespace outside strings dropped, `", "` and `": "` kept when `spaced`, one document
+/// a line; strings, numbers and key order as they are. `None` for anything else.
+fn compact_json(text: &str, spaced: bool) -> Option<String> {
+    let body = text.trim();
+    if !body.starts_with(['{', '[']) || !body.contains('\n') {
+        return None;
+    }
+    let mut documents = 0;
+    for value in serde_json::Deserializer::from_str(body).into_iter::<serde_json::Value>() {
+        if !matches!(
+            value.ok()?,
+            serde_json::Value::Object(_) | serde_json::Value::Array(_)
+        ) {
+            return None;
+        }
+        documents += 1;
+    }
+    if documents == 0 {
+        return None;
+    }
+    let mut out = String::with_capacity(body.len());
+    let (mut in_string, mut escaped, mut depth) = (false, false, 0usize);
+    // Printed over several lines: a line break inside a document (JSON lines are compact already).
+    let mut pretty = false;
+    for c in body.chars() {
+        if in_string {
+            out.push(c);
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == '"' {
+                in_string = false;
+            }
+            continue;
+        }
+        match c {
+            '"' => {
+                in_string = true;
+                out.push(c);
+            }
+            '\n' => pretty |= depth > 0,
+            ' ' | '\t' | '\r' => {}
+            ',' | ':' => {
+                out.push(c);
+                if spaced {
+                    out.push(' ');
+                }
+            }
+            '{' | '[' => {
+                depth += 1;
+                out.push(c);
+            }
+            '}' | ']' => {
+                depth = depth.saturating_sub(1);
+                out.push(c);
+                if depth == 0 {
+                    out.push('\n');
+                }
+            }
+            _ => out.push(c),
+        }
+    }
+    pretty.then(|| out.trim_end().to_owned())
+}
+
+/// What the command printed: Codex's harness wrapper (`{"output": …, "metadata": …}`) looked
+/// through, any other text as it is.
+fn printed_output(text: &str) -> String {
+    if let Ok(serde_json::Value::Object(map)) = serde_json::from_str(text) {
+        if let (Some(serde_json::Value::String(s)), true) =
+            (map.get("output"), map.contains_key("metadata"))
+        {
+            return s.clone();
+        }
+    }
+    text.to_owned()
+}
+
+/// Adds the shell output `text` (answering `call_id`) to `j` when it is pretty JSON.
+fn tally_json(
+    j: &mut JsonTally,
+    tr: &Transcript<'_>,
+    item: &Item,
+    text: &str,
+    budget: usize,
+    counter: &TokenCounter,
+) {
+    let ItemBody::ToolResult(r) = item.body() else {
+        return;
+    };
+    let printed = printed_output(text);
+    let tokens = counter.count_text(&printed);
+    if tokens <= budget {
+        let (stripped, any) = strip_json_indentation(&printed);
+        if any {
+            j.loose_tokens += tokens;
+            j.loose_after += counter.count_text(&stripped);
+        }
+    }
+    let Some(spaced) = compact_json(&printed, true) else {
+        return;
+    };
+    if is_file_view(&command_of(tr.conv, &r.call_id)) {
+        j.views += 1;
+        j.view_tokens += tokens;
+        return;
+    }
+    let tight = compact_json(&printed, false).unwrap_or_default();
+    let note = format!(
+        "[JSON re-encoded compactly; as printed: compactctl recall {}]\n",
+        item.meta.id
+    );
+    let reencoded = format!("{note}{spaced}\n");
+    let (_, before) = filter_shell_output(&printed, budget, counter, &item.meta.id);
+    let (_, with) = filter_shell_output(&reencoded, budget, counter, &item.meta.id);
+    j.outputs += 1;
+    j.tokens += tokens;
+    if tokens <= budget {
+        j.fit_outputs += 1;
+        j.fit_tokens += tokens;
+        j.fit_spaced += counter.count_text(&spaced);
+        j.fit_tight += counter.count_text(&tight);
+    } else {
+        j.cut_outputs += 1;
+        j.cut_tokens += tokens;
+        j.cut_after += before.tokens;
+        j.cut_after_reencoded += with.tokens;
+    }
+    j.saved += before.tokens.saturating_sub(with.tokens);
+    if std::env::var_os("SHELL_FILTER_JSON_LIST").is_some() {
+        eprintln!(
+            "json\t{budget}\t{}\t{tokens} -> spaced {} / tight {}; filtered {} -> {}\t{}",
+            tr.file,
+            counter.count_text(&spaced),
+            counter.count_text(&tight),
+            before.tokens,
+            with.tokens,
+            command_of(tr.conv, &r.call_id)
+                .chars()
+                .take(100)
+                .collect::<String>()
+        );
+    }
+}
+
+/// `text` with the indentation of every line shaped like a JSON member (`"key":`) or bracket
+/// dropped, and whether there was any.
+fn strip_json_indentation(text: &str) -> (String, bool) {
+    let mut any = false;
+    let lines: Vec<&str> = text
+        .split('\n')
+        .map(|line| {
+            let body = line.trim_start();
+            let shaped = (body.starts_with('"') && body.contains("\":"))
+                || matches!(
+                    body.trim_end(),
+                    "{" | "}" | "[" | "]" | "}," | "]," | "{}" | "[]"
+                );
+            if shaped && body.len() < line.len() {
+                any = true;
+                body
+            } else {
+                line
+            }
+        })
+        .collect();
+    (lines.join("\n"), any)
 }
