@@ -1,6 +1,7 @@
 //! [`Compactor`]: plans with a strategy, asks the summariser for the checkpoint text, applies the plan,
 //! re-estimates (re-planning with the real summary size when it came out larger than planned, or
-//! well under it and the result left room below the target) and verifies. Every attempt must shrink
+//! well under it and the result left room below the target, or with a larger one when a free
+//! summariser's record left entries out) and verifies. Every attempt must shrink
 //! the conversation: no progress is a typed error, never a loop.
 
 use crate::deterministic::DeterministicSummarizer;
@@ -24,7 +25,8 @@ use std::sync::Arc;
 
 /// Plans per compaction: the first, and re-plans with the real summary size when it came out larger
 /// than planned. Bounded so a summariser that ignores its budget cannot cause a loop. A compaction that
-/// fits may take one plan more to use the room a smaller summary left (`ROOM_SHARE`).
+/// fits may take one plan more to grow a record that left entries out ([`GROWN_SUMMARY_SHARE`]) and
+/// one more to use the room a smaller summary left (`ROOM_SHARE`).
 pub const MAX_PLANS: u32 = 3;
 
 /// Share of the usable budget a compaction must leave empty below the target before it is re-planned
