@@ -654,3 +654,21 @@ fn shortened_failures_keep_the_start_of_their_command_and_error_line() {
     }
     assert!(shortened > 0, "some budget shortens an entry");
 }
+
+/// `leaves_out` tells a record that had more to say than its budget (an omission note, or the line
+/// naming sections left out entirely) from one that holds everything its sections had.
+#[test]
+fn a_record_says_whether_it_left_entries_out() {
+    use compact_core::checkpoint::leaves_out;
+    let items = busy_session();
+    let tight = build(&items, None, &options(900)).text;
+    assert!(leaves_out(&tight), "{tight}");
+    let whole = build(&items, None, &options(100_000)).text;
+    assert!(!leaves_out(&whole), "{whole}");
+    assert!(leaves_out(
+        "# Record\n\n(Not shown for space: commands run (3).)"
+    ));
+    assert!(!leaves_out(
+        "# Record\n## Errors and failed approaches\n- `x` (exit 1): not shown"
+    ));
+}

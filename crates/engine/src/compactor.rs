@@ -1,6 +1,7 @@
 //! [`Compactor`]: plans with a strategy, asks the summariser for the checkpoint text, applies the plan,
 //! re-estimates (re-planning with the real summary size when it came out larger than planned, or
-//! well under it and the result left room below the target) and verifies. Every attempt must shrink
+//! well under it and the result left room below the target, or with a larger one when a free
+//! summariser's record left entries out) and verifies. Every attempt must shrink
 //! the conversation: no progress is a typed error, never a loop.
 
 use crate::deterministic::DeterministicSummarizer;
@@ -24,7 +25,8 @@ use std::sync::Arc;
 
 /// Plans per compaction: the first, and re-plans with the real summary size when it came out larger
 /// than planned. Bounded so a summariser that ignores its budget cannot cause a loop. A compaction that
-/// fits may take one plan more to use the room a smaller summary left (`ROOM_SHARE`).
+/// fits may take one plan more to grow a record that left entries out ([`GROWN_SUMMARY_SHARE`]) and
+/// one more to use the room a smaller summary left (`ROOM_SHARE`).
 pub const MAX_PLANS: u32 = 3;
 
 /// Share of the usable budget a compaction must leave empty below the target before it is re-planned
@@ -33,6 +35,11 @@ pub const ROOM_SHARE: f64 = 0.08;
 /// Fewest tokens of room worth a re-plan whatever the window: a re-plan rewrites the kept span and
 /// may cost a summary, worth it when a tool output or two come back, not a line.
 pub const MIN_ROOM_TOKENS: usize = 1_500;
+
+/// Share of the usable budget a checkpoint may grow to when, at its planned size (the scaled
+/// [`compact_core::budget::SUMMARY_SHARE`]), it left entries out ([`Compactor::grow_record`]). Never
+/// over the policy's `summary_max_tokens`, so it matters where the share binds: small windows.
+pub const GROWN_SUMMARY_SHARE: f64 = 1.0 / 3.0;
 
 /// A plan applied: the compacted conversation, its size, the size of its checkpoint text, and how
 /// many plans it took.
@@ -336,7 +343,8 @@ impl Compactor {
                 text_tokens,
                 plans: attempt,
             };
-            let done = self.use_room(input, min_gain, first, &mut draft).await?;
+            let grown = self.grow_record(input, min_gain, first, &mut draft).await?;
+            let done = self.use_room(input, min_gain, grown, &mut draft).await?;
             let report = self.report(
                 input,
                 (&done.out, done.tokens_after),
@@ -445,6 +453,106 @@ impl Compactor {
             text_tokens,
             plans: first.plans + 1,
         })
+    }
+
+    /// `first`, or, when its checkpoint was given the whole scaled limit
+    /// ([`compact_core::budget::Limits::summary`]) and still left entries out
+    /// ([`compact_core::checkpoint::leaves_out`]), the compaction re-planned with a larger
+    /// checkpoint: [`Compactor::grown_summary_tokens`] (a third of the usable budget, never over the
+    /// policy's `summary_max_tokens`). The strategy then summarises more of the oldest history to
+    /// make that room, within the same target: at small windows, where the scaled quarter is short
+    /// of what the record has to say, the record keeps the failures and requests it would drop at
+    /// the next re-fit. Taken only when the grown record holds more, fits its budget, the result
+    /// stays within the target and still frees `min_gain`; only with a summariser that costs no
+    /// model call (a second summary would be billed otherwise). One extra plan at most.
+    async fn grow_record(
+        &self,
+        input: &Input<'_>,
+        min_gain: usize,
+        first: Applied,
+        draft: &mut Draft,
+    ) -> Result<Applied, CompactError> {
+        let Some(slot) = first.plan.checkpoint.as_ref() else {
+            return Ok(first);
+        };
+        let planned = slot.max_tokens;
+        let grown = self.grown_summary_tokens();
+        let full = draft
+            .cached
+            .as_ref()
+            .filter(|(covers, _)| *covers == slot.covers)
+            .is_some_and(|(_, text)| compact_core::checkpoint::leaves_out(text));
+        let Some(actual) = first.text_tokens else {
+            return Ok(first);
+        };
+        if slot.fixed_text.is_some()
+            || draft.fell_back
+            || self.summarizer.costs_a_call()
+            || !full
+            || planned < self.budget.limits.summary
+            || grown <= planned
+        {
+            return Ok(first);
+        }
+        let request = Request {
+            summary_tokens: Some(grown),
+            ..Request::new(&input.base, &self.budget, &self.policy, &self.counter)
+        };
+        let Ok(mut plan) = strategy::run(self.strategy, &request) else {
+            return Ok(first);
+        };
+        if plan.is_noop() || plan.checkpoint.is_none() {
+            return Ok(first);
+        }
+        let mut trial = Draft {
+            produced_by: draft.produced_by.clone(),
+            ..Draft::default()
+        };
+        let text = match self.checkpoint_text(input, &plan, &mut trial).await {
+            Ok(t) => t,
+            Err(_) => {
+                draft.usage = draft.usage.plus(trial.usage);
+                return Ok(first);
+            }
+        };
+        draft.usage = draft.usage.plus(trial.usage);
+        let text_tokens = text.as_deref().map(|t| self.counter.count_text(t));
+        let new_planned = plan.checkpoint.as_ref().map_or(0, |c| c.max_tokens);
+        if text_tokens.is_none_or(|t| t > new_planned || t <= actual) {
+            return Ok(first);
+        }
+        input.dropped.mark(&mut plan);
+        let mut warnings = Vec::new();
+        let Ok(out) = self.apply_checked(input, &plan, text.as_deref(), &mut warnings) else {
+            return Ok(first);
+        };
+        let tokens_after = self.counter.total(&out);
+        if tokens_after > self.budget.target.max(first.tokens_after)
+            || self.too_little_freed(input.tokens_before, tokens_after, min_gain)
+        {
+            return Ok(first);
+        }
+        draft.warnings.extend(warnings);
+        draft.warnings.extend(trial.warnings);
+        draft.produced_by = trial.produced_by;
+        draft.cached = trial.cached;
+        draft.warnings.push(format!(
+            "summary of {actual} tokens left entries out: re-planned with room for {new_planned}"
+        ));
+        Ok(Applied {
+            plan,
+            out,
+            tokens_after,
+            text_tokens,
+            plans: first.plans + 1,
+        })
+    }
+
+    /// The checkpoint size [`Compactor::grow_record`] re-plans with: [`GROWN_SUMMARY_SHARE`] of the
+    /// usable budget, at most the policy's `summary_max_tokens`.
+    fn grown_summary_tokens(&self) -> usize {
+        ((self.budget.usable as f64 * GROWN_SUMMARY_SHARE) as usize)
+            .min(self.policy.summary_max_tokens)
     }
 
     /// The least room below the target that [`Compactor::use_room`] re-plans for: [`ROOM_SHARE`] of

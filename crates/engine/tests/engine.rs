@@ -379,3 +379,101 @@ fn a_checkpoint_under_its_plan_gives_its_room_back_to_the_history() {
     );
     assert!(check.diagnostics.is_empty(), "{:?}", check.diagnostics);
 }
+
+/// A summariser that fills its whole budget and says that entries were left out (as the
+/// deterministic record does when it has more to say than its budget), counting its calls; the
+/// flag says whether it stands for a model call.
+struct Full(AtomicU32, bool);
+impl Summarizer for Full {
+    fn name(&self) -> &str {
+        "full"
+    }
+    fn costs_a_call(&self) -> bool {
+        self.1
+    }
+    fn summarize<'a>(
+        &'a self,
+        r: SummaryRequest<'a>,
+    ) -> BoxFuture<'a, Result<Summary, SummarizeError>> {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        let mut text = String::from(
+            "# Record of earlier work\n## Errors and failed approaches\n(4 more not shown)\n",
+        );
+        while r.counter.count_text(&text) + 12 < r.max_tokens {
+            text.push_str("- a failure kept\n");
+        }
+        Box::pin(async move {
+            Ok(Summary {
+                text,
+                produced_by: "full".into(),
+                ..Summary::default()
+            })
+        })
+    }
+}
+
+/// A checkpoint that was given the whole scaled limit and still left entries out is re-planned once
+/// with a larger one (a third of the usable budget, at most `summary_max_tokens`): the record grows,
+/// the history gives way, the result stays within the target. A billed summariser is asked once.
+#[test]
+fn a_record_with_more_to_say_than_its_budget_grows_at_small_windows() {
+    let conv = fixture::session(17, 40, 20);
+    let before = counter().total(&conv);
+    let policy = Policy::for_window(before / 2);
+    let billed = Arc::new(Full(AtomicU32::new(0), true));
+    let c = Compactor::new(policy.clone(), billed.clone(), counter()).unwrap();
+    let once = block_on(c.compact(&conv)).unwrap();
+    assert_eq!(billed.0.load(Ordering::SeqCst), 1, "one billed summary");
+    assert_eq!(once.report.plans, 1);
+    let limit = c.budget().limits.summary;
+    let grown = ((c.budget().usable as f64 / 3.0) as usize).min(policy.summary_max_tokens);
+    assert!(
+        grown > limit,
+        "the share binds at this window: {grown} > {limit}"
+    );
+
+    let free = Arc::new(Full(AtomicU32::new(0), false));
+    let c = Compactor::new(policy.clone(), free.clone(), counter()).unwrap();
+    let done = block_on(c.compact(&conv)).unwrap();
+    assert_eq!(free.0.load(Ordering::SeqCst), 2, "one summary per plan");
+    assert_eq!(done.report.plans, 2);
+    assert!(
+        done.report
+            .warnings
+            .iter()
+            .any(|w| w.contains("left entries out")),
+        "{:?}",
+        done.report.warnings
+    );
+    let text = done
+        .conversation
+        .items
+        .iter()
+        .find_map(|i| match i.body() {
+            ItemBody::Checkpoint(c) => Some(c.text.clone()),
+            _ => None,
+        })
+        .unwrap();
+    let tokens = counter().count_text(&text);
+    assert!(
+        tokens > limit && tokens <= grown,
+        "{limit} < {tokens} <= {grown}"
+    );
+    assert!(done.report.tokens_after <= c.budget().target);
+    let check = normalize(
+        &done.conversation,
+        &ProviderRules::for_format(compact_core::model::Format::OpenAiChat),
+    );
+    assert!(check.diagnostics.is_empty(), "{:?}", check.diagnostics);
+
+    // Where the policy's own limit binds (a large window), there is nothing to grow into.
+    let wide = Policy {
+        summary_max_tokens: limit.min(200),
+        ..policy
+    };
+    let free = Arc::new(Full(AtomicU32::new(0), false));
+    let c = Compactor::new(wide, free.clone(), counter()).unwrap();
+    let done = block_on(c.compact(&conv)).unwrap();
+    assert_eq!(done.report.plans, 1);
+    assert_eq!(free.0.load(Ordering::SeqCst), 1);
+}

@@ -177,7 +177,7 @@ fn stage(probe: &str, origin_id: &str, used: &[&Written], held: &Conversation) -
     if !at_first.text.contains(probe) {
         return format!("{} at first", selection(probe, at_first));
     }
-    for w in &used[first + 1..] {
+    for (age, w) in used[first + 1..].iter().enumerate() {
         if w.text.contains(probe) {
             continue;
         }
@@ -185,9 +185,51 @@ fn stage(probe: &str, origin_id: &str, used: &[&Written], held: &Conversation) -
         if !full.contains(probe) {
             return "merged away at a fold".into();
         }
-        return format!("{} at a fold", selection(probe, w));
+        return format!(
+            "{} at a fold\t{}",
+            selection(probe, w),
+            entry_of(probe, &full, age + 1, w)
+        );
     }
     "held by the last checkpoint".into()
+}
+
+/// For a probe lost at a fold: the section of the entry that held it, whether that failure was
+/// resolved, how many folds after the first checkpoint that held it, the fold's budget and what
+/// its written record spent by section (tokens), and the entry itself.
+fn entry_of(probe: &str, full: &str, age: usize, w: &Written) -> String {
+    let mut section = "";
+    let mut line = "";
+    for l in full.lines() {
+        if let Some(t) = l.strip_prefix("## ") {
+            section = t;
+        }
+        if l.contains(probe) {
+            line = l;
+            break;
+        }
+    }
+    let resolved = if line.contains(" — resolved") {
+        "resolved"
+    } else {
+        "open"
+    };
+    let count = |s: &str| w.counter.count_text(s);
+    let spent: Vec<String> = w
+        .text
+        .split("\n## ")
+        .skip(1)
+        .map(|part| {
+            let title: String = part.lines().next().unwrap_or("").chars().take(12).collect();
+            format!("{title}={}", count(part))
+        })
+        .collect();
+    format!(
+        "{section}\t{resolved}\tfold+{age}\tbudget {}\t{}\t{}",
+        w.max_tokens,
+        spent.join(","),
+        line.chars().take(140).collect::<String>()
+    )
 }
 
 /// `dropped` or `shortened`: whether the written checkpoint has the entry (same opening, same

@@ -109,6 +109,18 @@ pub fn build(
     }
 }
 
+/// Whether a checkpoint `text` (ours) left entries out for its budget: a section's omission note
+/// (`(N more not shown)`) or the closing line naming sections left out entirely. A record that says
+/// so had more to say than its budget; one that does not held everything its sections had.
+pub fn leaves_out(text: &str) -> bool {
+    text.lines().any(|line| {
+        section::is_omission_note(line) || line.trim_start().starts_with(NOT_SHOWN_PREFIX)
+    })
+}
+
+/// Start of the closing line that names the sections left out entirely (written by `select`).
+pub(crate) const NOT_SHOWN_PREFIX: &str = "(Not shown for space: ";
+
 /// Below this budget the checkpoint opens with the short framing (the long one would take a sixth
 /// of it).
 pub const SHORT_HEADER_BELOW: usize = 1_000;

@@ -452,7 +452,8 @@ fn render(
     }
     if !skipped.is_empty() {
         out.push_str(&format!(
-            "\n\n(Not shown for space: {}.)",
+            "\n\n{}{}.)",
+            super::NOT_SHOWN_PREFIX,
             skipped.join(", ")
         ));
     }

@@ -29,7 +29,7 @@
 //! | `user_message_max_tokens` | 20,000 | user messages kept verbatim, newest first |
 //! | `tier1_min_savings_tokens` | 20,000 | tier 1 runs only if it frees this much (cache invalidation cost) |
 //! | `reversible` | `on` | `tiered`'s reversible stage before the lossy tiers: `on`, `off`, or `only` (that stage alone, whatever the window) |
-//! | `summary_max_tokens` | 6,000 | upper bound of the checkpoint (also at most 15% of the usable budget; `--summary-max-tokens`, `COMPACT_SUMMARY_MAX_TOKENS`) |
+//! | `summary_max_tokens` | 6,000 | upper bound of the checkpoint (also at most a quarter of the usable budget, a third when a free summariser's record left entries out; `--summary-max-tokens`, `COMPACT_SUMMARY_MAX_TOKENS`) |
 //! | `on_summarizer_failure` | `deterministic` | fall back to the deterministic checkpoint, or `fail` |
 //!
 //! Absolute limits (user messages, tool outputs, summary, tier-1 minimum) scale down for small windows;
