@@ -220,10 +220,6 @@ fn output_of(item: &Item) -> Option<Output> {
         item.meta.id.as_str().starts_with(SYNTHETIC_ID_PREFIX) || text == SYNTHETIC_RESULT_TEXT;
     let status = match (interrupted, exit_code(&text)) {
         (true, _) => CommandStatus::Interrupted,
-        // A status of 0 read from the text of a result the harness flagged as an error is another
-        // process's status quoted in the output (`forked process died, exit code 0xC0000142`): the
-        // flag wins.
-        (false, Some(0)) if result.is_error => CommandStatus::Failed,
         (false, Some(c)) => CommandStatus::Exit(c),
         (false, None) if result.is_error => CommandStatus::Failed,
         (false, None) => CommandStatus::Unknown,
