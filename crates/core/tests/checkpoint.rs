@@ -672,3 +672,22 @@ fn a_record_says_whether_it_left_entries_out() {
         "# Record\n## Errors and failed approaches\n- `x` (exit 1): not shown"
     ));
 }
+
+/// A skill loaded during the span is named in the record (one short entry), so an agent resuming
+/// knows it was in force and where to read it again.
+#[test]
+fn a_loaded_skill_is_named_in_the_record() {
+    let mut items = dsl::parse(
+        "@user\nDesign the export command.\n@user\nBase directory for this skill: /home/u/.claude/skills/brainstorming\n\n# Brainstorming\nAlways ask one question at a time.\n@assistant\nI'll start with the data model.\n",
+    )
+    .items;
+    items[1].meta.visibility.user = false;
+    let cp = build(&items, None, &options(4_000));
+    assert!(
+        cp.text.contains(
+            "- Loaded: Base directory for this skill: /home/u/.claude/skills/brainstorming ["
+        ),
+        "{}",
+        cp.text
+    );
+}

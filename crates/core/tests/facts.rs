@@ -386,3 +386,53 @@ Tests: 12 passed, 12 total
     assert_eq!(e.resolved_by.as_ref().map(ItemId::as_str), Some("i9"));
     assert!(f.commands.iter().filter(|c| c.failed).count() == 2);
 }
+
+/// Context a harness injected (a skill's text) is not a request; it is named by its first line, once
+/// per distinct piece, so that an agent resuming knows which instructions were in force.
+#[test]
+fn injected_context_is_named_by_its_first_line() {
+    let skill = "Base directory for this skill: /home/u/.claude/skills/brainstorming\n\n# Brainstorming\nYou MUST present a design before writing code.";
+    let mut conv = dsl::parse(&format!(
+        "@user\nDesign the export command.\n@user\n{skill}\n@user\n<environment_context>\n  <cwd>/repo</cwd>\n</environment_context>\n@user\n{skill}\n"
+    ));
+    for k in [1, 3] {
+        conv.items[k].meta.visibility.user = false;
+    }
+    let f = extract(&conv.items);
+    assert_eq!(f.user_requests.len(), 1, "{:?}", f.user_requests);
+    assert_eq!(f.context.len(), 1, "{:?}", f.context);
+    assert_eq!(
+        f.context[0].text,
+        "Base directory for this skill: /home/u/.claude/skills/brainstorming"
+    );
+    assert!(f.context[0].injected);
+    assert_eq!(f.context[0].sources.len(), 2);
+    // Its rules are still read, as injected constraints.
+    assert!(f
+        .constraints
+        .iter()
+        .any(|c| c.injected && c.text.starts_with("You MUST present a design")));
+}
+
+/// Of a failure's error lines, the one that reports an exit code restates that something failed;
+/// the error line without one says why.
+#[test]
+fn the_reason_of_a_failure_is_not_a_line_reporting_an_exit_code() {
+    let conv = dsl::parse(
+        r#"
+@user
+Check the types.
+@call c1 Bash
+{"command": "npx tsc --noEmit"}
+@result c1 error
+src/app.ts(3,7): error TS2322: Type 'string' is not assignable to type 'number'.
+Error: Command failed with exit code 2: tsc --noEmit
+"#,
+    );
+    let f = extract(&conv.items);
+    assert_eq!(f.errors.len(), 1, "{:?}", f.errors);
+    assert_eq!(
+        f.errors[0].line,
+        "src/app.ts(3,7): error TS2322: Type 'string' is not assignable to type 'number'."
+    );
+}

@@ -16,6 +16,8 @@ pub const ORIGINAL_CHARS: usize = 1_000;
 pub const OLDER_REQUEST_CHARS: usize = 240;
 /// The last this-many user requests are always kept.
 pub const LAST_REQUESTS: usize = 3;
+/// Opening of an entry naming injected context (see [`Facts::context`]).
+pub(super) const CONTEXT_OPENING: &str = "Loaded: ";
 /// Recency of new entries starts here, above every entry of a previous record.
 pub(super) const FRESH_RECENCY: u64 = 1 << 32;
 /// Longest command shown in an entry, in characters.
@@ -57,6 +59,15 @@ pub(super) fn sections(
         out.entry(SectionKind::Goal).or_default(),
     );
     let constraints = out.entry(SectionKind::Constraints).or_default();
+    // Which injected instructions were in force (a skill, AGENTS.md), by the line that names them:
+    // one short entry each, worth a user's constraint (the rules themselves are minor).
+    for c in &facts.context {
+        let text = format!("{CONTEXT_OPENING}{}", c.text);
+        let e = Entry::new(&text, cites(&c.sources));
+        constraints
+            .entries
+            .push(e.with_hint(hint(c.at, c.sources.len())));
+    }
     for c in &facts.constraints {
         let e = Entry::new(&shorten(&c.text, ENTRY_CHARS), cites(&c.sources));
         let mut h = hint(c.at, c.sources.len());

@@ -229,13 +229,20 @@ fn last_command_word(command: &str) -> (&str, &str) {
 }
 
 /// The line that says why a failure failed: the last real error line (stack frames, warnings and
-/// start-up noise skipped); when that line only says that something failed (`error: test failed`),
+/// start-up noise skipped, lines that report an exit code only when no other error line is left); when that line only says that something failed (`error: test failed`),
 /// the first real error line is put before it. Falls back to the last meaningful line.
 pub(super) fn error_line(text: &str, noise: &Noise) -> String {
     let lines: Vec<&str> = meaningful(text)
         .filter(|l| !CONTENTLESS.iter().any(|c| l.starts_with(c)) && !noise.contains(l))
         .collect();
-    let last_error = lines.iter().rev().find(|l| is_real_error(l, noise));
+    // A line that reports an exit code (`dofork: child died unexpectedly, exit code 0xC0000142`,
+    // `Command failed with exit code 2`) restates that something failed; a real error line without
+    // one says why, when there is one.
+    let last_error = lines
+        .iter()
+        .rev()
+        .find(|l| is_real_error(l, noise) && exit_code(l).is_none())
+        .or_else(|| lines.iter().rev().find(|l| is_real_error(l, noise)));
     let line = match last_error {
         Some(last) => {
             let lower = last.to_ascii_lowercase();
@@ -403,6 +410,21 @@ mod tests {
         assert_eq!(
             error_line(out, &no_noise()),
             "The user doesn't want to proceed with this tool use."
+        );
+    }
+
+    #[test]
+    fn a_line_reporting_an_exit_code_is_not_the_reason_when_another_is() {
+        let out = "Exit code 1\n      0 [main] bash (12728) child_copy: cygheap read copy failed, Win32 error 299\n      0 [main] bash 362 dofork: child -1 - forked process 12728 died unexpectedly, retry 0, exit code 0xC0000142, errno 11\n/etc/profile: fork: retry: Resource temporarily unavailable";
+        assert_eq!(
+            error_line(out, &no_noise()),
+            "0 [main] bash (12728) child_copy: cygheap read copy failed, Win32 error 299"
+        );
+        // The only error line is kept even though it reports an exit code.
+        let out = "building\nError: Command failed with exit code 2: tsc --noEmit";
+        assert_eq!(
+            error_line(out, &no_noise()),
+            "Error: Command failed with exit code 2: tsc --noEmit"
         );
     }
 

@@ -34,6 +34,8 @@ pub use tools::{classify, Action};
 
 /// At most this many constraints are read from one piece of injected context.
 const INJECTED_CONSTRAINTS: usize = 3;
+/// Longest line naming a piece of injected context, in characters.
+const CONTEXT_NAME_CHARS: usize = 160;
 
 /// A user request, verbatim (trimmed).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -166,6 +168,10 @@ pub struct Facts {
     pub user_requests: Vec<UserRequest>,
     /// Constraints and preferences stated by the user.
     pub constraints: Vec<Statement>,
+    /// Context a harness injected (a skill's or a command's text, AGENTS.md), each by the line that
+    /// names it (`Base directory for this skill: /path`): an agent resuming knows which instructions
+    /// were in force and where to read them again.
+    pub context: Vec<Statement>,
     /// Decisions stated by the assistant.
     pub decisions: Vec<Statement>,
     /// Assistant statements that something is done (used to infer request status).
@@ -301,6 +307,12 @@ impl<'a> Extractor<'a> {
         let text = match user::classify_user_text(&parts_text(parts), item.meta.visibility.user) {
             user::UserText::Request(t) => t,
             user::UserText::Context(t) => {
+                if let Some(name) = context_name(&t) {
+                    push_statement(&mut self.facts.context, name, at, id);
+                    for c in self.facts.context.iter_mut().filter(|c| c.at == at) {
+                        c.injected = true;
+                    }
+                }
                 // Injected text (a skill, AGENTS.md) can hold dozens of rules: its first few stand
                 // for it.
                 for s in sentences::constraints(&t)
@@ -583,6 +595,16 @@ fn resolve(facts: &mut Facts, modified: &[FileFact]) {
         });
         e.resolved_by = by_command.or(by_file);
     }
+}
+
+/// The line that names a piece of injected context: its first line, unless that line is a tag
+/// (`<environment_context>`, `<user_instructions>`: a block that names nothing).
+fn context_name(text: &str) -> Option<String> {
+    let first = text.lines().map(str::trim).find(|l| !l.is_empty())?;
+    let first = first.trim_start_matches(['#', ' ']);
+    let names =
+        first.chars().filter(|c| c.is_alphanumeric()).count() >= 3 && !first.starts_with('<');
+    names.then(|| shorten(first, CONTEXT_NAME_CHARS))
 }
 
 fn push_statement(list: &mut Vec<Statement>, text: String, at: usize, id: &ItemId) {
