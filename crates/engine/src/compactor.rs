@@ -25,7 +25,7 @@ use std::sync::Arc;
 
 /// Plans per compaction: the first, and re-plans with the real summary size when it came out larger
 /// than planned. Bounded so a summariser that ignores its budget cannot cause a loop. A compaction that
-/// fits may take one plan more to grow a record that left entries out ([`GROWN_SUMMARY_SHARE`]) and
+/// fits may take one plan more to grow a record that left entries out (`GROWN_SUMMARY_SHARE`) and
 /// one more to use the room a smaller summary left (`ROOM_SHARE`).
 pub const MAX_PLANS: u32 = 3;
 
