@@ -41,6 +41,42 @@ pub const MIN_ROOM_TOKENS: usize = 1_500;
 /// over the policy's `summary_max_tokens`, so it matters where the share binds: small windows.
 pub const GROWN_SUMMARY_SHARE: f64 = 1.0 / 3.0;
 
+/// A compaction re-planned with another checkpoint size ([`Compactor::replan`]), not yet adopted.
+struct Replanned {
+    plan: Plan,
+    out: Conversation,
+    tokens_after: usize,
+    text_tokens: Option<usize>,
+    /// The re-plan's checkpoint limit.
+    planned: usize,
+    /// Warnings of applying it.
+    warnings: Vec<String>,
+    /// What building its checkpoint produced (its usage is already counted in the caller's draft).
+    trial: Draft,
+}
+
+impl Replanned {
+    /// Takes this re-plan in place of a compaction of `plans` plans: its warnings, the summariser
+    /// that produced it and `message` go to `draft` (and its cached checkpoint text with
+    /// `keep_cached`).
+    fn adopt(self, draft: &mut Draft, message: String, plans: u32, keep_cached: bool) -> Applied {
+        draft.warnings.extend(self.warnings);
+        draft.warnings.extend(self.trial.warnings);
+        draft.produced_by = self.trial.produced_by;
+        if keep_cached {
+            draft.cached = self.trial.cached;
+        }
+        draft.warnings.push(message);
+        Applied {
+            plan: self.plan,
+            out: self.out,
+            tokens_after: self.tokens_after,
+            text_tokens: self.text_tokens,
+            plans: plans + 1,
+        }
+    }
+}
+
 /// A plan applied: the compacted conversation, its size, the size of its checkpoint text, and how
 /// many plans it took.
 struct Applied {
@@ -397,62 +433,30 @@ impl Compactor {
         {
             return Ok(first);
         }
-        let request = Request {
-            summary_tokens: Some(actual),
-            ..Request::new(&input.base, &self.budget, &self.policy, &self.counter)
-        };
-        let Ok(mut plan) = strategy::run(self.strategy, &request) else {
+        let first_covers = first.plan.checkpoint.as_ref().map(|c| &c.covers);
+        let Some(r) = self
+            .replan(
+                input,
+                actual,
+                draft,
+                |plan| plan.checkpoint.as_ref().map(|c| &c.covers) != first_covers,
+                |text_tokens, limit| text_tokens.is_none_or(|t| t <= limit),
+            )
+            .await
+        else {
             return Ok(first);
         };
-        let same_cover = plan.checkpoint.as_ref().map(|c| &c.covers)
-            == first.plan.checkpoint.as_ref().map(|c| &c.covers);
-        if plan.is_noop() || plan.checkpoint.is_none() || same_cover {
-            return Ok(first);
-        }
-        // A failed summary here is no reason to fail a compaction that already fits.
-        let mut trial = Draft {
-            produced_by: draft.produced_by.clone(),
-            ..Draft::default()
-        };
-        let text = match self.checkpoint_text(input, &plan, &mut trial).await {
-            Ok(t) => t,
-            Err(_) => {
-                draft.usage = draft.usage.plus(trial.usage);
-                return Ok(first);
-            }
-        };
-        draft.usage = draft.usage.plus(trial.usage);
-        let text_tokens = text.as_deref().map(|t| self.counter.count_text(t));
-        let new_planned = plan.checkpoint.as_ref().map_or(0, |c| c.max_tokens);
-        if text_tokens.is_some_and(|t| t > new_planned) {
-            return Ok(first);
-        }
-        input.dropped.mark(&mut plan);
-        let mut warnings = Vec::new();
-        let Ok(out) = self.apply_checked(input, &plan, text.as_deref(), &mut warnings) else {
-            return Ok(first);
-        };
-        let tokens_after = self.counter.total(&out);
-        if tokens_after > target
-            || tokens_after <= first.tokens_after
-            || self.too_little_freed(input.tokens_before, tokens_after, min_gain)
+        if r.tokens_after > target
+            || r.tokens_after <= first.tokens_after
+            || self.too_little_freed(input.tokens_before, r.tokens_after, min_gain)
         {
             return Ok(first);
         }
-        draft.warnings.extend(warnings);
-        draft.warnings.extend(trial.warnings);
-        draft.produced_by = trial.produced_by;
-        draft.warnings.push(format!(
-            "summary of {actual} tokens came in under the planned {planned}: re-planned to keep more ({} -> {tokens_after} tokens)",
-            first.tokens_after
-        ));
-        Ok(Applied {
-            plan,
-            out,
-            tokens_after,
-            text_tokens,
-            plans: first.plans + 1,
-        })
+        let message = format!(
+            "summary of {actual} tokens came in under the planned {planned}: re-planned to keep more ({} -> {} tokens)",
+            first.tokens_after, r.tokens_after
+        );
+        Ok(r.adopt(draft, message, first.plans, false))
     }
 
     /// `first`, or, when its checkpoint was given the whole scaled limit
@@ -494,57 +498,78 @@ impl Compactor {
         {
             return Ok(first);
         }
+        let Some(r) = self
+            .replan(
+                input,
+                grown,
+                draft,
+                |_| true,
+                |text_tokens, limit| text_tokens.is_some_and(|t| t <= limit && t > actual),
+            )
+            .await
+        else {
+            return Ok(first);
+        };
+        if r.tokens_after > self.budget.target.max(first.tokens_after)
+            || self.too_little_freed(input.tokens_before, r.tokens_after, min_gain)
+        {
+            return Ok(first);
+        }
+        let message = format!(
+            "summary of {actual} tokens left entries out: re-planned with room for {}",
+            r.planned
+        );
+        Ok(r.adopt(draft, message, first.plans, true))
+    }
+
+    /// A trial of the compaction re-planned with a checkpoint of `summary_tokens` (for
+    /// [`Compactor::grow_record`] and [`Compactor::use_room`]): `None` when the strategy fails or
+    /// plans nothing, `plan_ok` refuses the plan, the summariser fails (no reason to fail a
+    /// compaction that already fits), `text_ok` refuses the text's size (given the re-plan's
+    /// checkpoint limit), or the plan does not apply. The trial's usage is added to `draft`'s
+    /// either way; the rest of it is adopted only by [`Replanned::adopt`].
+    async fn replan(
+        &self,
+        input: &Input<'_>,
+        summary_tokens: usize,
+        draft: &mut Draft,
+        plan_ok: impl Fn(&Plan) -> bool,
+        text_ok: impl Fn(Option<usize>, usize) -> bool,
+    ) -> Option<Replanned> {
         let request = Request {
-            summary_tokens: Some(grown),
+            summary_tokens: Some(summary_tokens),
             ..Request::new(&input.base, &self.budget, &self.policy, &self.counter)
         };
-        let Ok(mut plan) = strategy::run(self.strategy, &request) else {
-            return Ok(first);
-        };
-        if plan.is_noop() || plan.checkpoint.is_none() {
-            return Ok(first);
+        let mut plan = strategy::run(self.strategy, &request).ok()?;
+        if plan.is_noop() || plan.checkpoint.is_none() || !plan_ok(&plan) {
+            return None;
         }
         let mut trial = Draft {
             produced_by: draft.produced_by.clone(),
             ..Draft::default()
         };
-        let text = match self.checkpoint_text(input, &plan, &mut trial).await {
-            Ok(t) => t,
-            Err(_) => {
-                draft.usage = draft.usage.plus(trial.usage);
-                return Ok(first);
-            }
-        };
+        let text = self.checkpoint_text(input, &plan, &mut trial).await;
         draft.usage = draft.usage.plus(trial.usage);
+        let text = text.ok()?;
         let text_tokens = text.as_deref().map(|t| self.counter.count_text(t));
-        let new_planned = plan.checkpoint.as_ref().map_or(0, |c| c.max_tokens);
-        if text_tokens.is_none_or(|t| t > new_planned || t <= actual) {
-            return Ok(first);
+        let planned = plan.checkpoint.as_ref().map_or(0, |c| c.max_tokens);
+        if !text_ok(text_tokens, planned) {
+            return None;
         }
         input.dropped.mark(&mut plan);
         let mut warnings = Vec::new();
-        let Ok(out) = self.apply_checked(input, &plan, text.as_deref(), &mut warnings) else {
-            return Ok(first);
-        };
+        let out = self
+            .apply_checked(input, &plan, text.as_deref(), &mut warnings)
+            .ok()?;
         let tokens_after = self.counter.total(&out);
-        if tokens_after > self.budget.target.max(first.tokens_after)
-            || self.too_little_freed(input.tokens_before, tokens_after, min_gain)
-        {
-            return Ok(first);
-        }
-        draft.warnings.extend(warnings);
-        draft.warnings.extend(trial.warnings);
-        draft.produced_by = trial.produced_by;
-        draft.cached = trial.cached;
-        draft.warnings.push(format!(
-            "summary of {actual} tokens left entries out: re-planned with room for {new_planned}"
-        ));
-        Ok(Applied {
+        Some(Replanned {
             plan,
             out,
             tokens_after,
             text_tokens,
-            plans: first.plans + 1,
+            planned,
+            warnings,
+            trial,
         })
     }
 
