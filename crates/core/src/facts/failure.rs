@@ -229,8 +229,9 @@ fn last_command_word(command: &str) -> (&str, &str) {
 }
 
 /// The line that says why a failure failed: the last real error line (stack frames, warnings and
-/// start-up noise skipped, lines that report an exit code only when no other error line is left); when that line only says that something failed (`error: test failed`),
-/// the first real error line is put before it. Falls back to the last meaningful line.
+/// start-up noise skipped; a line that reports an exit code only when no other error line is
+/// left); when that line only says that something failed (`error: test failed`), the first real
+/// error line is put before it. Falls back to the last meaningful line.
 pub(super) fn error_line(text: &str, noise: &Noise) -> String {
     let lines: Vec<&str> = meaningful(text)
         .filter(|l| !CONTENTLESS.iter().any(|c| l.starts_with(c)) && !noise.contains(l))
