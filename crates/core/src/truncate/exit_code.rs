@@ -64,9 +64,22 @@ fn find_code(window: &str) -> Option<i32> {
     found.map(|(_, code)| code)
 }
 
-/// Parses `[ :="'=]*-?digits` at the start of `rest`.
+/// Parses `[ :="'=]*-?digits` at the start of `rest`, or a hexadecimal status (`0xC0000142`, as
+/// Windows reports a process killed by a system error), read as the 32-bit value it is.
 fn parse_after(rest: &str) -> Option<i32> {
     let rest = rest.trim_start_matches([' ', ':', '=', '"', '\'', '\t']);
+    if let Some(hex) = rest.strip_prefix("0x") {
+        let end = hex
+            .find(|c: char| !c.is_ascii_hexdigit())
+            .unwrap_or(hex.len());
+        if end == 0 || end > 8 {
+            return None;
+        }
+        // The status's bits, as the process's 32-bit exit code (NTSTATUS values are negative).
+        return u32::from_str_radix(&hex[..end], 16)
+            .ok()
+            .map(|v| i32::from_ne_bytes(v.to_ne_bytes()));
+    }
     let (neg, digits) = match rest.strip_prefix('-') {
         Some(r) => (true, r),
         None => (false, rest),
@@ -106,6 +119,13 @@ mod tests {
             Some(101)
         );
         assert_eq!(exit_code("returncode=-9"), Some(-9));
+        // A hexadecimal status is not the 0 before its `x`.
+        assert_eq!(
+            exit_code("dofork: child died unexpectedly, retry 0, exit code 0xC0000142, errno 11"),
+            Some(-1_073_741_502)
+        );
+        assert_eq!(exit_code("process exited with code 0x0"), Some(0));
+        assert_eq!(exit_code("exit code 0x"), None);
         assert_eq!(exit_code("all fine"), None);
         let long = format!("Exit code: 3\n{}\n", "x".repeat(5000));
         assert_eq!(exit_code(&long), Some(3));
