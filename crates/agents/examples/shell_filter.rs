@@ -640,14 +640,10 @@ fn compact_json(text: &str, spaced: bool) -> Option<String> {
 /// What the command printed: Codex's harness wrapper (`{"output": …, "metadata": …}`) looked
 /// through, any other text as it is.
 fn printed_output(text: &str) -> String {
-    if let Ok(serde_json::Value::Object(map)) = serde_json::from_str(text) {
-        if let (Some(serde_json::Value::String(s)), true) =
-            (map.get("output"), map.contains_key("metadata"))
-        {
-            return s.clone();
-        }
+    match compact_core::truncate::codex_wrapped(text) {
+        Some(w) if w.has_metadata => w.output,
+        _ => text.to_owned(),
     }
-    text.to_owned()
 }
 
 /// Adds the shell output `text` (answering `call_id`) to `j` when it is pretty JSON.

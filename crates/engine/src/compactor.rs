@@ -416,21 +416,10 @@ impl Compactor {
         let target = self.budget.target;
         let room = target.saturating_sub(first.tokens_after);
         let planned = first.plan.checkpoint.as_ref().map_or(0, |c| c.max_tokens);
-        let summarised = first
-            .plan
-            .checkpoint
-            .as_ref()
-            .is_some_and(|c| c.fixed_text.is_none());
         let Some(actual) = first.text_tokens.filter(|&t| t < planned) else {
             return Ok(first);
         };
-        // A second summary is spent only where it is free: a model summariser would be billed
-        // for another call over most of the same span.
-        if !summarised
-            || draft.fell_back
-            || self.summarizer.costs_a_call()
-            || room < self.room_worth_replanning()
-        {
+        if !self.second_summary_is_free(&first.plan, draft) || room < self.room_worth_replanning() {
             return Ok(first);
         }
         let first_covers = first.plan.checkpoint.as_ref().map(|c| &c.covers);
@@ -489,9 +478,7 @@ impl Compactor {
         let Some(actual) = first.text_tokens else {
             return Ok(first);
         };
-        if slot.fixed_text.is_some()
-            || draft.fell_back
-            || self.summarizer.costs_a_call()
+        if !self.second_summary_is_free(&first.plan, draft)
             || !full
             || planned < self.budget.limits.summary
             || grown <= planned
@@ -520,6 +507,18 @@ impl Compactor {
             r.planned
         );
         Ok(r.adopt(draft, message, first.plans, true))
+    }
+
+    /// Whether [`Compactor::use_room`] and [`Compactor::grow_record`] may build a second checkpoint
+    /// for a compaction planned as `plan`: its checkpoint is summarised (not a fixed text), the
+    /// first summary did not fall back, and the summariser costs no model call (one would be billed
+    /// for another call over most of the same span).
+    fn second_summary_is_free(&self, plan: &Plan, draft: &Draft) -> bool {
+        plan.checkpoint
+            .as_ref()
+            .is_some_and(|c| c.fixed_text.is_none())
+            && !draft.fell_back
+            && !self.summarizer.costs_a_call()
     }
 
     /// A trial of the compaction re-planned with a checkpoint of `summary_tokens` (for

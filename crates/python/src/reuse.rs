@@ -31,10 +31,10 @@
 //! call reads only what is new, as a Rust host that keeps its decoded history does.
 //!
 //! Memory: per session, the caller's messages as JSON and their decoded items, about twice the
-//! history's text, plus a reference to every object of the caller's messages (24 bytes each in
-//! the snapshots; they keep the objects alive until the session's next call replaces them); the least recently used sessions
-//! beyond the manager's `max_cached_sessions` are dropped, as is a session that is evicted or
-//! whose call failed.
+//! history's text, plus a reference to every object of the caller's messages (16 bytes each in
+//! the snapshots; they keep the objects alive until the session's next call replaces them); the
+//! least recently used sessions beyond the manager's `max_cached_sessions` are dropped, as is a
+//! session that is evicted or whose call failed.
 
 use crate::convert::{element_is, element_to_value};
 use crate::errors::Failure;
@@ -221,17 +221,12 @@ fn convert_elements<'py>(
                     // The snapshot is renewed for a message object the host keeps (or one that
                     // has none yet): a host that builds its messages anew on every call would
                     // pay for a snapshot it never uses.
-                    if same_object || i >= seen.len() {
-                        let mut renewed = Vec::new();
-                        let equal =
-                            element_is(&element, &values[i], seen.of(i), Some(&mut renewed));
-                        if equal {
-                            seen.renew(i, renewed);
-                        }
-                        equal
-                    } else {
-                        element_is(&element, &values[i], seen.of(i), None)
+                    let mut renewed = (same_object || i >= seen.len()).then(Vec::new);
+                    let equal = element_is(&element, &values[i], seen.of(i), renewed.as_mut());
+                    if let Some(renewed) = renewed.filter(|_| equal) {
+                        seen.renew(i, renewed);
                     }
+                    equal
                 };
             if reuse {
                 if !same_object {

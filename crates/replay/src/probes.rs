@@ -390,22 +390,16 @@ fn collect_strings<'a>(value: &'a Value, out: &mut Vec<&'a str>) {
 /// Codex wraps shell output as `{"output": "...", "metadata": {...}}`: returns the output text and
 /// whether it was wrapped (then probes must avoid characters JSON escapes).
 fn unwrap_output(text: &str) -> (String, bool) {
-    let trimmed = text.trim_start();
-    if trimmed.starts_with('{') {
-        if let Ok(Value::Object(map)) = serde_json::from_str::<Value>(trimmed) {
-            if let Some(Value::String(output)) = map.get("output") {
-                let code = map
-                    .get("metadata")
-                    .and_then(|m| m.get("exit_code"))
-                    .and_then(Value::as_i64);
-                let status = code
-                    .map(|c| format!("\nexit code: {c}"))
-                    .unwrap_or_default();
-                return (format!("{output}{status}"), true);
-            }
+    match compact_core::truncate::codex_wrapped(text) {
+        Some(w) => {
+            let status = w
+                .exit_code
+                .map(|c| format!("\nexit code: {c}"))
+                .unwrap_or_default();
+            (format!("{}{status}", w.output), true)
         }
+        None => (text.to_owned(), false),
     }
-    (text.to_owned(), false)
 }
 
 /// Harness-injected user messages (Codex's AGENTS.md and environment context): not requests, though

@@ -632,24 +632,12 @@ fn parts_text(parts: &[Part]) -> String {
 /// followed by the status line, so lines and exit codes read as for plain output. The flag says
 /// whether an exit code came from the metadata.
 fn unwrap_output(text: String) -> (String, bool) {
-    let trimmed = text.trim_start();
-    if !trimmed.starts_with('{') {
-        return (text, false);
-    }
-    let Ok(serde_json::Value::Object(map)) = serde_json::from_str::<serde_json::Value>(trimmed)
-    else {
-        return (text, false);
-    };
-    let Some(serde_json::Value::String(output)) = map.get("output") else {
-        return (text, false);
-    };
-    let code = map
-        .get("metadata")
-        .and_then(|m| m.get("exit_code"))
-        .and_then(serde_json::Value::as_i64);
-    match code {
-        Some(c) => (format!("{output}\nexit code: {c}"), true),
-        None => (output.clone(), false),
+    match crate::truncate::codex_wrapped(&text) {
+        Some(w) => match w.exit_code {
+            Some(c) => (format!("{}\nexit code: {c}", w.output), true),
+            None => (w.output, false),
+        },
+        None => (text, false),
     }
 }
 

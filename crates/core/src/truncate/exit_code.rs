@@ -31,6 +31,44 @@ pub fn exit_code(text: &str) -> Option<i32> {
     None
 }
 
+/// What Codex's harness wrapper around a command's output holds
+/// (`{"output": "...", "metadata": {"exit_code": N, ...}}`, as older Codex versions send shell
+/// results): see [`codex_wrapped`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CodexWrapped {
+    /// What the command printed.
+    pub output: String,
+    /// Whether the wrapper has a `metadata` field.
+    pub has_metadata: bool,
+    /// `metadata.exit_code`, when it is an integer.
+    pub exit_code: Option<i64>,
+}
+
+/// The contents of `text` when it is a JSON object with a string `output` (Codex's wrapper; leading
+/// whitespace allowed), else `None`.
+pub fn codex_wrapped(text: &str) -> Option<CodexWrapped> {
+    let trimmed = text.trim_start();
+    if !trimmed.starts_with('{') {
+        return None;
+    }
+    let Ok(serde_json::Value::Object(mut map)) = serde_json::from_str(trimmed) else {
+        return None;
+    };
+    let metadata = map.get("metadata");
+    let has_metadata = metadata.is_some();
+    let exit_code = metadata
+        .and_then(|m| m.get("exit_code"))
+        .and_then(serde_json::Value::as_i64);
+    match map.remove("output") {
+        Some(serde_json::Value::String(output)) => Some(CodexWrapped {
+            output,
+            has_metadata,
+            exit_code,
+        }),
+        _ => None,
+    }
+}
+
 fn floor_boundary(s: &str, mut i: usize) -> usize {
     while i > 0 && !s.is_char_boundary(i) {
         i -= 1;
@@ -96,7 +134,22 @@ fn parse_after(rest: &str) -> Option<i32> {
 
 #[cfg(test)]
 mod tests {
-    use super::exit_code;
+    use super::{codex_wrapped, exit_code};
+
+    #[test]
+    #[allow(clippy::unwrap_used)]
+    fn reads_codex_wrappers() {
+        let w = codex_wrapped(" {\"output\":\"a\\nb\",\"metadata\":{\"exit_code\":2}}").unwrap();
+        assert_eq!(
+            (w.output.as_str(), w.has_metadata, w.exit_code),
+            ("a\nb", true, Some(2))
+        );
+        let w = codex_wrapped("{\"output\":\"x\"}").unwrap();
+        assert_eq!((w.has_metadata, w.exit_code), (false, None));
+        assert_eq!(codex_wrapped("{\"output\":1}"), None);
+        assert_eq!(codex_wrapped("plain {\"output\":\"x\"}"), None);
+        assert_eq!(codex_wrapped("{not json"), None);
+    }
 
     #[test]
     fn reads_common_shapes() {

@@ -18,7 +18,7 @@ mod signals;
 mod terminal;
 
 pub use densify::densify;
-pub use exit_code::exit_code;
+pub use exit_code::{codex_wrapped, exit_code, CodexWrapped};
 pub use shell::{
     filter_shell_output, finish_counted, finish_shell_output, head_allowance, streamed_prefix,
     HeadStreamer, ShellCut, DEFAULT_SHELL_BUDGET, MAX_SHELL_BUDGET, MIN_SHELL_BUDGET,
