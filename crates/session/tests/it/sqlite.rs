@@ -21,7 +21,7 @@ fn sqlite_log_survives_reopen() {
     let mut agent = Agent::new(4, Format::Anthropic);
     let (last, reference, records) = {
         let store = Arc::new(SqliteStore::open(&path).unwrap());
-        assert_eq!(store.schema_version().unwrap(), 1);
+        assert_eq!(store.schema_version().unwrap(), 2);
         let manager = manager_with(128_000, store.clone());
         let mut last = None;
         for _ in 0..20 {
@@ -567,4 +567,161 @@ fn racing_appends_on_one_session_are_each_written_or_refused_whole() {
             assert_eq!((e.get("t"), e.get("i")), (Some(&json!(t)), Some(&json!(i))));
         }
     }
+}
+
+/// The schema of version 1 (each record keyed by its session's text), as that program created it.
+const SCHEMA_V1: &str = "CREATE TABLE sessions (
+         id TEXT PRIMARY KEY,
+         version INTEGER NOT NULL
+     );
+     CREATE TABLE records (
+         session TEXT NOT NULL REFERENCES sessions(id),
+         seq INTEGER NOT NULL,
+         kind TEXT NOT NULL,
+         item_id TEXT,
+         doc TEXT NOT NULL,
+         PRIMARY KEY (session, seq)
+     ) WITHOUT ROWID;
+     CREATE INDEX records_by_item ON records(session, item_id) WHERE item_id IS NOT NULL;";
+
+/// Each record's number and stored document (what a store reads back is decoded from it; the
+/// memory store's records also hold what the document does not, such as memoised counts).
+fn written(log: Vec<compact_session::record::Stored>) -> Vec<(u64, String)> {
+    log.into_iter()
+        .map(|s| (s.seq, s.record.to_json_string()))
+        .collect()
+}
+
+/// A database written with schema version 1 opens with this program: migrated to the current
+/// schema, every session's log reads back record for record and its documents byte for byte, with
+/// the same versions, item look-ups and listing, and appends go on from there; a database from a
+/// newer program is still refused.
+#[test]
+fn a_version_1_database_is_migrated_keeping_every_record() {
+    let path = temp_db("migrate_v1");
+    // The logs, made by the manager (a small window, so views and compaction events too).
+    let memory = Arc::new(MemoryStore::new());
+    let manager = manager_with(6_000, memory.clone());
+    let sessions = ["a", "b with spaces, é", "c/3"];
+    for (i, session) in sessions.iter().enumerate() {
+        let mut agent = Agent::new(20 + i as u64, Format::OpenAiChat);
+        for _ in 0..4 + 3 * i {
+            agent.step();
+            manager.preflight(session, &agent.history).unwrap();
+        }
+    }
+    manager.flush().unwrap();
+    memory.create("empty").unwrap();
+    let mut all: Vec<String> = sessions.iter().map(|s| (*s).to_owned()).collect();
+    all.push("empty".to_owned());
+    all.sort();
+    // The same logs in a version-1 file, written as that program wrote them.
+    let mut docs = Vec::new();
+    {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.pragma_update(None, "journal_mode", "WAL").unwrap();
+        conn.execute_batch(SCHEMA_V1).unwrap();
+        conn.pragma_update(None, "user_version", 1).unwrap();
+        for session in &all {
+            let log = memory.read(session, 0).unwrap();
+            conn.execute(
+                "INSERT INTO sessions (id, version) VALUES (?1, ?2)",
+                rusqlite::params![session, log.len() as i64],
+            )
+            .unwrap();
+            for stored in log {
+                let doc = stored.record.to_json_string();
+                conn.execute(
+                    "INSERT INTO records (session, seq, kind, item_id, doc) VALUES (?1, ?2, ?3, ?4, ?5)",
+                    rusqlite::params![
+                        session,
+                        stored.seq as i64,
+                        stored.record.kind(),
+                        stored.record.item_id(),
+                        doc
+                    ],
+                )
+                .unwrap();
+                docs.push((session.clone(), stored.seq as i64, doc));
+            }
+        }
+    }
+    assert!(docs.len() > 100, "{} records", docs.len());
+    for reopen in 0..2 {
+        let store = SqliteStore::open(&path).unwrap();
+        assert_eq!(store.schema_version().unwrap(), 2, "reopen {reopen}");
+        assert_eq!(store.sessions().unwrap(), all);
+        assert_eq!(
+            store.list_sessions().unwrap(),
+            memory.list_sessions().unwrap()
+        );
+        for session in &all {
+            assert_eq!(
+                written(store.read(session, 0).unwrap()),
+                written(memory.read(session, 0).unwrap())
+            );
+            assert_eq!(
+                store.version(session).unwrap(),
+                memory.version(session).unwrap()
+            );
+            for stored in memory.read(session, 0).unwrap() {
+                if let Some(id) = stored.record.item_id() {
+                    assert_eq!(
+                        written(store.find_items(session, id).unwrap()),
+                        written(memory.find_items(session, id).unwrap())
+                    );
+                }
+            }
+        }
+    }
+    // Byte for byte: every document as it was written.
+    {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        let mut stmt = conn
+            .prepare(
+                "SELECT s.id, r.seq, r.doc FROM records r JOIN sessions s ON s.sid = r.sid
+                  ORDER BY s.id, r.seq",
+            )
+            .unwrap();
+        let found: Vec<(String, i64, String)> = stmt
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(found, docs);
+    }
+    // Appends go on after the migrated records; a new session after the migrated ones.
+    let store = SqliteStore::open(&path).unwrap();
+    let version = store.version("a").unwrap();
+    let event = Record::Event(Event::new(EventKind::Sent, json!({"n": 1})));
+    assert_eq!(
+        store.append("a", version, vec![event.clone()]).unwrap(),
+        version + 1
+    );
+    assert_eq!(store.read("a", version).unwrap()[0].record, event);
+    assert!(store.create("d").unwrap());
+    assert_eq!(store.append("d", 0, vec![event.clone()]).unwrap(), 1);
+    assert_eq!(store.read("d", 0).unwrap().len(), 1);
+    assert!(store.delete_session("b with spaces, é").unwrap());
+    assert!(matches!(
+        store.read("b with spaces, é", 0),
+        Err(StoreError::UnknownSession(_))
+    ));
+    assert_eq!(
+        written(store.read("c/3", 0).unwrap()),
+        written(memory.read("c/3", 0).unwrap())
+    );
+    drop(store);
+    // A newer program's database is refused, not migrated.
+    {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.pragma_update(None, "user_version", 3).unwrap();
+    }
+    assert!(matches!(
+        SqliteStore::open(&path),
+        Err(StoreError::SchemaTooNew {
+            found: 3,
+            supported: 2
+        })
+    ));
 }
