@@ -760,32 +760,3 @@ All 12 parser tests pass.
         after.text
     );
 }
-
-/// Failures whose error lines differ only by numbers give way before a failure with a line of its
-/// own, however old: each stays an entry of its own while there is room.
-#[test]
-fn a_failure_that_only_repeats_another_gives_way_first() {
-    let mut text = String::from(
-        "@user\nFind out why the service will not start.\n@call d1 Bash\n{\"command\": \"systemctl start blocky\"}\n@result d1 error\nExit code 1\nError: can't start server: listener on 4005 failed: address already in use\n",
-    );
-    for k in 0..14 {
-        text.push_str(&format!(
-            "@call f{k} Bash\n{{\"command\": \"probe-host --step {k} --verbose\"}}\n@result f{k} error\nExit code 1\n{k} [main] bash ({pid}) child_copy: cygheap read copy failed, 0x0..0x8000{pid}, Win32 error 299\n",
-            pid = 20_000 + 37 * k
-        ));
-    }
-    let items = dsl::parse(&text).items;
-    let whole = build(&items, None, &options(8_000));
-    assert!(
-        whole.text.contains("address already in use"),
-        "{}",
-        whole.text
-    );
-    assert!(whole.text.contains("--step 0 "), "{}", whole.text);
-    // Under a budget that holds a few of them, the distinct failure stays and the repeats go.
-    let tight = build(&items, None, &options(700));
-    let errors = section(&tight.text, "Errors and failed approaches");
-    assert!(errors.contains("address already in use"), "{}", tight.text);
-    assert!(errors.contains("--step 13 "), "{}", tight.text);
-    assert!(!errors.contains("--step 0 "), "{}", tight.text);
-}

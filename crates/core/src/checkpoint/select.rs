@@ -16,8 +16,7 @@
 //!    cut, so the result is never over `max_tokens`.
 //!
 //! An entry's value = section weight × (0.3 + 0.7 × recency rank) × (1 + 0.25 ln(1 + uses)), lower for
-//! minor entries (a resolved failure, a finished step, the names a file used, a failure whose error
-//! line a newer failure repeats but for its numbers). A constraint already
+//! minor entries (a resolved failure, a finished step, the names a file used). A constraint already
 //! quoted by a kept request is worth nothing. Entries are written in their original order. Deterministic.
 
 use super::section::{Entry, Section, SectionKind};
@@ -263,117 +262,19 @@ fn candidates(
     recencies.dedup();
     let span = recencies.len().saturating_sub(1).max(1) as f64;
     let rank = |r: u64| recencies.binary_search(&r).unwrap_or(0) as f64 / span;
-    let repeats = repeated_failures(sections);
     let mut out = Vec::new();
     for (kind, s) in sections {
         for (i, e) in s.entries.iter().enumerate() {
-            let repeat = *kind == SectionKind::Errors && repeats.contains(&i);
-            let mut value = value(*kind, e, rank(e.hint.recency));
-            if repeat && !e.hint.minor {
-                value *= MINOR_VALUE;
-            }
             out.push(Cand {
                 key: (*kind, i),
-                value,
+                value: value(*kind, e, rank(e.hint.recency)),
                 cost: count(&e.render()) + 1,
                 keep: e.hint.keep,
-                minor: e.hint.minor || repeat,
+                minor: e.hint.minor,
             });
         }
     }
     out
-}
-
-/// Failures (positions in the errors section) whose error line says what a newer failure's says,
-/// numbers aside (the same start-up error under another process id, the same compiler error at
-/// another line, whatever the command): each tells a resuming agent little the newest does not, so
-/// they are minor entries and a failure with a line of its own goes before them. Every one stays
-/// an entry of its own; only the order in which they give way changes.
-fn repeated_failures(sections: &BTreeMap<SectionKind, Section>) -> BTreeSet<usize> {
-    let Some(errors) = sections.get(&SectionKind::Errors) else {
-        return BTreeSet::new();
-    };
-    // Per line shape, the newest failure with it.
-    let mut newest: BTreeMap<String, (u64, usize)> = BTreeMap::new();
-    let mut shapes: Vec<Option<String>> = Vec::with_capacity(errors.entries.len());
-    for (i, e) in errors.entries.iter().enumerate() {
-        let shape = failure_line(&e.text).map(line_shape);
-        if let Some(shape) = &shape {
-            let slot = newest.entry(shape.clone()).or_insert((e.hint.recency, i));
-            if e.hint.recency >= slot.0 {
-                *slot = (e.hint.recency, i);
-            }
-        }
-        shapes.push(shape);
-    }
-    shapes
-        .iter()
-        .enumerate()
-        .filter_map(|(i, shape)| {
-            let shape = shape.as_ref()?;
-            (newest.get(shape).map(|&(_, n)| n) != Some(i)).then_some(i)
-        })
-        .collect()
-}
-
-/// The error line of a failure entry (`` `cmd` (status): line — then: … ``), without what follows it.
-fn failure_line(text: &str) -> Option<&str> {
-    let (_, rest) = text.strip_prefix('`')?.split_once("` (")?;
-    let (_, line) = rest.split_once("): ")?;
-    let end = [line.find(" — then: "), line.find(" — resolved")]
-        .into_iter()
-        .flatten()
-        .min()
-        .unwrap_or(line.len());
-    Some(line[..end].trim())
-}
-
-/// Characters of an error line's shape compared: enough to tell one message from another, short
-/// enough that an entry cut at a fit still compares equal to its whole form.
-const SHAPE_CHARS: usize = 48;
-
-/// An error line with its numbers masked: every run of digits, and every word of hexadecimal digits
-/// holding a digit (`0x8000234E0`, `a3f9`), becomes `#`; the first [`SHAPE_CHARS`] characters.
-fn line_shape(line: &str) -> String {
-    let mut out = String::new();
-    let mut word = String::new();
-    let flush = |word: &mut String, out: &mut String| {
-        let hexish = word.chars().any(|c| c.is_ascii_digit())
-            && word
-                .trim_start_matches("0x")
-                .chars()
-                .all(|c| c.is_ascii_hexdigit());
-        if hexish {
-            out.push('#');
-        } else {
-            let mut digits = false;
-            for c in word.chars() {
-                if c.is_ascii_digit() {
-                    if !digits {
-                        out.push('#');
-                    }
-                    digits = true;
-                } else {
-                    out.push(c);
-                    digits = false;
-                }
-            }
-        }
-        word.clear();
-    };
-    for c in line.chars() {
-        if c.is_alphanumeric() {
-            word.push(c);
-        } else {
-            flush(&mut word, &mut out);
-            out.push(c);
-        }
-        if out.chars().count() >= SHAPE_CHARS {
-            break;
-        }
-    }
-    flush(&mut word, &mut out);
-    out.chars().take(SHAPE_CHARS).collect()
 }
 
 fn value(kind: SectionKind, e: &Entry, rank: f64) -> f64 {
@@ -667,34 +568,5 @@ fn cut(text: &str, max: usize, count: &impl Fn(&str) -> usize) -> String {
     match prefix.rfind('\n') {
         Some(nl) if nl > prefix.len() / 2 => prefix[..nl].to_owned(),
         _ => prefix.to_owned(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{failure_line, line_shape};
-
-    #[test]
-    fn error_lines_compare_without_their_numbers() {
-        let a = "0 [main] bash (27220) child_copy: cygheap read copy failed, 0x0..0x80002111";
-        let b = "1 [main] bash (5444) child_copy: cygheap read copy failed, 0x0..0x8000234E0";
-        assert_eq!(line_shape(a), line_shape(b));
-        assert_ne!(
-            line_shape("+ FullyQualifiedErrorId : ExpectedExpression"),
-            line_shape("+ FullyQualifiedErrorId : CouldNotAutoloadMatchingModule")
-        );
-        assert_eq!(
-            line_shape("engine.ts(245,48): error TS7006: Parameter 'x'"),
-            line_shape("engine.ts(17,3): error TS7006: Parameter 'x'")
-        );
-        assert_ne!(
-            line_shape("error TS7006: Parameter 'x'"),
-            line_shape("error TS2322: Type 'x'")
-        );
-        assert_eq!(
-            failure_line("`pwd` (exit 1): It broke — then: Retrying. — resolved by a later run"),
-            Some("It broke")
-        );
-        assert_eq!(failure_line("not a failure"), None);
     }
 }
