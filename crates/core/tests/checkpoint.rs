@@ -112,7 +112,7 @@ fn tight_budgets_keep_every_section_and_the_errors() {
         );
         // Floors: every kind of fact that matters still has a line, none collapses to a placeholder.
         for heading in [
-            "## Goal and user requests",
+            "Goal and user requests",
             "## Files modified",
             "## Errors and failed approaches",
             "## Current state and next steps",
@@ -149,7 +149,7 @@ fn recompaction_folds_the_previous_checkpoint_in() {
     assert_eq!(cp2.covers.len(), items.len());
     // One record, not two stacked ones.
     assert_eq!(cp2.text.matches(TITLE).count(), 1);
-    assert_eq!(cp2.text.matches("## Goal and user requests").count(), 1);
+    assert_eq!(cp2.text.matches("Goal and user requests").count(), 1);
     // Facts from both spans are there.
     assert!(cp2.text.contains("\"The /login endpoint returns 500"));
     assert!(cp2.text.contains("\"Thanks. Now add a regression test"));
@@ -689,5 +689,74 @@ fn a_loaded_skill_is_named_in_the_record() {
         ),
         "{}",
         cp.text
+    );
+}
+
+/// A request the user stopped says so, in the record that holds the stop and in the fold after a
+/// record that held the request still in progress; the note itself is no request.
+#[test]
+fn a_request_the_user_stopped_says_so() {
+    let items = dsl::parse(
+        r#"
+@user
+Run the whole test suite.
+@call c1 Bash
+{"command": "cargo test --workspace"}
+@result c1 error
+Exit code 137
+[Request interrupted by user for tool use]
+@user
+[Request interrupted by user for tool use]
+@user
+Only the parser's tests, please.
+@call c2 Bash
+{"command": "cargo test -p parser"}
+@result c2
+test result: ok. 12 passed
+@assistant
+All 12 parser tests pass.
+"#,
+    )
+    .items;
+    let cp = build(&items, None, &options(4_000));
+    let goal = section(&cp.text, "Goal and user requests");
+    assert!(
+        goal.contains("[interrupted by the user] \"Run the whole test suite.\""),
+        "{goal}"
+    );
+    assert!(
+        goal.contains("[done] \"Only the parser's tests, please.\""),
+        "{goal}"
+    );
+    assert!(!goal.contains("[Request interrupted"), "{goal}");
+
+    // The stop falls in the next span: the earlier record's request, in progress, is the one stopped.
+    let (first, second) = items.split_at(2);
+    let cp1 = build(first, None, &options(4_000));
+    assert!(
+        section(&cp1.text, "Goal and user requests")
+            .contains("[in progress] \"Run the whole test suite.\""),
+        "{}",
+        cp1.text
+    );
+    let cp2 = build(second, Some(&cp1), &options(4_000));
+    let goal = section(&cp2.text, "Goal and user requests");
+    assert!(
+        goal.contains("[interrupted by the user] \"Run the whole test suite.\""),
+        "{goal}"
+    );
+    assert!(
+        goal.contains("[done] \"Only the parser's tests, please.\""),
+        "{goal}"
+    );
+    // A finished request is not rewritten by a later stop.
+    let done = build(&items, None, &options(4_000));
+    let tail = dsl::parse("@user\n[Request interrupted by user]\n").items;
+    let after = build(&tail, Some(&done), &options(4_000));
+    assert!(
+        section(&after.text, "Goal and user requests")
+            .contains("[done] \"Only the parser's tests, please.\""),
+        "{}",
+        after.text
     );
 }

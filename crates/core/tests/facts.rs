@@ -436,3 +436,55 @@ Error: Command failed with exit code 2: tsc --noEmit
         "src/app.ts(3,7): error TS2322: Type 'string' is not assignable to type 'number'."
     );
 }
+
+/// The harness's note that the user stopped the work is no request: it is where the request before
+/// it was interrupted (Claude Code's notes, a stopped call's result, Codex's aborted turn).
+#[test]
+fn an_interruption_is_recorded_where_the_user_stopped() {
+    use compact_core::facts::TURN_ABORTED_LABEL;
+    use compact_core::model::{Item, ItemBody, Opaque, Role};
+    let mut conv = dsl::parse(
+        r#"
+@user
+Run the whole test suite.
+@call c1 Bash
+{"command": "cargo test --workspace"}
+@result c1 error
+Exit code 137
+[Request interrupted by user for tool use]
+@user
+[Request interrupted by user for tool use]
+@user
+Only the parser's tests, please.
+@assistant
+Running them.
+@user
+[Request interrupted by user]
+"#,
+    );
+    conv.push(
+        Item::new(ItemBody::Opaque(Opaque {
+            label: TURN_ABORTED_LABEL.to_owned(),
+            role: Some(Role::User),
+            value: serde_json::json!({"type": "turn_aborted", "reason": "interrupted"}),
+        }))
+        .with_id("i7"),
+    );
+    let f = extract(&conv.items);
+    let requests: Vec<&str> = f.user_requests.iter().map(|r| r.text.as_str()).collect();
+    assert_eq!(
+        requests,
+        [
+            "Run the whole test suite.",
+            "Only the parser's tests, please."
+        ]
+    );
+    // The stopped call's result and the note after it are one stop; the last two notes, with no
+    // activity between them, another.
+    assert_eq!(f.interruptions.len(), 2, "{:?}", f.interruptions);
+    assert_eq!(ids(&f.interruptions[0].sources), ["i2", "i3"]);
+    assert_eq!(f.interruptions[0].at, 2);
+    assert_eq!(ids(&f.interruptions[1].sources), ["i6", "i7"]);
+    // The stopped call is still a failure of its own.
+    assert_eq!(f.errors.len(), 1, "{:?}", f.errors);
+}

@@ -7,6 +7,7 @@
 
 use super::fresh::{FRESH_RECENCY, NAMES_PREFIX};
 use super::section::{Entry, Hint, Section, SectionKind};
+use super::status::RequestStatus;
 use super::{LAST_ACTION, LAST_MESSAGE};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
@@ -17,12 +18,23 @@ const STEP_MARKS: [&str; 4] = ["[x] ", "[>] ", "[ ] ", "[-] "];
 /// Words a file entry's description starts with when we wrote it.
 const FILE_OPS: [&str; 4] = ["created", "modified", "deleted", "read"];
 
-/// Merges `fresh` into `previous` (see the module documentation).
+/// Merges `fresh` into `previous` (see the module documentation). `interrupted_earlier`: the new
+/// items open with the user stopping the work, so the previous record's latest request (ours, still
+/// in progress or open) is marked interrupted.
 pub(super) fn merge(
     mut previous: BTreeMap<SectionKind, Section>,
     mut fresh: BTreeMap<SectionKind, Section>,
+    interrupted_earlier: bool,
 ) -> BTreeMap<SectionKind, Section> {
     age(&mut previous);
+    if interrupted_earlier {
+        if let Some(last) = previous
+            .get_mut(&SectionKind::Goal)
+            .and_then(|g| g.entries.last_mut())
+        {
+            mark_interrupted(last);
+        }
+    }
     let fresh_state = fresh
         .get(&SectionKind::State)
         .is_some_and(|s| !s.is_empty());
@@ -122,6 +134,18 @@ fn age(previous: &mut BTreeMap<SectionKind, Section>) {
                 keep: kind == SectionKind::Goal && i == 0,
                 minor: e.text.starts_with("[-] ") || e.text.starts_with(NAMES_PREFIX),
             };
+        }
+    }
+}
+
+/// Rewrites a request entry we wrote as `[in progress] "..."` or `[open] "..."` to say the user
+/// interrupted it; a finished request, or a model's summary line, is left as it is.
+fn mark_interrupted(entry: &mut Entry) {
+    for status in [RequestStatus::InProgress, RequestStatus::Open] {
+        let prefix = format!("[{status}] ");
+        if let Some(rest) = entry.text.strip_prefix(&prefix) {
+            entry.text = format!("[{}] {rest}", RequestStatus::Interrupted);
+            return;
         }
     }
 }

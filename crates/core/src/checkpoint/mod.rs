@@ -86,7 +86,7 @@ pub fn build(
         .get(&SectionKind::Goal)
         .is_none_or(|g| g.entries.is_empty());
     let new = fresh::sections(&facts, items, first_is_original);
-    let sections = merge::merge(earlier, new);
+    let sections = merge::merge(earlier, new, status::interrupted_earlier(&facts));
 
     let mut covers: Vec<ItemId> = previous.map(|p| p.covers.clone()).unwrap_or_default();
     let mut covered: HashSet<ItemId> = covers.iter().cloned().collect();

@@ -8,6 +8,12 @@
 //! 3. Otherwise *in progress* when the assistant did anything in the span (a message or a tool call),
 //!    and *open* when it did nothing.
 //!
+//!
+//! A request the user stopped (a harness's interruption note in its span, see
+//! [`crate::facts::Interruption`]) is *interrupted by the user*, unless work after the last note
+//! finished it by rule 1 or 2. A note before the span's first request stops a request an earlier
+//! record holds (see [`interrupted_earlier`]).
+//!
 //! The rule is deliberately conservative: a request is only *done* when the record says so.
 
 use crate::facts::{Facts, StepStatus};
@@ -23,6 +29,8 @@ pub enum RequestStatus {
     InProgress,
     /// Nothing was done about it yet.
     Open,
+    /// The user stopped it before it was finished.
+    Interrupted,
 }
 
 impl fmt::Display for RequestStatus {
@@ -31,6 +39,7 @@ impl fmt::Display for RequestStatus {
             RequestStatus::Done => "done",
             RequestStatus::InProgress => "in progress",
             RequestStatus::Open => "open",
+            RequestStatus::Interrupted => "interrupted by the user",
         })
     }
 }
@@ -48,8 +57,16 @@ pub fn request_statuses(facts: &Facts) -> Vec<RequestStatus> {
     reqs.iter()
         .enumerate()
         .map(|(k, req)| {
-            let start = req.at;
             let end = reqs.get(k + 1).map_or(usize::MAX, |next| next.at);
+            // The last interruption in the request's span, if any: only what came after it can
+            // finish the request.
+            let stopped = facts
+                .interruptions
+                .iter()
+                .rev()
+                .map(|i| i.at)
+                .find(|&at| at > req.at && at < end);
+            let start = stopped.unwrap_or(req.at);
             let inside = |at: usize| at > start && at < end;
             if let Some(plan) = facts
                 .plan
@@ -74,6 +91,9 @@ pub fn request_statuses(facts: &Facts) -> Vec<RequestStatus> {
             if last_reply.is_some_and(|r| completions.contains(&r)) {
                 return RequestStatus::Done;
             }
+            if stopped.is_some() {
+                return RequestStatus::Interrupted;
+            }
             // The first activity after `start`, if it is before `end`.
             let first_activity = activity.get(activity.partition_point(|&at| at <= start));
             if first_activity.is_some_and(|&at| inside(at)) {
@@ -83,4 +103,13 @@ pub fn request_statuses(facts: &Facts) -> Vec<RequestStatus> {
             }
         })
         .collect()
+}
+
+/// True when the user stopped work before the first request of `facts` (or in a span with no
+/// request): the request interrupted is the latest one an earlier record holds.
+pub fn interrupted_earlier(facts: &Facts) -> bool {
+    facts
+        .interruptions
+        .first()
+        .is_some_and(|i| facts.user_requests.first().is_none_or(|r| i.at < r.at))
 }

@@ -48,6 +48,20 @@ pub struct UserRequest {
     pub sources: Vec<ItemId>,
 }
 
+/// The user stopped the request being worked on (a harness's note: Claude Code's `[Request
+/// interrupted by user]`, Codex's aborted turn). Not a request: the status of the one before it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Interruption {
+    /// Position of the note in the extracted slice.
+    pub at: usize,
+    /// The item that carries the note.
+    pub sources: Vec<ItemId>,
+}
+
+/// Label of the opaque item a Codex rollout's `turn_aborted` event is imported as (the user stopped
+/// the turn; `compact_formats::import::codex::TURN_ABORTED`).
+pub const TURN_ABORTED_LABEL: &str = "turn_aborted";
+
 /// A sentence worth keeping (a constraint, a decision, a completion statement).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Statement {
@@ -166,6 +180,8 @@ pub struct Plan {
 pub struct Facts {
     /// User requests, in order.
     pub user_requests: Vec<UserRequest>,
+    /// Where the user stopped the request being worked on, in order.
+    pub interruptions: Vec<Interruption>,
     /// Constraints and preferences stated by the user.
     pub constraints: Vec<Statement>,
     /// Context a harness injected (a skill's or a command's text, AGENTS.md), each by the line that
@@ -278,8 +294,12 @@ pub fn extract(items: &[Item]) -> Facts {
             ItemBody::ToolResult(result) => {
                 if let Some(out) = &outputs[at] {
                     x.result(at, item, &result.call_id, out);
+                    if user::result_ends_in_interruption(&out.text) {
+                        x.interruption(at, item);
+                    }
                 }
             }
+            ItemBody::Opaque(o) if o.label == TURN_ABORTED_LABEL => x.interruption(at, item),
             _ => {}
         }
     }
@@ -327,6 +347,10 @@ impl<'a> Extractor<'a> {
                 }
                 return;
             }
+            user::UserText::Interruption => {
+                self.interruption(at, item);
+                return;
+            }
             user::UserText::Noise => return,
         };
         for s in sentences::constraints(&text) {
@@ -337,6 +361,24 @@ impl<'a> Extractor<'a> {
             text,
             at,
             sources: vec![id.clone()],
+        });
+    }
+
+    fn interruption(&mut self, at: usize, item: &Item) {
+        // One stop, however many notes the harness wrote for it (a stopped call's result and the
+        // note after it): notes with no activity and no request between them are one.
+        let since = |p: Option<usize>, at: usize| p.is_some_and(|p| p > at);
+        let last_activity = self.facts.activity.last().copied();
+        let last_request = self.facts.user_requests.last().map(|r| r.at);
+        if let Some(last) = self.facts.interruptions.last_mut() {
+            if !since(last_activity, last.at) && !since(last_request, last.at) {
+                last.sources.push(item.meta.id.clone());
+                return;
+            }
+        }
+        self.facts.interruptions.push(Interruption {
+            at,
+            sources: vec![item.meta.id.clone()],
         });
     }
 
