@@ -760,3 +760,46 @@ All 12 parser tests pass.
         after.text
     );
 }
+
+#[test]
+fn a_request_typed_after_the_note_in_the_same_message_is_kept() {
+    let items = dsl::parse(
+        r#"
+@user
+Run the whole test suite.
+@call c1 Bash
+{"command": "cargo test --workspace"}
+@result c1 error
+Exit code 137
+[Request interrupted by user for tool use]
+@user
+[Request interrupted by user]
+
+Only the parser's tests, please.
+@call c2 Bash
+{"command": "cargo test -p parser"}
+"#,
+    )
+    .items;
+    let cp = build(&items, None, &options(4_000));
+    let goal = section(&cp.text, "Goal and user requests");
+    assert!(
+        goal.contains("[interrupted by the user] \"Run the whole test suite.\""),
+        "{goal}"
+    );
+    assert!(
+        goal.contains("[in progress] \"Only the parser's tests, please.\""),
+        "{goal}"
+    );
+
+    // In the next span, the stop marks the earlier record's request and the new one is kept.
+    let (first, second) = items.split_at(3);
+    let cp1 = build(first, None, &options(4_000));
+    let cp2 = build(second, Some(&cp1), &options(4_000));
+    let goal = section(&cp2.text, "Goal and user requests");
+    assert!(
+        goal.contains("[interrupted by the user] \"Run the whole test suite.\""),
+        "{goal}"
+    );
+    assert!(goal.contains("Only the parser's tests, please."), "{goal}");
+}

@@ -65,7 +65,8 @@ pub fn request_statuses(facts: &Facts) -> Vec<RequestStatus> {
                 .iter()
                 .rev()
                 .map(|i| i.at)
-                .find(|&at| at > req.at && at < end);
+                // A note in the same message as the next request (typed after it) stops this one.
+                .find(|&at| at > req.at && at <= end);
             let start = stopped.unwrap_or(req.at);
             let inside = |at: usize| at > start && at < end;
             if let Some(plan) = facts
@@ -111,5 +112,5 @@ pub fn interrupted_earlier(facts: &Facts) -> bool {
     facts
         .interruptions
         .first()
-        .is_some_and(|i| facts.user_requests.first().is_none_or(|r| i.at < r.at))
+        .is_some_and(|i| facts.user_requests.first().is_none_or(|r| i.at <= r.at))
 }

@@ -347,9 +347,13 @@ impl<'a> Extractor<'a> {
                 }
                 return;
             }
-            user::UserText::Interruption => {
+            user::UserText::Interruption { then } => {
                 self.interruption(at, item);
-                return;
+                // What the user typed after the note, in the same message, is the next request.
+                match then {
+                    Some(t) => t,
+                    None => return,
+                }
             }
             user::UserText::Noise => return,
         };
@@ -367,11 +371,13 @@ impl<'a> Extractor<'a> {
     fn interruption(&mut self, at: usize, item: &Item) {
         // One stop, however many notes the harness wrote for it (a stopped call's result and the
         // note after it): notes with no activity and no request between them are one.
-        let since = |p: Option<usize>, at: usize| p.is_some_and(|p| p > at);
         let last_activity = self.facts.activity.last().copied();
         let last_request = self.facts.user_requests.last().map(|r| r.at);
         if let Some(last) = self.facts.interruptions.last_mut() {
-            if !since(last_activity, last.at) && !since(last_request, last.at) {
+            // A request at the note's own place was typed after it, in the same message.
+            let acted = last_activity.is_some_and(|p| p > last.at);
+            let asked = last_request.is_some_and(|p| p >= last.at);
+            if !acted && !asked {
                 last.sources.push(item.meta.id.clone());
                 return;
             }

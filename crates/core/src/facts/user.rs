@@ -55,8 +55,9 @@ pub(super) enum UserText {
     /// constraints it states still hold.
     Context(String),
     /// The harness's note that the user stopped the request being worked on: not a request, but the
-    /// status of the one it interrupted.
-    Interruption,
+    /// status of the one it interrupted. `then`: a request the user typed after the note in the
+    /// same message, if any.
+    Interruption { then: Option<String> },
     /// Harness chatter: nothing to keep.
     Noise,
 }
@@ -65,8 +66,12 @@ pub(super) enum UserText {
 /// Code's `isMeta` records). A slash command with arguments is a request (`/review the parser`).
 pub(super) fn classify_user_text(text: &str, visible_to_user: bool) -> UserText {
     let text = strip_blocks(text);
-    if is_interruption(&text) {
-        return UserText::Interruption;
+    if let Some(rest) = after_interruption(&text) {
+        let then = match classify_user_text(rest, visible_to_user) {
+            UserText::Request(t) => Some(t),
+            _ => None,
+        };
+        return UserText::Interruption { then };
     }
     if text.is_empty()
         || text.starts_with(CHECKPOINT_OPEN)
@@ -99,6 +104,23 @@ pub(super) fn classify_user_text(text: &str, visible_to_user: bool) -> UserText 
 fn is_interruption(text: &str) -> bool {
     let text = text.trim();
     INTERRUPTION_OPENINGS.iter().any(|o| text.starts_with(o))
+}
+
+/// When `text` opens with an interruption note, what follows the note (trimmed; empty when the
+/// note is all there is): Claude Code's note ends at its `]`, Codex's block at its closing tag.
+fn after_interruption(text: &str) -> Option<&str> {
+    let text = text.trim();
+    if !is_interruption(text) {
+        return None;
+    }
+    let end = if text.starts_with('[') {
+        text.find(']').map(|i| i + 1)
+    } else {
+        ["</turn_aborted>", "</turn-aborted>"]
+            .iter()
+            .find_map(|close| text.find(close).map(|i| i + close.len()))
+    };
+    Some(end.map_or("", |e| text[e..].trim()))
 }
 
 /// True when a tool result's text ends with the note (Claude Code writes it as the result of the call
@@ -233,7 +255,11 @@ mod tests {
             "<turn_aborted>\nThe user interrupted the previous turn.\n</turn_aborted>",
             "<turn-aborted>interrupted</turn-aborted>",
         ] {
-            assert_eq!(classify_user_text(t, true), UserText::Interruption, "{t}");
+            assert_eq!(
+                classify_user_text(t, true),
+                UserText::Interruption { then: None },
+                "{t}"
+            );
         }
         assert!(super::result_ends_in_interruption(
             "Exit code 137\n[Request interrupted by user for tool use]"
@@ -245,6 +271,36 @@ mod tests {
         assert_eq!(
             request_text("Why did I see [Request interrupted by user] there?", true).as_deref(),
             Some("Why did I see [Request interrupted by user] there?")
+        );
+    }
+
+    #[test]
+    fn a_request_typed_after_the_note_in_the_same_message_is_kept() {
+        for (t, then) in [
+            (
+                "[Request interrupted by user]\n\nuse the other branch instead",
+                "use the other branch instead",
+            ),
+            (
+                "<turn_aborted>\nThe user interrupted the previous turn.\n</turn_aborted>\nstop and run the tests",
+                "stop and run the tests",
+            ),
+        ] {
+            assert_eq!(
+                classify_user_text(t, true),
+                UserText::Interruption {
+                    then: Some(then.to_owned())
+                },
+                "{t}"
+            );
+        }
+        // Harness chatter after the note is still not a request.
+        assert_eq!(
+            classify_user_text(
+                "[Request interrupted by user]\n<local-command-stdout>ok</local-command-stdout>",
+                true
+            ),
+            UserText::Interruption { then: None }
         );
     }
 
