@@ -229,14 +229,26 @@ fn read_request(
     body: &Bytes,
 ) -> Result<(Value, String, Option<String>, Held, Option<usize>), String> {
     let parent = parent_id(&parts.headers).map_err(|e| e.to_string())?;
+    // A session named by its header: its held decode is known before the body is read, and the
+    // body is scanned only from where it differs from the last one (see [`Held::scan`]).
+    if parts.headers.contains_key(SESSION_HEADER) {
+        if let Ok(session) = session_id(&parts.headers, route, &Value::Null) {
+            let mut held = shared.decoders.take(&session).unwrap_or_default();
+            match held.scan(body, format) {
+                Some(scan) => {
+                    if let Some((value, kept)) = held.rebuild(body, &scan) {
+                        return Ok((value, session, parent, held, Some(kept)));
+                    }
+                }
+                // Not a JSON object: the full parse below says why; the held decode stays.
+                None => shared.decoders.put(&session, held),
+            }
+        }
+    }
     // Scanned first: the session's last request gives the members and messages that did not
     // change, so only the rest is parsed.
-    if let Some(scan) = Scan::of(body, format) {
-        let opening = match parts.headers.contains_key(SESSION_HEADER) {
-            true => Some(Value::Null),
-            false => scan.opening(format),
-        };
-        if let Some(opening) = opening {
+    else if let Some(scan) = Scan::of(body, format) {
+        if let Some(opening) = scan.opening(format) {
             let session = session_id(&parts.headers, route, &opening).map_err(|e| e.to_string())?;
             let mut held = shared.decoders.take(&session).unwrap_or_default();
             if let Some((value, kept)) = held.rebuild(body, &scan) {
