@@ -84,6 +84,33 @@ fn a_wrapped_output_is_cut_by_its_lines_and_written_back_as_the_same_wrapper() {
 }
 
 #[test]
+fn a_wrapped_cut_fills_its_budget() {
+    let c = counter();
+    for (lines, limit) in [
+        (120usize, 100usize),
+        (300, 200),
+        (2_000, 500),
+        (5_000, 2_000),
+    ] {
+        let raw: String = (0..lines).map(|i| format!("{}\n", i % 10)).collect();
+        let (text, _) = wrap(&raw);
+        let policy = TruncationPolicy {
+            serialization_buffer: 1.0,
+            ..TruncationPolicy::tokens(limit)
+        };
+        let t = truncate_output(&text, &policy, &c, &id());
+        assert!(t.truncated && codex_wrapped(&t.text).is_some(), "{t:?}");
+        assert!(t.tokens <= limit, "{} > {limit}", t.tokens);
+        // Written back, each kept line costs its escaped newline too: within a few lines of it.
+        assert!(
+            t.tokens + 8 >= limit,
+            "{} tokens of a {limit}-token budget",
+            t.tokens
+        );
+    }
+}
+
+#[test]
 fn members_around_the_output_and_their_order_and_spacing_survive() {
     let c = counter();
     let output = serde_json::to_string(&cargo_log()).unwrap();

@@ -11,7 +11,8 @@ use crate::model::ItemId;
 use crate::tokens::TokenCounter;
 
 /// Attempts at fitting the written-back wrapper; each shrinks the printed output's room by the
-/// measured excess (the escaping does not cost the same everywhere).
+/// measured excess, or grows it by the measured slack once a cut fits (the escaping does not cost
+/// the same everywhere).
 const MAX_ATTEMPTS: usize = 8;
 
 /// The cut of `text` when it is a Codex wrapper whose printed output, cut by its lines, fits
@@ -62,11 +63,8 @@ pub(super) fn truncate_wrapped(
     let ratio = (written_size.saturating_sub(frame) as f64 / dense_size as f64).clamp(0.25, 8.0);
     let mut room = (((limit.max - frame) as f64 / ratio).floor() as usize).min(dense_size - 1);
     let dense_tokens = counter.count_text(&dense);
-    for _ in 0..MAX_ATTEMPTS {
-        if room == 0 {
-            break;
-        }
-        let cut = cut::cut(
+    let cut_to = |room: usize| {
+        cut::cut(
             &dense,
             dense_tokens,
             &cut::CutOptions {
@@ -80,14 +78,33 @@ pub(super) fn truncate_wrapped(
                 reference,
             },
             counter,
-        );
+        )
+    };
+    // The largest room whose cut fits once written back: shrink by the measured excess until one
+    // fits, then grow by the measured slack while the cut still fits (the ratio is an average).
+    let mut best: Option<(String, cut::Cut)> = None;
+    for _ in 0..MAX_ATTEMPTS {
+        if room == 0 {
+            break;
+        }
+        let cut = cut_to(room);
         let out = encode(&cut.text)?;
         let size = limit.measure(counter, &out);
         if size <= limit.max {
-            return Some(finish(out, Some(&cut)));
+            let slack = limit.max - size;
+            best = Some((out, cut));
+            let grown = (room + (slack as f64 / ratio).floor() as usize).min(dense_size - 1);
+            if grown == room {
+                break;
+            }
+            room = grown;
+        } else if best.is_some() {
+            // Grown past the limit: the last cut that fitted stands.
+            break;
+        } else {
+            let shrink = ((size - limit.max) as f64 / ratio).ceil() as usize;
+            room = room.saturating_sub(shrink.max(1));
         }
-        let shrink = ((size - limit.max) as f64 / ratio).ceil() as usize;
-        room = room.saturating_sub(shrink.max(1));
     }
-    None
+    best.map(|(out, cut)| finish(out, Some(&cut)))
 }
