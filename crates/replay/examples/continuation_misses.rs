@@ -16,11 +16,17 @@
 //! item's whole text). The summary counts the misses by
 //! fate, holder and age, and per item kind the tokens the requests spend and the anchors only that
 //! item holds (per 1,000 tokens: what giving those tokens to the same-size tail would have to beat).
+//! Results in Codex's JSON wrapper (`{"output": …, "metadata": …}`) are labelled `+wrapped`, and the
+//! summary says how many of them the requests at cuts hold, how many were cut, how many of those are
+//! still a wrapper with their metadata, and what of the printed output's error lines and last line
+//! the cut ones keep.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
 use compact_core::model::{Conversation, Item, ItemBody};
+use compact_core::plan::REFERENCE_PREFIX;
 use compact_core::tokens::TokenCounter;
+use compact_core::truncate::{codex_wrapped, is_error_line};
 use compact_formats::import::ImportMode;
 use compact_replay::{
     call_points, load_job, prune_generic_jobs, replay_session_with_cuts, setup, strategy,
@@ -62,11 +68,16 @@ fn label(item: &Item, names: &HashMap<String, String>) -> String {
         ItemBody::Message(m) => format!("msg:{:?}", m.role).to_lowercase(),
         ItemBody::ToolCall(c) => format!("call:{}", c.name),
         ItemBody::ToolResult(r) => format!(
-            "result:{}",
+            "result:{}{}",
             r.tool_name
                 .clone()
                 .or_else(|| names.get(&r.call_id).cloned())
-                .unwrap_or_default()
+                .unwrap_or_default(),
+            if codex_wrapped(&item.plain_text()).is_some() {
+                "+wrapped"
+            } else {
+                ""
+            }
         ),
         ItemBody::Reasoning(_) => "reasoning".into(),
         ItemBody::Checkpoint(_) => "checkpoint".into(),
@@ -150,6 +161,76 @@ struct Tally {
     tail_total: usize,
     only_strategy: usize,
     only_tail: usize,
+    wrapped: WrappedTally,
+}
+
+/// Codex's wrapped results in the requests at cuts (an item counts once per cut that holds it).
+#[derive(Default)]
+struct WrappedTally {
+    /// Wrapped results the requests hold.
+    held: usize,
+    /// Of those, replaced by a reference stub.
+    stubs: usize,
+    /// Of those, rewritten otherwise (cut, densified).
+    cut: usize,
+    /// Distinct items cut at some cut.
+    cut_items: HashSet<String>,
+    /// Cut ones that are still a wrapper with the original's metadata (exit code).
+    still_wrapped: usize,
+    /// Distinct error lines of the printed output of the cut ones, and those kept.
+    error_lines: usize,
+    error_lines_kept: usize,
+    /// Cut ones whose printed output's last non-blank line is kept.
+    last_line_kept: usize,
+}
+
+impl WrappedTally {
+    /// Counts `held`, the request's copy of `original` (a wrapped result).
+    fn add(&mut self, original: &Item, held: &Item) {
+        let Some(w) = codex_wrapped(&original.plain_text()) else {
+            return;
+        };
+        self.held += 1;
+        let text = held.plain_text();
+        if text == original.plain_text() {
+            return;
+        }
+        if text.starts_with(REFERENCE_PREFIX) {
+            self.stubs += 1;
+            return;
+        }
+        self.cut += 1;
+        self.cut_items.insert(original.meta.id.as_str().to_owned());
+        let kept = codex_wrapped(&text);
+        if kept
+            .as_ref()
+            .is_some_and(|k| k.has_metadata == w.has_metadata && k.exit_code == w.exit_code)
+        {
+            self.still_wrapped += 1;
+        }
+        // A line is kept when the cut wrapper's output shows it, or, for a wrapper cut as one
+        // line, when the text shows it as JSON escapes it.
+        let shows = |line: &str| {
+            kept.as_ref().is_some_and(|k| k.output.contains(line))
+                || serde_json::to_string(line).is_ok_and(|e| text.contains(&e[1..e.len() - 1]))
+        };
+        let errors: HashSet<&str> = w
+            .output
+            .lines()
+            .map(str::trim_end)
+            .filter(|l| is_error_line(l))
+            .collect();
+        self.error_lines += errors.len();
+        self.error_lines_kept += errors.iter().filter(|l| shows(l)).count();
+        if w.output
+            .lines()
+            .map(str::trim_end)
+            .rfind(|l| !l.is_empty())
+            .is_none_or(shows)
+        {
+            self.last_line_kept += 1;
+        }
+    }
 }
 
 /// One session replayed: the strategy's requests at its cuts, and what each history item holds.
@@ -266,6 +347,17 @@ fn tally_cut(
         .filter(|a| cut_set.contains(a))
     {
         *holders.entry(*a).or_default() += 1;
+    }
+    let originals: HashMap<&str, &Item> = items[..cut.at]
+        .iter()
+        .map(|i| (i.meta.id.as_str(), i))
+        .collect();
+    for held in request.items.iter().filter(|i| i.meta.visibility.model) {
+        if let Some(original) = originals.get(held.meta.id.as_str()) {
+            if original.as_tool_result().is_some() {
+                tally.wrapped.add(original, held);
+            }
+        }
     }
     for (lab, n, found) in &per {
         *tally.spend.entry(lab.clone()).or_default() += n;
@@ -397,6 +489,19 @@ fn print_summary(tally: Tally) {
     println!(
         "anchors expected {}, strategy {}, tail {}, only strategy {}, only tail {}",
         tally.expected, tally.held_total, tally.tail_total, tally.only_strategy, tally.only_tail
+    );
+    let w = &tally.wrapped;
+    println!(
+        "wrapped results held {}, stubs {}, cut {} ({} items), cut still a wrapper with its metadata {}, \
+         error lines of the cut ones kept {}/{}, last line kept {}",
+        w.held,
+        w.stubs,
+        w.cut,
+        w.cut_items.len(),
+        w.still_wrapped,
+        w.error_lines_kept,
+        w.error_lines,
+        w.last_line_kept
     );
     println!("\nmisses by fate, last holder, age, tail held it:");
     let mut rows: Vec<_> = tally.misses.into_iter().collect();

@@ -1,5 +1,8 @@
 //! Exit status of a command, read from the text of its output ("Exit code: 1", "exit status 2",
-//! "returncode: 0", `"exit_code": 0`, "exited with code 1", "[Command finished with exit code 0]").
+//! "returncode: 0", `"exit_code": 0`, "exited with code 1", "[Command finished with exit code 0]"),
+//! and Codex's JSON wrapper around a command's output ([`codex_wrapped`]).
+
+use std::ops::Range;
 
 /// Phrases after which an exit code follows (lower case).
 const NEEDLES: &[&str] = &[
@@ -42,6 +45,10 @@ pub struct CodexWrapped {
     pub has_metadata: bool,
     /// `metadata.exit_code`, when it is an integer.
     pub exit_code: Option<i64>,
+    /// Where the output's JSON string (quotes included) lies in the text read, so that it can be
+    /// replaced leaving every other byte as it was; `None` when the object names `output` more than
+    /// once (which one a reader takes is not defined).
+    pub output_span: Option<Range<usize>>,
 }
 
 /// The contents of `text` when it is a JSON object with a string `output` (Codex's wrapper; leading
@@ -64,8 +71,106 @@ pub fn codex_wrapped(text: &str) -> Option<CodexWrapped> {
             output,
             has_metadata,
             exit_code,
+            output_span: output_span(text),
         }),
         _ => None,
+    }
+}
+
+/// The byte range of the value of the one top-level `output` member of `text`, a valid JSON object
+/// (after leading whitespace); `None` when no member or more than one is named `output`, or when
+/// the scan meets something it does not expect (it never panics).
+fn output_span(text: &str) -> Option<Range<usize>> {
+    let b = text.as_bytes();
+    let mut at = skip_ws(b, 0);
+    if b.get(at) != Some(&b'{') {
+        return None;
+    }
+    at = skip_ws(b, at + 1);
+    let mut found = None;
+    while b.get(at) == Some(&b'"') {
+        let key_end = string_end(b, at)?;
+        let key: String = serde_json::from_str(text.get(at..key_end)?).ok()?;
+        at = skip_ws(b, key_end);
+        if b.get(at) != Some(&b':') {
+            return None;
+        }
+        let value_start = skip_ws(b, at + 1);
+        let value_end = value_end(b, value_start)?;
+        if key == "output" {
+            if found.is_some() {
+                return None;
+            }
+            found = Some(value_start..value_end);
+        }
+        at = skip_ws(b, value_end);
+        match b.get(at) {
+            Some(b',') => at = skip_ws(b, at + 1),
+            Some(b'}') => return found,
+            _ => return None,
+        }
+    }
+    // An empty object, or a member that does not open with a string.
+    None
+}
+
+fn skip_ws(b: &[u8], mut at: usize) -> usize {
+    while b
+        .get(at)
+        .is_some_and(|c| matches!(c, b' ' | b'\t' | b'\n' | b'\r'))
+    {
+        at += 1;
+    }
+    at
+}
+
+/// The index just past the JSON string opening at `at` (a `"`).
+fn string_end(b: &[u8], at: usize) -> Option<usize> {
+    let mut i = at + 1;
+    loop {
+        match b.get(i)? {
+            b'\\' => i += 2,
+            b'"' => return Some(i + 1),
+            _ => i += 1,
+        }
+    }
+}
+
+/// The index just past the JSON value starting at `at`.
+fn value_end(b: &[u8], at: usize) -> Option<usize> {
+    match b.get(at)? {
+        b'"' => string_end(b, at),
+        b'{' | b'[' => {
+            let mut depth = 0usize;
+            let mut i = at;
+            loop {
+                match b.get(i)? {
+                    b'"' => {
+                        i = string_end(b, i)?;
+                        continue;
+                    }
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' => {
+                        depth = depth.checked_sub(1)?;
+                        if depth == 0 {
+                            return Some(i + 1);
+                        }
+                    }
+                    _ => {}
+                }
+                i += 1;
+            }
+        }
+        _ => {
+            let mut i = at;
+            while b
+                .get(i)
+                .is_some_and(|c| !matches!(c, b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r'))
+            {
+                i += 1;
+            }
+            (i > at).then_some(i)
+        }
     }
 }
 

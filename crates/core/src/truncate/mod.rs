@@ -7,6 +7,11 @@
 //! removed middle are kept, in order, between the marker and the tail while the budget allows. The
 //! marker counts against the budget: the result is never over it. Same input, same output.
 //!
+//! Codex's JSON wrapper around a command's output (`{"output": "…", "metadata": {…}}`, one line) is
+//! cut inside: the printed output by its lines as above, written back as the same wrapper with every
+//! other byte kept, the limit applying to what is written back ([`wrapped`]); when no such cut fits,
+//! the wrapper is cut as the one line it is.
+//!
 //! The original is never lost: [`truncate_item`] returns a truncated copy with the same id; the caller
 //! (the session log) keeps the original.
 
@@ -16,6 +21,7 @@ mod exit_code;
 mod shell;
 mod signals;
 mod terminal;
+mod wrapped;
 
 pub use densify::densify;
 pub use exit_code::{codex_wrapped, exit_code, CodexWrapped};
@@ -209,6 +215,11 @@ pub fn truncate_output(
     };
     if size <= limit.max {
         return unchanged;
+    }
+    if let Some(cut) =
+        wrapped::truncate_wrapped(text, limit, policy, counter, reference, original_tokens)
+    {
+        return cut;
     }
     let dense = densify(text);
     let densified = dense != text;
