@@ -96,8 +96,8 @@ fn post(addr: &str, path: &str, session: &str, body: &[u8]) -> u16 {
         .unwrap_or_else(|| panic!("not an HTTP reply: {head}"))
 }
 
-/// `compactctl serve` at [`WINDOW`] with an in-memory log, both upstreams at `upstream`, and no
-/// `COMPACT_*` variable of the caller's environment. Killed when dropped.
+/// `compactctl serve` at [`WINDOW`] with an in-memory log, both upstreams at `upstream`, a scratch
+/// state directory and no `COMPACT_*` variable of the caller's environment. Killed when dropped.
 struct Serve(Child);
 
 impl Serve {
@@ -112,6 +112,9 @@ impl Serve {
                 upstream,
             ])
             .env("RUST_LOG", "warn,compact=info")
+            // `serve` also opens `compactctl run`'s store for recall: a scratch one, never the
+            // user's own state directory.
+            .env("XDG_STATE_HOME", crate::support::scratch_state())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
         for (key, _) in std::env::vars_os() {

@@ -24,6 +24,7 @@ pub(crate) fn get(addr: &str, path: &str, auth: Option<&str>) -> String {
 fn serve_answers_and_stops_on_sigterm() {
     let mut child = Command::new(env!("CARGO_BIN_EXE_compactctl"))
         .args(["serve", "--listen", "127.0.0.1:0", "--store", "memory"])
+        .env("XDG_STATE_HOME", crate::support::scratch_state())
         .args([
             "--openai-base-url",
             "http://127.0.0.1:9",
@@ -129,6 +130,7 @@ fn serve_logs_to_sqlite_in_the_state_directory_by_default() {
 fn listening_line(args: &[&str]) -> (serde_json::Value, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_compactctl"))
         .args(["serve", "--listen", "127.0.0.1:0", "--store", "memory"])
+        .env("XDG_STATE_HOME", crate::support::scratch_state())
         .args(args)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -231,6 +233,7 @@ fn at_rust_log_trace_dependencies_log_but_no_key_or_message_does() {
         .unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_compactctl"))
         .args(["serve", "--listen", "127.0.0.1:0", "--store", "memory"])
+        .env("XDG_STATE_HOME", crate::support::scratch_state())
         .args(["--openai-base-url", &sim.base_url(), "--window", "32000"])
         .env("RUST_LOG", "trace")
         .stdout(Stdio::null())

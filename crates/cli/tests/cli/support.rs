@@ -52,9 +52,18 @@ pub fn fixture(name: &str) -> String {
 
 /// The binary, run from the workspace root, with no `COMPACT_*` variable of the caller's
 /// environment leaking into the run.
+/// A state directory for this test process (`XDG_STATE_HOME` of every `compactctl` it starts
+/// without one of its own), so that no test reads or writes the user's `~/.local/state`.
+pub fn scratch_state() -> &'static Path {
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| temp_dir("state"))
+}
+
 fn command(args: &[&str]) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_compactctl"));
-    cmd.args(args).current_dir(root());
+    cmd.args(args)
+        .current_dir(root())
+        .env("XDG_STATE_HOME", scratch_state());
     for (key, _) in std::env::vars_os() {
         if key.to_string_lossy().starts_with("COMPACT_") {
             cmd.env_remove(key);
