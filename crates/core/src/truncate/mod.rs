@@ -8,9 +8,9 @@
 //! marker counts against the budget: the result is never over it. Same input, same output.
 //!
 //! Codex's JSON wrapper around a command's output (`{"output": "…", "metadata": {…}}`, one line) is
-//! cut inside: the printed output by its lines as above, written back as the same wrapper with every
-//! other byte kept, the limit applying to what is written back ([`wrapped`]); when no such cut fits,
-//! the wrapper is cut as the one line it is.
+//! cut inside (module `wrapped`): the printed output by its lines as above, written back as the same
+//! wrapper with every other byte kept, the limit applying to what is written back; when no such cut
+//! fits, the wrapper is cut as the one line it is.
 //!
 //! The original is never lost: [`truncate_item`] returns a truncated copy with the same id; the caller
 //! (the session log) keeps the original.
