@@ -6,7 +6,8 @@
 use compact_core::model::{Item, ItemBody, ItemId, Part, ToolCallKind, ToolResult};
 use compact_core::tokens::{Encoding, TokenCounter};
 use compact_core::truncate::{
-    codex_wrapped, densify, truncate_item, truncate_output, TruncationMode, TruncationPolicy,
+    codex_output_span, codex_wrapped, densify, truncate_item, truncate_output, TruncationMode,
+    TruncationPolicy,
 };
 use proptest::prelude::*;
 
@@ -186,20 +187,20 @@ fn a_wrapper_naming_output_twice_is_cut_as_one_line() {
     let c = counter();
     let long = serde_json::to_string(&cargo_log()).unwrap();
     let text = format!("{{\"output\":\"a\",\"output\":{long},\"metadata\":{{}}}}");
-    assert_eq!(codex_wrapped(&text).unwrap().output_span, None);
+    assert_eq!(codex_output_span(&text), None);
     let out = truncate_output(&text, &TruncationPolicy::tokens(100), &c, &id());
     assert!(out.truncated);
     assert!(codex_wrapped(&out.text).is_none());
     // An escaped key is the same key.
     let text = format!("{{\"outp\\u0075t\":\"a\",\"output\":{long}}}");
-    assert_eq!(codex_wrapped(&text).unwrap().output_span, None);
+    assert_eq!(codex_output_span(&text), None);
 }
 
 #[test]
 fn the_output_span_is_the_output_string() {
     let text = " {\"a\":{\"output\":[1,\"}\"]},\"output\":\"x\\\"y\",\"b\":-1.5e3}";
     let w = codex_wrapped(text).unwrap();
-    let span = w.output_span.unwrap();
+    let span = codex_output_span(text).unwrap();
     assert_eq!(&text[span], "\"x\\\"y\"");
     assert_eq!(w.output, "x\"y");
 }
@@ -309,9 +310,9 @@ proptest! {
         let kept = codex_wrapped(&out.text);
         prop_assert!(kept.is_some(), "not a wrapper: {}", out.text);
         let kept = kept.unwrap();
-        let span = kept.output_span.clone().unwrap();
+        let span = codex_output_span(&out.text).unwrap();
         let (before, after) = (&out.text[..span.start], &out.text[span.end..]);
-        let original = codex_wrapped(&text).unwrap().output_span.unwrap();
+        let original = codex_output_span(&text).unwrap();
         prop_assert_eq!(before, &text[..original.start]);
         prop_assert_eq!(after, &text[original.end..]);
         if out.truncated {

@@ -18,13 +18,15 @@
 //! (`CLOCK_THREAD_CPUTIME_ID`), which a busy machine's preemptions do not inflate.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use compact_core::model::{Conversation, Format, Item, ItemBody, Role, ToolCall, ToolResult};
+mod common;
+
+use common::{counter, history_json, thread_cpu, with_message};
+use compact_core::model::Format;
 use compact_core::policy::Policy;
-use compact_core::tokens::{Encoding, TokenCounter};
 use compact_engine::{block_on, Compactor, DeterministicSummarizer};
-use compact_formats::wire::{decode, encode};
+use compact_formats::wire::decode;
 use compact_session::{CompactManager, MemoryStore, SessionConfig, SqliteStore, Store};
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -37,72 +39,10 @@ const MESSAGE_TOKENS: usize = 1_000;
 /// A window that holds the history without compacting.
 const WINDOW: usize = 1_000_000;
 
-fn counter() -> TokenCounter {
-    TokenCounter::new(Encoding::O200kBase)
-}
-
-/// A tool-using history of about [`HISTORY_TOKENS`], as Chat Completions JSON.
-fn history_json() -> Value {
-    let mut conv = Conversation {
-        format: Some(Format::OpenAiChat),
-        ..Conversation::default()
-    };
-    conv.extra.insert("model".into(), json!("gpt-4o"));
-    conv.push(Item::text(Role::System, "You are a coding agent."));
-    let mut n = 0;
-    while counter().total(&conv) < HISTORY_TOKENS {
-        n += 1;
-        conv.push(Item::text(
-            Role::User,
-            format!("Step {n}: look at module {n}."),
-        ));
-        let id = format!("call_{n}");
-        conv.push(Item::new(ItemBody::ToolCall(ToolCall::function(
-            &id,
-            "read_file",
-            json!({"path": format!("src/m{n}.rs")}),
-        ))));
-        let text: String = (0..120)
-            .map(|l| format!("fn item_{n}_{l}(x: u32) -> u32 {{ x * {l} + {n} }}\n"))
-            .collect();
-        conv.push(Item::new(ItemBody::ToolResult(ToolResult::text(&id, text))));
-        conv.push(Item::text(Role::Assistant, format!("Module {n} is fine.")));
-    }
-    encode(&conv, Format::OpenAiChat).unwrap().value
-}
-
-/// The history plus a new user message of about [`MESSAGE_TOKENS`], `salt` making it unique.
-fn with_message(history: &Value, salt: usize) -> Value {
-    let mut v = history.clone();
-    let words: String = (0..MESSAGE_TOKENS / 2)
-        .map(|i| format!("w{} ", (i * 7 + salt) % 1000))
-        .collect();
-    v["messages"]
-        .as_array_mut()
-        .unwrap()
-        .push(json!({"role": "user", "content": words}));
-    v
-}
-
 fn percentiles(mut d: Vec<Duration>) -> (Duration, Duration) {
     d.sort();
     let at = |p: f64| d[((d.len() as f64 * p).ceil() as usize).min(d.len()) - 1];
     (at(0.50), at(0.99))
-}
-
-/// The CPU time this thread has run.
-#[cfg(unix)]
-fn thread_cpu() -> Option<Duration> {
-    let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
-    Some(Duration::new(
-        u64::try_from(t.tv_sec).ok()?,
-        u32::try_from(t.tv_nsec).ok()?,
-    ))
-}
-
-#[cfg(not(unix))]
-fn thread_cpu() -> Option<Duration> {
-    None
 }
 
 /// Wall and CPU times of a series of calls.
@@ -181,7 +121,7 @@ fn growing(manager: &CompactManager, history: &Value) -> Times {
     let mut request = history.clone();
     let mut times = Times::default();
     for i in 0..SAMPLES {
-        request = with_message(&request, i);
+        request = with_message(&request, i, MESSAGE_TOKENS);
         let decoded = decode(Format::OpenAiChat, &request).unwrap();
         let prepared = times.time(|| manager.preflight("growing", &decoded).unwrap());
         assert_eq!(prepared.report.new_items, 1);
@@ -192,9 +132,11 @@ fn growing(manager: &CompactManager, history: &Value) -> Times {
 }
 
 fn main() {
-    let history = history_json();
+    let history = history_json(HISTORY_TOKENS, 120);
     let tokens = counter().total(&decode(Format::OpenAiChat, &history).unwrap());
-    let requests: Vec<Value> = (0..SAMPLES).map(|i| with_message(&history, i)).collect();
+    let requests: Vec<Value> = (0..SAMPLES)
+        .map(|i| with_message(&history, i, MESSAGE_TOKENS))
+        .collect();
     println!("history: {tokens} tokens; {SAMPLES} samples per variant; new message ~{MESSAGE_TOKENS} tokens");
 
     let compactor = Compactor::new(

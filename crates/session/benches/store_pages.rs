@@ -15,14 +15,16 @@
 //! (p50, p99), the append only (not the checkpoint).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use compact_core::model::{Conversation, Format, Item, ItemBody, Role, ToolCall, ToolResult};
+mod common;
+
+use common::{counter, history_json, thread_cpu, with_message};
+use compact_core::model::Format;
 use compact_core::policy::Policy;
-use compact_core::tokens::{Encoding, TokenCounter};
-use compact_formats::wire::{decode, encode};
+use compact_formats::wire::decode;
 use compact_session::record::{Record, Stored};
 use compact_session::{CompactManager, MemoryStore, SessionConfig, Store, StoreError};
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -81,53 +83,6 @@ impl Store for Recorder {
     }
 }
 
-fn counter() -> TokenCounter {
-    TokenCounter::new(Encoding::O200kBase)
-}
-
-/// A tool-using history of about `tokens`, as Chat Completions JSON.
-fn history_json(tokens: usize) -> Value {
-    let mut conv = Conversation {
-        format: Some(Format::OpenAiChat),
-        ..Conversation::default()
-    };
-    conv.extra.insert("model".into(), json!("gpt-4o"));
-    conv.push(Item::text(Role::System, "You are a coding agent."));
-    let mut n = 0;
-    while counter().total(&conv) < tokens {
-        n += 1;
-        conv.push(Item::text(
-            Role::User,
-            format!("Step {n}: look at module {n}."),
-        ));
-        let id = format!("call_{n}");
-        conv.push(Item::new(ItemBody::ToolCall(ToolCall::function(
-            &id,
-            "read_file",
-            json!({"path": format!("src/m{n}.rs")}),
-        ))));
-        let lines = if tokens > 50_000 { 120 } else { 6 };
-        let text: String = (0..lines)
-            .map(|l| format!("fn item_{n}_{l}(x: u32) -> u32 {{ x * {l} + {n} }}\n"))
-            .collect();
-        conv.push(Item::new(ItemBody::ToolResult(ToolResult::text(&id, text))));
-        conv.push(Item::text(Role::Assistant, format!("Module {n} is fine.")));
-    }
-    encode(&conv, Format::OpenAiChat).unwrap().value
-}
-
-fn with_message(history: &Value, salt: usize, tokens: usize) -> Value {
-    let mut v = history.clone();
-    let words: String = (0..tokens / 2)
-        .map(|i| format!("w{} ", (i * 7 + salt) % 1000))
-        .collect();
-    v["messages"]
-        .as_array_mut()
-        .unwrap()
-        .push(json!({"role": "user", "content": words}));
-    v
-}
-
 /// The appends of: one session's history, then `turns` calls each adding a message of `tokens`.
 fn record(history: &Value, turns: usize, tokens: usize) -> Vec<Append> {
     let recorder = Arc::new(Recorder {
@@ -150,17 +105,13 @@ fn record(history: &Value, turns: usize, tokens: usize) -> Vec<Append> {
     appends
 }
 
-fn thread_cpu() -> Duration {
-    let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
-    Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
-}
-
 /// A schema under test: its DDL, and how an append is written.
 #[derive(Clone, Copy, PartialEq)]
 enum Variant {
-    /// The store as it is (migration 1): WITHOUT ROWID records keyed (session text, seq).
-    Current,
-    /// Records in a rowid table, sessions by integer key, (sid, seq) unique, items indexed.
+    /// Schema 1 (before migration 2): WITHOUT ROWID records keyed (session text, seq).
+    Schema1,
+    /// Schema 2 (the store's since migration 2): records in a rowid table, sessions by integer
+    /// key, (sid, seq) unique, items indexed.
     Rowid,
     /// `Rowid` with the records' rowid itself `sid << 32 | seq` (no second index).
     RowidPacked,
@@ -169,15 +120,15 @@ enum Variant {
 impl Variant {
     fn name(self) -> &'static str {
         match self {
-            Variant::Current => "current (WITHOUT ROWID, text key)",
-            Variant::Rowid => "rowid table + (sid, seq) index",
+            Variant::Schema1 => "schema 1 (WITHOUT ROWID, text key)",
+            Variant::Rowid => "schema 2 (rowid table + (sid, seq) index)",
             Variant::RowidPacked => "rowid = sid<<32|seq",
         }
     }
 
     fn ddl(self) -> &'static str {
         match self {
-            Variant::Current => {
+            Variant::Schema1 => {
                 "CREATE TABLE sessions (id TEXT PRIMARY KEY, version INTEGER NOT NULL);
                  CREATE TABLE records (session TEXT NOT NULL REFERENCES sessions(id), seq INTEGER NOT NULL,
                      kind TEXT NOT NULL, item_id TEXT, doc TEXT NOT NULL, PRIMARY KEY (session, seq)) WITHOUT ROWID;
@@ -205,7 +156,7 @@ impl Variant {
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .unwrap();
         match self {
-            Variant::Current => {
+            Variant::Schema1 => {
                 let v: Option<i64> = tx
                     .prepare_cached("SELECT version FROM sessions WHERE id = ?1")
                     .unwrap()
@@ -359,9 +310,10 @@ impl Db {
     }
 
     fn timed(&mut self, session: &str, rows: &[Row]) {
-        let before = thread_cpu();
+        let before = thread_cpu().unwrap_or_default();
         self.variant.append(&mut self.conn, session, rows);
-        self.cpu.push(thread_cpu().saturating_sub(before));
+        self.cpu
+            .push(thread_cpu().unwrap_or_default().saturating_sub(before));
         let pages = self.checkpoint();
         self.written.push(pages);
     }
@@ -430,8 +382,8 @@ fn main() {
     std::fs::create_dir_all(&dir).unwrap();
     let only: Option<String> = std::env::args().skip(1).find(|a| !a.starts_with('-'));
 
-    let big = record(&history_json(200_000), 1, 1_000);
-    let small = record(&history_json(5_000), TURNS, 1_000);
+    let big = record(&history_json(200_000, 120), 1, 1_000);
+    let small = record(&history_json(5_000, 6), TURNS, 1_000);
     let size = |rows: &[Row]| rows.iter().map(|r| r.2.len()).sum::<usize>();
     println!(
         "mixed: history append {} rows {} B, turn append {} rows {} B; fresh: {} rows {} B; agent turn: {} rows {} B",
@@ -445,7 +397,7 @@ fn main() {
         size(&small[1].rows),
     );
 
-    let variants = [Variant::Current, Variant::Rowid, Variant::RowidPacked];
+    let variants = [Variant::Schema1, Variant::Rowid, Variant::RowidPacked];
     let mut options = vec![];
     for v in variants {
         options.push((
@@ -474,7 +426,7 @@ fn main() {
         "8k",
     ));
     options.push((
-        Variant::Current,
+        Variant::Schema1,
         Options {
             page_size: 8192,
             foreign_keys: true,

@@ -45,10 +45,6 @@ pub struct CodexWrapped {
     pub has_metadata: bool,
     /// `metadata.exit_code`, when it is an integer.
     pub exit_code: Option<i64>,
-    /// Where the output's JSON string (quotes included) lies in the text read, so that it can be
-    /// replaced leaving every other byte as it was; `None` when the object names `output` more than
-    /// once (which one a reader takes is not defined).
-    pub output_span: Option<Range<usize>>,
 }
 
 /// The contents of `text` when it is a JSON object with a string `output` (Codex's wrapper; leading
@@ -71,16 +67,17 @@ pub fn codex_wrapped(text: &str) -> Option<CodexWrapped> {
             output,
             has_metadata,
             exit_code,
-            output_span: output_span(text),
         }),
         _ => None,
     }
 }
 
-/// The byte range of the value of the one top-level `output` member of `text`, a valid JSON object
-/// (after leading whitespace); `None` when no member or more than one is named `output`, or when
-/// the scan meets something it does not expect (it never panics).
-fn output_span(text: &str) -> Option<Range<usize>> {
+/// Where the output's JSON string (quotes included) lies in `text`, a wrapper [`codex_wrapped`]
+/// reads, so that it can be replaced leaving every other byte as it was: the byte range of the value
+/// of the one top-level `output` member. `None` when no member or more than one is named `output`
+/// (which one a reader takes is not defined), or when the scan meets something it does not expect
+/// (it never panics). Apart from `codex_wrapped`: only a cut needs it.
+pub fn codex_output_span(text: &str) -> Option<Range<usize>> {
     let b = text.as_bytes();
     let mut at = skip_ws(b, 0);
     if b.get(at) != Some(&b'{') {

@@ -24,7 +24,7 @@ mod terminal;
 mod wrapped;
 
 pub use densify::densify;
-pub use exit_code::{codex_wrapped, exit_code, CodexWrapped};
+pub use exit_code::{codex_output_span, codex_wrapped, exit_code, CodexWrapped};
 pub use shell::{
     filter_shell_output, finish_counted, finish_shell_output, head_allowance, streamed_prefix,
     HeadStreamer, ShellCut, DEFAULT_SHELL_BUDGET, MAX_SHELL_BUDGET, MIN_SHELL_BUDGET,

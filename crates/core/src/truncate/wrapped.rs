@@ -6,7 +6,7 @@
 //! limit applies to the wrapper written back. When that cannot be made to fit, the caller cuts the
 //! text as one line, as it does any text.
 
-use super::{codex_wrapped, cut, densify, Limit, Truncation, TruncationPolicy};
+use super::{codex_output_span, codex_wrapped, cut, densify, Limit, Truncation, TruncationPolicy};
 use crate::model::ItemId;
 use crate::tokens::TokenCounter;
 
@@ -27,7 +27,7 @@ pub(super) fn truncate_wrapped(
     original_tokens: usize,
 ) -> Option<Truncation> {
     let wrapped = codex_wrapped(text)?;
-    let span = wrapped.output_span?;
+    let span = codex_output_span(text)?;
     let (before, after) = (text.get(..span.start)?, text.get(span.end..)?);
     let encode = |output: &str| -> Option<String> {
         let literal = serde_json::to_string(output).ok()?;
